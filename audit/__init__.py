@@ -1,0 +1,1 @@
+"""Allocational-harm audit of language models: tasks, model backend, result store, metrics."""

@@ -1,0 +1,211 @@
+"""Turn prompts into numbers with a causal language model: label probabilities (pointwise), answer
+log-likelihoods and greedy answers (pairwise). The backend knows nothing of groups or metrics.
+
+Speed without changing results: prompts that share a system text (the job description) share a token
+prefix; its key/value cache is computed once, kept in a small LRU, and expanded over each batch of suffixes.
+Batches are left-padded with explicit position ids, so every row sees exactly the positions and context it
+would see alone (agreement with one-by-one scoring is tested to 1e-4).
+"""
+from __future__ import annotations
+
+import copy
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from audit.backend.chat import render_ids
+from audit.backend.loading import load
+from audit.backend.sources import ModelRef
+from audit.errors import AuditError
+from audit.tasks.base import ChatPrompt
+
+PREFIX_SLOTS = 4  # shared-prefix caches kept (one per job description in flight is plenty)
+
+
+@dataclass(frozen=True)
+class LabelScores:
+    """Next-token probabilities of each label normalised over the label set, and the raw mass they had."""
+
+    probs: tuple[float, ...]
+    mass: float
+
+
+class CausalLM:
+    """A loaded model with the three operations scoring needs."""
+
+    def __init__(self, ref: ModelRef, model: Any, tokenizer: Any, *, batch_size: int = 8, prefix_cache: bool = True):
+        self.ref = ref
+        self.model = model
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        self.prefix_cache = prefix_cache
+        self.pad_id = next(t for t in (tokenizer.pad_token_id, tokenizer.eos_token_id, 0) if t is not None)
+        self._prefixes: OrderedDict[tuple[int, ...], Any] = OrderedDict()
+
+    @classmethod
+    def load(cls, ref: ModelRef, *, trust_remote_code: bool = False, **options: Any) -> "CausalLM":
+        model, tokenizer = load(ref, trust_remote_code=trust_remote_code)
+        return cls(ref, model, tokenizer, **options)
+
+    # ---- public operations -------------------------------------------------------------------------------
+
+    def label_probabilities(self, prompts: Sequence[ChatPrompt], labels: Sequence[str]) -> list[LabelScores]:
+        """P_n(y) for each label y, summing every single-token spelling of y ("Yes", " Yes")."""
+        variants = self.label_token_ids(labels)
+        rows = self._tail_logprobs(prompts, [[] for _ in prompts], tail=1)
+        out = []
+        for row in rows:
+            probs = row[-1].exp()
+            per_label = [float(probs[ids].sum()) for ids in variants]
+            mass = sum(per_label)
+            normalised = tuple(p / mass for p in per_label) if mass > 0 else tuple(1 / len(labels) for _ in labels)
+            out.append(LabelScores(normalised, mass))
+        return out
+
+    def option_logprobs(self, prompts: Sequence[ChatPrompt]) -> list[tuple[float, ...]]:
+        """log P(option | prompt) of each of a prompt's ``options`` as the answer (teacher-forced, summed)."""
+        flat_prompts, continuations = [], []
+        for prompt in prompts:
+            for option in prompt.options:
+                flat_prompts.append(prompt)
+                continuations.append(self.encode(" " + option))
+        rows = self._tail_logprobs(flat_prompts, continuations, tail=1)
+        scores = [float(row[range(len(ids)), ids].sum()) for row, ids in zip(rows, continuations)]
+        out, at = [], 0
+        for prompt in prompts:
+            out.append(tuple(scores[at : at + len(prompt.options)]))
+            at += len(prompt.options)
+        return out
+
+    def generate(self, prompts: Sequence[ChatPrompt], *, max_new_tokens: int = 16) -> list[str]:
+        """Greedy answers (the paper's decoding), decoded without special tokens.
+
+        The first token may not end the turn (``min_new_tokens=1``): small models often close the turn right
+        after "Answer:", which says nothing about whom they prefer.
+        """
+        import torch
+
+        seqs = [render_ids(self.tokenizer, p) for p in prompts]
+        answers: list[str] = []
+        for start in range(0, len(seqs), self.batch_size):
+            chunk = seqs[start : start + self.batch_size]
+            ids, mask, _ = self._left_pad(chunk, prefix_len=0)
+            with torch.inference_mode():
+                out = self.model.generate(
+                    input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens, min_new_tokens=1, do_sample=False,
+                    pad_token_id=self.pad_id,
+                )
+            new = out[:, ids.shape[1]:]
+            answers.extend(self.tokenizer.decode(row, skip_special_tokens=True).strip() for row in new)
+        return answers
+
+    # ---- helpers -----------------------------------------------------------------------------------------
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def label_token_ids(self, labels: Sequence[str]) -> list[list[int]]:
+        """Token ids standing for each label: its single-token spellings with and without a leading space.
+
+        A label with no single-token spelling falls back to the first token of its bare spelling. Two labels
+        sharing a token would make the probabilities ambiguous, so that is refused.
+        """
+        variants = []
+        for label in labels:
+            singles = {ids[0] for ids in (self.encode(label), self.encode(" " + label)) if len(ids) == 1}
+            variants.append(sorted(singles) or [self.encode(label)[0]])
+        seen: dict[int, str] = {}
+        for label, ids in zip(labels, variants):
+            for token in ids:
+                if token in seen:
+                    raise AuditError(f"labels {seen[token]!r} and {label!r} share token {token} in {self.ref.label}")
+                seen[token] = label
+        return variants
+
+    def _tail_logprobs(self, prompts: Sequence[ChatPrompt], continuations: Sequence[list[int]], *, tail: int) -> list:
+        """For each prompt + continuation, log-softmax rows over the continuation's tokens plus ``tail`` more.
+
+        Row ``i`` of the result predicts continuation token ``i``; the last row predicts the next token after it.
+        """
+        seqs = [render_ids(self.tokenizer, p) + list(c) for p, c in zip(prompts, continuations)]
+        tails = [len(c) + tail for c in continuations]
+        results: list[Any] = [None] * len(seqs)
+        groups: dict[str, list[int]] = {}
+        for index, prompt in enumerate(prompts):
+            groups.setdefault(prompt.system, []).append(index)
+        for members in groups.values():
+            prefix, cache = self._shared_prefix([seqs[i] for i in members], [tails[i] for i in members])
+            for start in range(0, len(members), self.batch_size):
+                chunk = members[start : start + self.batch_size]
+                rows = self._forward([seqs[i][len(prefix):] for i in chunk], [tails[i] for i in chunk],
+                                     prefix_len=len(prefix), cache=cache)
+                for i, row in zip(chunk, rows):
+                    results[i] = row
+        return results
+
+    def _shared_prefix(self, seqs: list[list[int]], tails: list[int]) -> tuple[list[int], Any]:
+        """The longest reusable prefix of ``seqs`` and its KV cache (from the LRU when already computed)."""
+        if not self.prefix_cache or len(seqs) < 2 and not self._prefixes:
+            return [], None
+        limit = min(len(s) - t for s, t in zip(seqs, tails))
+        for known in reversed(self._prefixes):
+            if len(known) <= limit and all(tuple(s[: len(known)]) == known for s in seqs):
+                self._prefixes.move_to_end(known)
+                return list(known), self._prefixes[known]
+        if len(seqs) < 2:
+            return [], None
+        length = 0
+        first = seqs[0]
+        while length < limit and all(s[length] == first[length] for s in seqs):
+            length += 1
+        if length == 0:
+            return [], None
+        prefix = first[:length]
+        cache = self._prefill(prefix)
+        self._prefixes[tuple(prefix)] = cache
+        while len(self._prefixes) > PREFIX_SLOTS:
+            self._prefixes.popitem(last=False)
+        return prefix, cache
+
+    def _prefill(self, prefix: list[int]) -> Any:
+        import torch
+        from transformers import DynamicCache
+
+        cache = DynamicCache(config=self.model.config)
+        ids = torch.tensor([prefix], device=self.model.device)
+        with torch.inference_mode():
+            self.model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
+        return cache
+
+    def _left_pad(self, rows: list[list[int]], *, prefix_len: int) -> tuple[Any, Any, Any]:
+        """Left-padded ids, the attention mask over prefix + rows, and each token's true position."""
+        import torch
+
+        width = max(len(r) for r in rows)
+        ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), prefix_len + width), dtype=torch.long)
+        mask[:, :prefix_len] = 1
+        positions = torch.full((len(rows), width), prefix_len, dtype=torch.long)
+        for j, row in enumerate(rows):
+            ids[j, width - len(row):] = torch.tensor(row)
+            mask[j, prefix_len + width - len(row):] = 1
+            positions[j, width - len(row):] = torch.arange(prefix_len, prefix_len + len(row))
+        device = self.model.device
+        return ids.to(device), mask.to(device), positions.to(device)
+
+    def _forward(self, rows: list[list[int]], tails: list[int], *, prefix_len: int, cache: Any) -> list[Any]:
+        """Log-softmax over the last ``tails[j]`` positions of each row, after an optional cached prefix."""
+        import torch
+
+        ids, mask, positions = self._left_pad(rows, prefix_len=prefix_len)
+        past = None
+        if cache is not None:
+            past = copy.deepcopy(cache)
+            if len(rows) > 1:
+                past.batch_repeat_interleave(len(rows))
+        keep = max(tails)
+        with torch.inference_mode():
+            logits = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=past,
+                                use_cache=past is not None, logits_to_keep=keep).logits
+        logprobs = torch.log_softmax(logits.float(), dim=-1).cpu()
+        return [logprobs[j, keep - t:] for j, t in enumerate(tails)]

@@ -1,0 +1,126 @@
+"""Resolve what the user named (registry name, GGUF file, local folder, hub id) into a fingerprinted reference.
+
+The fingerprint — source, content hash or commit, quantisation, dtype — is part of every cache key, so a
+result is never reused for a different model, precision or revision. Resolving is cheap (no weights are
+loaded): a second identical run can be answered from the store without touching the model.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from audit.backend.registry import REGISTRY
+from audit.errors import AuditError
+from audit.paths import cache_dir
+
+QUANTS = ("auto", "none", "4bit", "8bit")
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """A model as the store sees it: where it comes from, what exactly it is, and how it is run."""
+
+    label: str  # what charts and tables call it, e.g. "smollm2-135m" or "smollm2-135m@4bit"
+    kind: str  # "gguf", "dir" or "hub"
+    location: str  # file path, folder path or hub id
+    content_id: str  # SHA-256 of the file(s) or the hub commit
+    quant: str  # resolved: "none", "4bit" or "8bit"
+    dtype: str
+    device: str
+
+    @property
+    def fingerprint(self) -> str:
+        """16 hex digits identifying source content, quantisation and dtype."""
+        identity = {"kind": self.kind, "content": self.content_id, "quant": self.quant, "dtype": self.dtype}
+        return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
+
+    def describe(self) -> dict[str, str]:
+        return {**asdict(self), "fingerprint": self.fingerprint}
+
+
+def resolve(model: str, *, quant: str = "auto", revision: str | None = None, device: str | None = None) -> ModelRef:
+    """Turn a registry name, ``.gguf`` path, local folder or hub id into a :class:`ModelRef`."""
+    if quant not in QUANTS:
+        raise AuditError(f"unknown quantisation {quant!r}; choose one of {list(QUANTS)}")
+    device = device or default_device()
+    resolved_quant = ("4bit" if device == "cuda" else "none") if quant == "auto" else quant
+    if resolved_quant != "none" and device != "cuda":
+        import importlib.util
+
+        if importlib.util.find_spec("bitsandbytes") is None:
+            raise AuditError(f"--quant {quant} needs the package bitsandbytes (pip install bitsandbytes)")
+    dtype = "float32" if device == "cpu" else "bfloat16"
+    label_suffix = "" if resolved_quant == "none" else f"@{resolved_quant}"
+    path = Path(model).expanduser()
+
+    if model in REGISTRY:
+        gguf = REGISTRY[model].locate()
+        return ModelRef(model + label_suffix, "gguf", str(gguf), file_sha256(gguf), resolved_quant, dtype, device)
+    if path.is_file():
+        if path.suffix.lower() != ".gguf":
+            raise AuditError(f"model file {path} is not a .gguf file; pass a GGUF file, a model folder or a hub id")
+        return ModelRef(path.stem + label_suffix, "gguf", str(path.resolve()), file_sha256(path), resolved_quant,
+                        dtype, device)
+    if path.is_dir():
+        if not (path / "config.json").exists():
+            raise AuditError(f"model folder {path} has no config.json (is it a transformers model folder?)")
+        return ModelRef(path.name + label_suffix, "dir", str(path.resolve()), folder_sha256(path), resolved_quant,
+                        dtype, device)
+    if HUB_ID.match(model) and not model.startswith((".", "/")):
+        commit = hub_commit(model, revision)
+        return ModelRef(model + label_suffix, "hub", model, commit, resolved_quant, dtype, device)
+    raise AuditError(
+        f"unknown model {model!r}: not a registry name ({', '.join(REGISTRY)}), an existing .gguf file, "
+        "a model folder, or a hub id like owner/name"
+    )
+
+
+def default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def hub_commit(repo_id: str, revision: str | None) -> str:
+    """The commit a hub id resolves to (downloads only config.json; offline, uses the local cache)."""
+    from huggingface_hub import snapshot_download
+
+    try:
+        snapshot = snapshot_download(repo_id, revision=revision, allow_patterns=["config.json"],
+                                     local_files_only=os.environ.get("HF_HUB_OFFLINE") == "1")
+    except Exception as exc:  # the hub client raises many types: offline, unknown repo, gated, no network
+        raise AuditError(f"cannot resolve hub model {repo_id!r} (revision {revision or 'main'}): "
+                         f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
+    return Path(snapshot).name
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a file, memoised on (path, size, mtime) so large files are hashed once."""
+    stat = path.stat()
+    memo = cache_dir() / "hashes.json"
+    key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
+    known = json.loads(memo.read_text()) if memo.exists() else {}
+    if key not in known:
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 22), b""):
+                digest.update(block)
+        known[key] = digest.hexdigest()
+        partial = memo.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(json.dumps(known))
+        partial.replace(memo)
+    return known[key]
+
+
+def folder_sha256(path: Path) -> str:
+    """SHA-256 over the names and contents of a model folder's files (weights, config, tokenizer)."""
+    digest = hashlib.sha256()
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        digest.update(str(file.relative_to(path)).encode())
+        digest.update(file_sha256(file).encode())
+    return digest.hexdigest()

@@ -1,0 +1,18 @@
+"""Metrics engine: bias metrics, exact allocation gaps at every quota k, predictive validity and model rankings.
+
+Pure functions over score tables (pandas / NumPy / SciPy), following arXiv "Allocational harms" (RABBI) sections 3–5.
+"""
+from audit.metrics.allocation import allocation_gaps
+from audit.metrics.bias import delta, emd, histograms, jsd, rabbi, rabbi_test
+from audit.metrics.bias_table import bias_metrics
+from audit.metrics.engine import MetricEngine, metric_table
+from audit.metrics.pairwise import pair_preferences
+from audit.metrics.pools import PoolDesign
+from audit.metrics.simulate import simulate_gaps
+from audit.metrics.validity import model_rankings, ndcg_at, ndcg_table, pearson, validity
+
+__all__ = [
+    "MetricEngine", "PoolDesign", "allocation_gaps", "bias_metrics", "delta", "emd", "histograms", "jsd",
+    "metric_table", "model_rankings", "ndcg_at", "ndcg_table", "pair_preferences", "pearson", "rabbi", "rabbi_test",
+    "simulate_gaps", "validity",
+]

@@ -1,0 +1,55 @@
+"""Bias metrics for every (model, subtask, mode) and group A against the reference group, as one table."""
+from __future__ import annotations
+
+import pandas as pd
+
+from audit.metrics.bias import delta, emd, jsd, rabbi, rabbi_test
+from audit.metrics.keys import KeyData, split_keys
+from audit.metrics.pairwise import pair_preferences
+from audit.metrics.schema import KEY
+
+BIAS_COLUMNS = ("delta", "jsd", "emd", "rabbi", "rabbi_pvalue", "delta_qualified", "rabbi_qualified")
+
+
+def key_bias(data: KeyData, *, bins: int = 20) -> pd.DataFrame:
+    """One row per non-reference group of one key. For pairwise keys δ needs pair outcomes and is left NaN here."""
+    ref, ref_qualified = data.of(data.ref), data.of(data.ref, qualified=True)
+    pointwise = data.key[2] == "pointwise"
+    rows = []
+    for g, name in enumerate(data.groups):
+        if g == data.ref:
+            continue
+        scores, qualified = data.of(g), data.of(g, qualified=True)
+        value, pvalue = rabbi_test(scores, ref)
+        rows.append(dict(zip(KEY, data.key), group=name,
+                         delta=delta(scores, ref) if pointwise else float("nan"),
+                         jsd=jsd(scores, ref, bins=bins), emd=emd(scores, ref), rabbi=value, rabbi_pvalue=pvalue,
+                         delta_qualified=delta(qualified, ref_qualified) if pointwise else float("nan"),
+                         rabbi_qualified=rabbi(qualified, ref_qualified)))
+    return pd.DataFrame(rows)
+
+
+def with_pair_deltas(bias: pd.DataFrame, keys: list[KeyData], pairs: pd.DataFrame | None, *,
+                     reference: str) -> pd.DataFrame:
+    """Fill δ and δ-qualified of pairwise keys from the pair table (left NaN where no pairs were compared)."""
+    if pairs is None:
+        return bias
+    qualified = pd.concat([pd.DataFrame({"model": d.key[0], "subtask": d.key[1], "mode": d.key[2],
+                                         "candidate_id": d.candidate_id, "qualified": d.qualified})
+                           for d in keys if d.key[2] == "pairwise"] or [pd.DataFrame(columns=list(KEY) + ["candidate_id", "qualified"])])
+    qualified = qualified.drop_duplicates(list(KEY) + ["candidate_id"]).set_index(list(KEY) + ["candidate_id"])["qualified"]
+    prefs = pair_preferences(pairs, reference=reference, qualified=qualified).set_index(list(KEY) + ["group"])
+    out = bias.set_index(list(KEY) + ["group"])
+    pairwise = out.index.get_level_values("mode") == "pairwise"
+    for column in ("delta", "delta_qualified"):
+        out.loc[pairwise, column] = prefs[column].reindex(out.index[pairwise]).to_numpy()
+    return out.reset_index()
+
+
+def bias_metrics(scores: pd.DataFrame, *, reference: str, pairs: pd.DataFrame | None = None,
+                 bins: int = 20) -> pd.DataFrame:
+    """δ, JSD, EMD, RABBI (+ Mann–Whitney p-value) and the qualified-only δ and RABBI of each group against
+    ``reference``, per (model, subtask, mode). Pairwise δ comes from ``pairs`` (NaN without it)."""
+    keys = split_keys(scores, reference=reference)
+    bias = pd.concat([key_bias(d, bins=bins) for d in keys], ignore_index=True)
+    return with_pair_deltas(bias, keys, pairs, reference=reference)

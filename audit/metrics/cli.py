@@ -1,0 +1,127 @@
+"""``python -m audit metrics`` and ``python -m audit validity``: read score (and pair) tables, print metric tables."""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from audit.errors import AuditError
+from audit.metrics.engine import MetricEngine
+from audit.metrics.validity import model_rankings, ndcg_table, validity
+
+_TEXT = ("model", "task", "subtask", "mode", "candidate_id", "group", "candidate_a", "candidate_b", "group_a",
+         "group_b", "outcome")
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Register the ``metrics`` and ``validity`` sub-commands."""
+    metrics = sub.add_parser("metrics", help="bias metrics and allocation gaps per model, subtask, mode, group and k",
+                             description="One row per (model, subtask, mode, group, k): delta, jsd, emd, rabbi, "
+                                         "rabbi_pvalue, delta_qualified, rabbi_qualified, dp_gap, eo_gap.")
+    _common(metrics)
+    metrics.add_argument("--ci", type=float, help="confidence level of bootstrap bounds, e.g. 0.95 (adds *_lo/*_hi)")
+    metrics.add_argument("--bootstrap", type=int, default=1000, metavar="B", help="bootstrap replicates (default 1000)")
+    metrics.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    metrics.add_argument("--format", choices=("json", "csv"), default="json")
+    metrics.set_defaults(handler=run_metrics)
+    check = sub.add_parser("validity", help="Pearson r of bias metrics with allocation gaps, model rankings, NDCG@N",
+                           description="Correlations overall and per group (paper Table 1, Figure 6) and model-"
+                                       "ranking NDCG@N averaged over subtasks (Figure 4), per task, mode and k.")
+    _common(check)
+    check.add_argument("--format", choices=("json",), default="json")
+    check.set_defaults(handler=run_validity)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--scores", required=True, help="score table (.csv or .parquet) from `python -m audit scores`")
+    parser.add_argument("--reference", required=True, help="reference group, e.g. W_M")
+    parser.add_argument("--k", required=True, help="quota(s): 2, 1-8 or 1,3,5")
+    parser.add_argument("--pool", default="per-group", help="per-group (default), random:N or observed")
+    parser.add_argument("--pairs", help="pair outcomes (.csv or .parquet) from `python -m audit pairs`, for pairwise δ")
+    parser.add_argument("--out", help="write here instead of stdout")
+
+
+def parse_quotas(text: str) -> list[int]:
+    """``2`` → [2], ``1-8`` → [1..8], ``1,3,5`` → [1, 3, 5] (parts may mix)."""
+    quotas: set[int] = set()
+    for part in str(text).split(","):
+        low, dash, high = part.strip().partition("-")
+        if not low.isdigit() or (dash and not high.isdigit()):
+            raise AuditError(f"--k: {text!r} is not a quota; use 2, 1-8 or 1,3,5")
+        quotas.update(range(int(low), int(high if dash else low) + 1))
+    if not quotas or min(quotas) < 1:
+        raise AuditError(f"--k: {text!r} must name quotas of at least 1")
+    return sorted(quotas)
+
+
+def read_table(path: str, what: str) -> pd.DataFrame:
+    """A CSV or Parquet file as a DataFrame (id and group columns as text); an AuditError if it cannot be read."""
+    suffix = Path(path).suffix.lower()
+    try:
+        if suffix == ".csv":
+            return pd.read_csv(path, dtype={column: str for column in _TEXT})
+        if suffix in (".parquet", ".pq"):
+            return pd.read_parquet(path)
+    except (ImportError, OSError, ValueError) as exc:
+        raise AuditError(f"cannot read {what} {path}: {exc}") from exc
+    raise AuditError(f"{what} {path}: unsupported file type {suffix or '(none)'!r}; use .csv or .parquet")
+
+
+def _inputs(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame | None, list[int]]:
+    quotas = parse_quotas(args.k)
+    scores = read_table(args.scores, "score table")
+    pairs = read_table(args.pairs, "pair table") if args.pairs else None
+    if pairs is None and "mode" in scores and (scores["mode"].astype(str) == "pairwise").any():
+        print("note: no --pairs file; delta and delta_qualified are null for pairwise rows", file=sys.stderr)
+    return scores, pairs, quotas
+
+
+def _plain(value):
+    if isinstance(value, (float, np.floating)):
+        return None if math.isnan(value) else float(value)
+    return int(value) if isinstance(value, np.integer) else value
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    return [{key: _plain(value) for key, value in row.items()} for row in frame.to_dict("records")]
+
+
+def _emit(text: str, out: str | None) -> None:
+    if out is None:
+        sys.stdout.write(text)
+        return
+    try:
+        Path(out).write_text(text)
+    except OSError as exc:
+        raise AuditError(f"cannot write {out}: {exc}") from exc
+
+
+def run_metrics(args: argparse.Namespace) -> int:
+    """Handler of ``metrics``."""
+    scores, pairs, quotas = _inputs(args)
+    table = MetricEngine(scores, reference=args.reference, pool=args.pool, pairs=pairs, ci=args.ci,
+                         n_boot=args.bootstrap, seed=args.seed).table(quotas)
+    _emit(table.to_csv(index=False) if args.format == "csv" else json.dumps(_records(table), indent=1) + "\n", args.out)
+    return 0
+
+
+def run_validity(args: argparse.Namespace) -> int:
+    """Handler of ``validity``: one block of results per task in the score table."""
+    scores, pairs, quotas = _inputs(args)
+    parts: dict[str, list[pd.DataFrame]] = {"correlations": [], "ndcg": [], "rankings": []}
+    tasks = scores["task"].astype(str) if "task" in scores else pd.Series("", index=scores.index)
+    for task in sorted(tasks.unique()):
+        table = MetricEngine(scores[tasks == task], reference=args.reference, pool=args.pool,
+                             pairs=pairs).table(quotas)
+        for name, frame in (("correlations", validity(table)), ("ndcg", ndcg_table(table)),
+                            ("rankings", model_rankings(table))):
+            parts[name].append(frame.assign(task=task)[["task", *frame.columns]])
+    result = {"reference": args.reference, "pool": args.pool, "k": quotas,
+              **{name: _records(pd.concat(frames, ignore_index=True)) for name, frames in parts.items()}}
+    _emit(json.dumps(result, indent=1) + "\n", args.out)
+    return 0

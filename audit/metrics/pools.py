@@ -1,0 +1,162 @@
+"""Pool designs and the exact law of a candidate's rank in a random pool.
+
+Quota rule: the k best-scored pool members are selected and the members tied with the k-th score share the remaining
+slots equally. If x has H members above it and T others tied with it, x is selected with chance
+clip(k − H, 0, T + 1)/(T + 1) — exactly the chance that x's rank is ≤ k when ties are broken uniformly at random. So
+each design reduces to R_X[j] = mean_{x∈X} P(rank of x = j + 1), ties broken at random, and then
+φ(X, k) = R_X[0] + … + R_X[k − 1]. R is computed exactly:
+
+- ``per-group`` (one uniform draw from every group): break ties by an independent uniform label v per candidate.
+  Given x's label v, the other members rank above x independently, member of group h with chance
+  q_h(v) = p_h + t_h·(1 − v) (p_h, t_h: shares of group h scoring above / equal to x), so #above is a
+  Poisson-binomial, expanded one group at a time. Its law is a polynomial of degree ≤ m − 1 in v, so integrating
+  v over [0, 1] with ⌈m/2⌉-point Gauss–Legendre quadrature is exact (up to float rounding).
+- ``random:N`` (N drawn without replacement from the M candidates of the subtask): with a of the other M − 1
+  candidates above x, c − 1 tied and the rest below, (H, T) is multivariate hypergeometric, expanded one draw at a
+  time, then spread uniformly over ranks H + 1 … H + T + 1.
+- ``observed``: the pools recorded in the score table's ``pool`` column (pairwise scores are relative to their
+  pool); H and T are read off each recorded pool.
+
+Every routine takes a leading batch of reweightings (bootstrap replicates) and is vectorised over candidates.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from audit.errors import AuditError
+from audit.metrics.keys import KeyData
+from audit.metrics.schema import key_label
+
+
+@dataclass(frozen=True)
+class PoolDesign:
+    """How pools are drawn: ``per-group``, ``random`` with ``size`` N, or ``observed``."""
+
+    kind: str
+    size: int | None = None
+
+    @classmethod
+    def parse(cls, spec: "str | PoolDesign") -> "PoolDesign":
+        """Read ``per-group``, ``random:N`` (N ≥ 2) or ``observed``."""
+        if isinstance(spec, PoolDesign):
+            return spec
+        text = str(spec).strip()
+        if text in ("per-group", "observed"):
+            return cls(text)
+        kind, _, size = text.partition(":")
+        if kind == "random" and size.isdigit() and int(size) >= 2:
+            return cls("random", int(size))
+        raise AuditError(f"pool design {text!r} not understood; use per-group, random:N (N ≥ 2) or observed")
+
+    def __str__(self) -> str:
+        return f"random:{self.size}" if self.kind == "random" else self.kind
+
+    def pool_size(self, data: KeyData) -> int:
+        """Candidates per pool for this key (the largest recorded pool for ``observed``)."""
+        if self.kind == "per-group":
+            return len(data.groups)
+        if self.kind == "random":
+            if self.size > data.score.size:
+                raise AuditError(f"pool random:{self.size} is larger than the {data.score.size} candidates "
+                                 f"of {key_label(data.key)}")
+            return self.size
+        return int(np.bincount(_pools(data)).max())
+
+
+def _pools(data: KeyData) -> np.ndarray:
+    if data.pool is None or (data.pool < 0).any():
+        raise AuditError(f"pool design 'observed' needs a 'pool' id on every row; missing for {key_label(data.key)}")
+    return np.unique(data.pool, return_inverse=True)[1].ravel()
+
+
+def rank_laws(data: KeyData, design: PoolDesign, *, counts: np.ndarray | None = None,
+              qualified_counts: np.ndarray | None = None,
+              pool_weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(R, R') of shape (batch, groups, L): the rank law averaged over each group's candidates (R) and over its
+    qualified candidates (R'); L is the pool size.
+
+    ``counts``/``qualified_counts`` (batch, groups, distinct scores) reweight candidates (bootstrap) and default to
+    the table's own counts. For ``observed``, ``pool_weights`` (batch, pools) reweights the recorded pools instead.
+    """
+    if design.kind == "observed":
+        return _observed(data, pool_weights)
+    counts = data.counts[None] if counts is None else counts
+    qualified_counts = data.qualified_counts[None] if qualified_counts is None else qualified_counts
+    if design.kind == "per-group":
+        groups, values = np.nonzero(data.counts)
+        law = _per_group(counts, groups, values)
+        starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
+        total = lambda w: np.add.reduceat(law * w[:, groups, values], starts, axis=2).transpose(1, 2, 0)
+    else:
+        support = np.flatnonzero(data.counts.sum(axis=0))
+        law = _random(counts.sum(axis=1), support, design.size)
+        total = lambda w: np.einsum("jbu,bgu->bgj", law, w[:, :, support])
+    return _normalise(total(counts), counts), _normalise(total(qualified_counts), qualified_counts)
+
+
+def _normalise(total: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return total / weights.sum(axis=2)[:, :, None]
+
+
+def _per_group(counts: np.ndarray, unit_group: np.ndarray, unit_value: np.ndarray) -> np.ndarray:
+    """(m, batch, units): rank law of a candidate of group ``unit_group`` scoring ``values[unit_value]``."""
+    m = counts.shape[1]
+    size = counts.sum(axis=2, keepdims=True)
+    above = (size - np.cumsum(counts, axis=2)) / size
+    tied = counts / size
+    nodes, weights = np.polynomial.legendre.leggauss((m + 1) // 2)
+    label = (1 - nodes[:, None, None]) / 2
+    law = np.ones((1, nodes.size) + (counts.shape[0], unit_group.size))
+    for step in range(m - 1):
+        other = step + (step >= unit_group)
+        chance = above[:, other, unit_value] + tied[:, other, unit_value] * label
+        grown = np.zeros((step + 2,) + law.shape[1:])
+        grown[:-1] = law * (1 - chance)
+        grown[1:] += law * chance
+        law = grown
+    return np.einsum("jqbu,q->jbu", law, weights / 2)
+
+
+def _random(total: np.ndarray, unit_value: np.ndarray, size: int) -> np.ndarray:
+    """(N, batch, units): rank law of a candidate scoring ``values[unit_value]`` in a pool drawn without replacement."""
+    others = total.sum(axis=1, keepdims=True) - 1
+    above = (others + 1 - np.cumsum(total, axis=1))[:, unit_value]
+    tied = total[:, unit_value] - 1
+    below = others - above - tied
+    table = np.ones((1, 1) + above.shape)
+    for drawn in range(size - 1):
+        h = np.arange(drawn + 1)[:, None, None, None]
+        t = np.arange(drawn + 1)[None, :, None, None]
+        left = others - drawn
+        grown = np.zeros((drawn + 2, drawn + 2) + above.shape)
+        grown[:-1, :-1] = table * (below - (drawn - h - t)) / left
+        grown[1:, :-1] += table * (above - h) / left
+        grown[:-1, 1:] += table * (tied - t) / left
+        table = grown
+    j, h, t = np.ogrid[:size, :size, :size]
+    spread = ((h <= j) & (j <= h + t)) / (t + 1.0)
+    return np.einsum("jht,htbu->jbu", spread, table)
+
+
+def _observed(data: KeyData, pool_weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    pools = _pools(data)
+    n_pools, m = pools.max() + 1, len(data.groups)
+    size = int(np.bincount(pools).max())
+    by_pool = pd.Series(data.score).groupby(pools)
+    first = by_pool.rank(method="min", ascending=False).to_numpy(dtype=int) - 1
+    ties = by_pool.rank(method="max", ascending=False).to_numpy(dtype=int) - 1 - first
+    weights = np.ones((1, n_pools)) if pool_weights is None else pool_weights
+
+    def average(mask: np.ndarray) -> np.ndarray:
+        steps = np.zeros((n_pools, m, size + 1))
+        np.add.at(steps, (pools[mask], data.group[mask], first[mask]), 1 / (ties[mask] + 1))
+        np.add.at(steps, (pools[mask], data.group[mask], first[mask] + ties[mask] + 1), -1 / (ties[mask] + 1))
+        total = np.einsum("bp,pgj->bgj", weights, np.cumsum(steps, axis=2)[:, :, :size])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return total / total.sum(axis=2, keepdims=True)
+
+    return average(np.ones_like(data.qualified)), average(data.qualified)

@@ -1,0 +1,138 @@
+"""Validation of score and pair tables: every failure is an AuditError naming the column, group or value at fault."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from audit.errors import AuditError
+
+SCORE_COLUMNS = ("model", "task", "subtask", "mode", "candidate_id", "group", "qualified", "score")
+PAIR_COLUMNS = ("model", "task", "subtask", "mode", "pool", "candidate_a", "candidate_b", "group_a", "group_b", "outcome")
+KEY = ("model", "subtask", "mode")
+MODES = ("pointwise", "pairwise")
+OUTCOMES = ("a", "b", "inconsistent")
+_TEXT = ("model", "task", "subtask", "mode", "candidate_id", "group")
+
+
+def key_label(key: tuple) -> str:
+    """``model=…, subtask=…, mode=…`` for messages."""
+    return ", ".join(f"{name}={value}" for name, value in zip(KEY, key))
+
+
+def _require_columns(table: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:
+    if not isinstance(table, pd.DataFrame):
+        raise AuditError(f"{what} must be a pandas DataFrame, got {type(table).__name__}")
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise AuditError(f"{what} is missing column(s): {', '.join(missing)}")
+    if table.empty:
+        raise AuditError(f"{what} has no rows")
+
+
+def _text_columns(table: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:
+    for column in columns:
+        empty = table[column].isna().to_numpy()
+        if empty.any():
+            row = int(np.flatnonzero(empty)[0]) + 1
+            raise AuditError(f"{what}: column '{column}' is empty in row {row}")
+        table[column] = table[column].astype(str).astype("category")
+
+
+def _numeric(table: pd.DataFrame, column: str, what: str) -> np.ndarray:
+    raw = table[column]
+    values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        shown = raw.iloc[row]
+        detail = "is empty (NaN)" if pd.isna(shown) else f"has a non-numeric or infinite value {shown!r}"
+        who = f" (candidate_id={table['candidate_id'].iloc[row]})" if "candidate_id" in table else ""
+        raise AuditError(f"{what}: column '{column}' {detail} in row {row + 1}{who}")
+    return values
+
+
+def check_scores(scores: pd.DataFrame, *, reference: str) -> pd.DataFrame:
+    """Validated copy of a score table: text keys as str, ``score`` float, ``qualified`` bool.
+
+    Checks: required columns, non-empty keys, mode in {pointwise, pairwise}, finite numeric scores, qualified in {0, 1},
+    one task per (model, subtask, mode), no duplicate candidate (per pool), the reference group exists, and every group
+    of the task has candidates and at least one qualified candidate in every (model, subtask, mode).
+    """
+    what = "score table"
+    _require_columns(scores, SCORE_COLUMNS, what)
+    table = scores.copy()
+    _text_columns(table, _TEXT, what)
+    bad_mode = ~table["mode"].isin(MODES)
+    if bad_mode.any():
+        raise AuditError(f"{what}: column 'mode' has value {table['mode'][bad_mode].iloc[0]!r}; expected pointwise or pairwise")
+    table["score"] = _numeric(table, "score", what)
+    qualified = _numeric(table, "qualified", what)
+    bad = ~np.isin(qualified, (0.0, 1.0))
+    if bad.any():
+        raise AuditError(f"{what}: column 'qualified' has value {table['qualified'].iloc[int(np.flatnonzero(bad)[0])]!r}; expected 0 or 1")
+    table["qualified"] = qualified.astype(bool)
+    _check_keys(table, reference)
+    return table
+
+
+def _check_keys(table: pd.DataFrame, reference: str) -> None:
+    what = "score table"
+    groups = groups_of(table)
+    if reference not in groups:
+        raise AuditError(f"reference group {reference!r} not found in column 'group'; groups are: {', '.join(groups)}")
+    key_id, keys = key_codes(table)
+    task, _ = pd.factorize(table["task"])
+    group = pd.factorize(table["group"], sort=True)[0]
+    tasks = pd.Series(task).groupby(key_id).nunique().to_numpy()
+    if (tasks > 1).any():
+        raise AuditError(f"{what}: {key_label(keys[int(np.argmax(tasks > 1))])} appears under several tasks; "
+                         "pass one task at a time")
+    ident = pd.DataFrame({"key": key_id, "id": pd.factorize(table["candidate_id"])[0]})
+    if "pool" in table:
+        ident["pool"] = pd.factorize(table["pool"])[0]
+    dup = ident.duplicated().to_numpy()
+    if dup.any():
+        row = int(np.argmax(dup))
+        raise AuditError(f"{what}: candidate_id {table['candidate_id'].iloc[row]!r} appears twice for "
+                         f"{key_label(keys[key_id[row]])}")
+    shape = (len(keys), len(groups))
+    size = np.bincount(key_id * shape[1] + group, minlength=shape[0] * shape[1]).reshape(shape)
+    n_qualified = np.bincount(key_id * shape[1] + group, weights=table["qualified"].to_numpy(),
+                              minlength=shape[0] * shape[1]).reshape(shape)
+    in_task = np.zeros((task.max() + 1, shape[1]), dtype=bool)
+    in_task[task, group] = True
+    key_task = np.zeros(shape[0], dtype=int)
+    key_task[key_id] = task
+    expected = in_task[key_task]
+    for found, problem in ((size, "no candidates"), (n_qualified, "no qualified candidate")):
+        missing = np.argwhere(expected & (found == 0))
+        if len(missing):
+            k, g = missing[0]
+            raise AuditError(f"group {groups[g]!r} has {problem} for {key_label(keys[k])}")
+
+
+def key_codes(table: pd.DataFrame) -> tuple[np.ndarray, list[tuple[str, str, str]]]:
+    """Index of each row's (model, subtask, mode) in the sorted list of keys, and that list."""
+    combined = np.zeros(len(table), dtype=np.int64)
+    for column in KEY:
+        codes, uniques = pd.factorize(table[column], sort=True)
+        combined = combined * len(uniques) + codes
+    _, first, key_id = np.unique(combined, return_index=True, return_inverse=True)
+    return key_id.ravel(), list(zip(*(table[column].iloc[first] for column in KEY)))
+
+
+def groups_of(table: pd.DataFrame) -> list[str]:
+    """The sorted group codes present in ``table``."""
+    return sorted(table["group"].unique())
+
+
+def check_pairs(pairs: pd.DataFrame) -> pd.DataFrame:
+    """Validated copy of a pair table (ids and groups as str, outcome in {a, b, inconsistent})."""
+    what = "pair table"
+    _require_columns(pairs, PAIR_COLUMNS, what)
+    table = pairs.copy()
+    _text_columns(table, ("model", "task", "subtask", "mode", "candidate_a", "candidate_b", "group_a", "group_b", "outcome"), what)
+    bad = ~table["outcome"].isin(OUTCOMES)
+    if bad.any():
+        raise AuditError(f"{what}: column 'outcome' has value {table['outcome'][bad].iloc[0]!r}; expected a, b or inconsistent")
+    return table

@@ -1,0 +1,41 @@
+"""Tables read out of the store in the columns every consumer (CLI export, metrics, pages) relies on."""
+from __future__ import annotations
+
+import pandas as pd
+
+from audit.pairwise import candidate_scores, pair_outcomes
+from audit.store import Store
+
+SCORE_COLUMNS = ["model", "task", "subtask", "mode", "candidate_id", "group", "qualified", "score",
+                 "pool", "label_mass", "fingerprint"]
+PAIR_COLUMNS = ["model", "task", "subtask", "mode", "pool", "candidate_a", "candidate_b", "group_a", "group_b",
+                "outcome", "flipped", "fingerprint"]
+
+
+def pairwise_mode(method: pd.Series) -> pd.Series:
+    """``pairwise`` for the paper's generate-and-parse method, ``pairwise-likelihood`` for the fast one."""
+    return method.map({"generate": "pairwise", "likelihood": "pairwise-likelihood"})
+
+
+def score_table(store: Store) -> pd.DataFrame:
+    """One row per (model, task, subtask, mode, candidate): pointwise Σ P_n(y)·γ_y, pairwise summed credits."""
+    pointwise = store.pointwise_table().assign(pool=pd.NA)
+    prompts = store.pairwise_table()
+    pairwise = candidate_scores(prompts).assign(label_mass=pd.NA) if len(prompts) else pd.DataFrame()
+    if len(pairwise):
+        pairwise["mode"] = pairwise_mode(pairwise["method"])
+    frames = [f.reindex(columns=SCORE_COLUMNS) for f in (pointwise, pairwise) if len(f)]
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SCORE_COLUMNS)
+    table["qualified"] = table["qualified"].astype(int)
+    table["pool"] = table["pool"].astype("Int64")
+    return table.sort_values(["model", "task", "subtask", "mode", "group", "candidate_id"], ignore_index=True)
+
+
+def pair_table(store: Store) -> pd.DataFrame:
+    """One row per unordered pairwise pair asked in both orders, with its consistent outcome."""
+    prompts = store.pairwise_table()
+    if prompts.empty:
+        return pd.DataFrame(columns=PAIR_COLUMNS)
+    pairs = pair_outcomes(prompts)
+    pairs["mode"] = pairwise_mode(pairs["method"])
+    return pairs.reindex(columns=PAIR_COLUMNS).sort_values(PAIR_COLUMNS[:7], ignore_index=True)

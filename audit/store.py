@@ -1,0 +1,225 @@
+"""The result store: one SQLite file (WAL), the only cache of model outputs.
+
+Results are keyed by model fingerprint + prompt hash, so nothing is scored twice. A run first records its
+plan (candidates and which prompt scores which candidate or pair) and then commits results batch by batch,
+each batch in one transaction: a run killed at any moment resumes where it stopped, and primary keys make
+rows unique, so two processes scoring the same prompts never duplicate anything. Readers (exports, pages)
+see only planned items whose results are present.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+import pandas as pd
+
+from audit.errors import AuditError
+
+APPLICATION = "allocation-audit"
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_S = 120
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS models (
+    fingerprint TEXT PRIMARY KEY, label TEXT NOT NULL, details TEXT NOT NULL, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS prompts (key TEXT PRIMARY KEY, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS candidates (
+    task TEXT NOT NULL, subtask TEXT NOT NULL, candidate_id TEXT NOT NULL, grp TEXT NOT NULL,
+    qualified INTEGER NOT NULL, name TEXT NOT NULL, text TEXT NOT NULL,
+    PRIMARY KEY (task, subtask, candidate_id));
+CREATE TABLE IF NOT EXISTS pointwise_plan (
+    model TEXT NOT NULL, task TEXT NOT NULL, subtask TEXT NOT NULL, candidate_id TEXT NOT NULL,
+    prompt TEXT NOT NULL, labels TEXT NOT NULL, relevance TEXT NOT NULL,
+    PRIMARY KEY (model, task, subtask, candidate_id));
+CREATE TABLE IF NOT EXISTS pairwise_plan (
+    model TEXT NOT NULL, task TEXT NOT NULL, subtask TEXT NOT NULL, method TEXT NOT NULL, pool INTEGER NOT NULL,
+    first_id TEXT NOT NULL, second_id TEXT NOT NULL, prompt TEXT NOT NULL,
+    PRIMARY KEY (model, task, subtask, method, pool, first_id, second_id));
+CREATE TABLE IF NOT EXISTS label_results (
+    model TEXT NOT NULL, prompt TEXT NOT NULL, labels TEXT NOT NULL, probs TEXT NOT NULL, mass REAL NOT NULL,
+    created REAL NOT NULL, PRIMARY KEY (model, prompt, labels));
+CREATE TABLE IF NOT EXISTS choice_results (
+    model TEXT NOT NULL, prompt TEXT NOT NULL, method TEXT NOT NULL, answer TEXT NOT NULL, choice TEXT NOT NULL,
+    logp_first REAL, logp_second REAL, created REAL NOT NULL, PRIMARY KEY (model, prompt, method));
+"""
+
+
+class Store:
+    """A handle on one result store file; safe to use from several processes at once."""
+
+    def __init__(self, path: str | Path, *, create: bool = True):
+        self.path = Path(path)
+        if not self.path.exists() and not create:
+            raise AuditError(f"result store {self.path} does not exist")
+        if self.path.exists():
+            check_is_store(self.path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000}")
+        self.db.execute("PRAGMA journal_mode = WAL")
+        self.db.execute("PRAGMA synchronous = NORMAL")
+        self._initialise()
+
+    def _initialise(self) -> None:
+        with self.transaction() as db:
+            for statement in filter(str.strip, SCHEMA.split(";")):
+                db.execute(statement)
+            db.execute("INSERT OR IGNORE INTO meta VALUES ('application', ?)", (APPLICATION,))
+            db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        version = int(self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
+        if version != SCHEMA_VERSION:
+            raise AuditError(f"result store {self.path} has schema version {version}; this tool reads {SCHEMA_VERSION}")
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One atomic write: ``BEGIN IMMEDIATE`` waits for other writers instead of failing on a lock."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    # ---- writing -----------------------------------------------------------------------------------------
+
+    def register_model(self, fingerprint: str, label: str, details: dict) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT OR IGNORE INTO models VALUES (?, ?, ?, ?)",
+                       (fingerprint, label, json.dumps(details, sort_keys=True), time.time()))
+
+    def save_plan(self, *, candidates: Iterable[tuple], prompts: Iterable[tuple[str, str]],
+                  pointwise: Iterable[tuple] = (), pairwise: Iterable[tuple] = ()) -> None:
+        """Record a run's candidates, prompt texts and plan rows in one transaction.
+
+        ``candidates``: (task, subtask, candidate_id, group, qualified, name, text);
+        ``prompts``: (key, body json); ``pointwise``: (model, task, subtask, candidate_id, prompt, labels, relevance);
+        ``pairwise``: (model, task, subtask, method, pool, first_id, second_id, prompt).
+        The plan follows the latest task data; results already stored are never touched.
+        """
+        with self.transaction() as db:
+            db.executemany(
+                "INSERT INTO candidates VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET grp=excluded.grp, "
+                "qualified=excluded.qualified, name=excluded.name, text=excluded.text", candidates)
+            db.executemany("INSERT OR IGNORE INTO prompts VALUES (?, ?)", prompts)
+            db.executemany(
+                "INSERT INTO pointwise_plan VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET "
+                "prompt=excluded.prompt, labels=excluded.labels, relevance=excluded.relevance", pointwise)
+            db.executemany("INSERT INTO pairwise_plan VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET "
+                           "prompt=excluded.prompt", pairwise)
+
+    def save_label_results(self, model: str, labels: str, rows: Sequence[tuple[str, Sequence[float], float]]) -> None:
+        """One batch of pointwise results ``(prompt key, normalised probs, label mass)``, atomically."""
+        now = time.time()
+        with self.transaction() as db:
+            db.executemany("INSERT OR IGNORE INTO label_results VALUES (?, ?, ?, ?, ?, ?)",
+                           [(model, key, labels, json.dumps(list(probs)), mass, now) for key, probs, mass in rows])
+
+    def save_choice_results(self, model: str, method: str, rows: Sequence[tuple]) -> None:
+        """One batch of pairwise results ``(prompt key, answer, choice, logp_first, logp_second)``, atomically."""
+        now = time.time()
+        with self.transaction() as db:
+            db.executemany("INSERT OR IGNORE INTO choice_results VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                           [(model, key, method, *row, now) for key, *row in rows])
+
+    # ---- reading -----------------------------------------------------------------------------------------
+
+    def missing_label_prompts(self, model: str, labels: str, keys: Iterable[str]) -> list[str]:
+        """The distinct ``keys`` with no stored pointwise result for ``model`` and ``labels``, in first-seen order."""
+        return self._missing("SELECT prompt FROM label_results WHERE model=? AND labels=? AND prompt IN ({})",
+                             (model, labels), keys)
+
+    def missing_choice_prompts(self, model: str, method: str, keys: Iterable[str]) -> list[str]:
+        """The distinct ``keys`` with no stored pairwise result for ``model`` and ``method``."""
+        return self._missing("SELECT prompt FROM choice_results WHERE model=? AND method=? AND prompt IN ({})",
+                             (model, method), keys)
+
+    def _missing(self, query: str, params: tuple, keys: Iterable[str]) -> list[str]:
+        wanted = list(dict.fromkeys(keys))
+        present: set[str] = set()
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            rows = self.db.execute(query.format(",".join("?" * len(chunk))), (*params, *chunk))
+            present.update(row[0] for row in rows)
+        return [key for key in wanted if key not in present]
+
+    def pointwise_table(self) -> pd.DataFrame:
+        """Every planned pointwise item with its result: one row per (model, task, subtask, candidate)."""
+        query = """
+            SELECT m.label AS model, p.model AS fingerprint, p.task, p.subtask, 'pointwise' AS mode,
+                   p.candidate_id, c.grp AS "group", c.qualified, r.probs, p.relevance, r.mass AS label_mass,
+                   r.created
+            FROM pointwise_plan p
+            JOIN label_results r ON r.model = p.model AND r.prompt = p.prompt AND r.labels = p.labels
+            JOIN candidates c USING (task, subtask, candidate_id)
+            JOIN models m ON m.fingerprint = p.model"""
+        frame = pd.read_sql_query(query, self.db)
+        frame["score"] = [sum(p * g for p, g in zip(json.loads(probs), json.loads(relevance)))
+                          for probs, relevance in zip(frame["probs"], frame["relevance"])]
+        return frame.drop(columns=["probs", "relevance"])
+
+    def pairwise_table(self) -> pd.DataFrame:
+        """Every planned pairwise prompt with its result and both candidates' groups."""
+        query = """
+            SELECT m.label AS model, p.model AS fingerprint, p.task, p.subtask, p.method, p.pool,
+                   p.first_id, p.second_id, a.grp AS first_group, b.grp AS second_group,
+                   a.qualified AS first_qualified, b.qualified AS second_qualified,
+                   r.answer, r.choice, r.logp_first, r.logp_second, r.created, n.pool_prompts
+            FROM pairwise_plan p
+            JOIN (SELECT model, task, subtask, method, pool, COUNT(*) AS pool_prompts FROM pairwise_plan
+                  GROUP BY model, task, subtask, method, pool) n
+              ON n.model = p.model AND n.task = p.task AND n.subtask = p.subtask AND n.method = p.method
+                 AND n.pool = p.pool
+            JOIN choice_results r ON r.model = p.model AND r.prompt = p.prompt AND r.method = p.method
+            JOIN candidates a ON a.task = p.task AND a.subtask = p.subtask AND a.candidate_id = p.first_id
+            JOIN candidates b ON b.task = p.task AND b.subtask = p.subtask AND b.candidate_id = p.second_id
+            JOIN models m ON m.fingerprint = p.model"""
+        return pd.read_sql_query(query, self.db)
+
+    def models(self) -> pd.DataFrame:
+        """Registered models: fingerprint, label and the details they were resolved from."""
+        return pd.read_sql_query("SELECT fingerprint, label, details, created FROM models", self.db)
+
+    def row_counts(self) -> dict[str, int]:
+        """Row count of every table (used to prove a failed command left the store unchanged)."""
+        tables = [r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
+        return {t: self.db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in tables}
+
+
+def check_is_store(path: Path) -> None:
+    """Refuse files that are not SQLite, and SQLite files that belong to something else."""
+    if path.is_dir():
+        raise AuditError(f"result store {path} is a directory, not a file")
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(16)
+    except OSError as exc:
+        raise AuditError(f"cannot read result store {path}: {exc.strerror}") from None
+    if not header:
+        return  # an empty file is a new store
+    if header != b"SQLite format 3\x00":
+        raise AuditError(f"{path} is not a result store (not a SQLite database)")
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+    try:
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        owner = db.execute("SELECT value FROM meta WHERE key='application'").fetchone() if "meta" in tables else None
+    except sqlite3.DatabaseError as exc:
+        raise AuditError(f"{path} is not a readable result store: {exc}") from None
+    finally:
+        db.close()
+    if tables and (owner is None or owner[0] != APPLICATION):
+        raise AuditError(f"{path} is a SQLite database of another application (tables: {', '.join(sorted(tables))})")

@@ -1,0 +1,76 @@
+"""What every allocation task provides: candidates, groups, labels and the prompts built from them."""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from typing import Protocol, Sequence
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One person (or essay) competing for a slot.
+
+    ``name`` is how a pairwise answer identifies the candidate (a resume's full name, an essay's letter is
+    given by the prompt instead, so it may be empty).
+    """
+
+    candidate_id: str
+    group: str
+    qualified: bool
+    text: str
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class ChatPrompt:
+    """A chat exchange up to the point where the model must answer.
+
+    The backend renders ``system`` and ``user`` with the model's chat template and appends ``answer_prefix``
+    to the assistant turn (the paper's "Answer:"), so the next token is the model's answer.
+    ``options`` names the two acceptable answers of a pairwise prompt (first candidate, second candidate).
+    """
+
+    system: str
+    user: str
+    answer_prefix: str = "Answer:"
+    options: tuple[str, ...] = ()
+
+    def key(self) -> str:
+        """Stable SHA-256 of everything that reaches the model: the store's prompt key."""
+        payload = json.dumps(asdict(self), sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class LabelSet:
+    """Pointwise labels and their relevance values γ_y (Yes/No → 1/0; grades 1..5 → 1..5)."""
+
+    labels: tuple[str, ...]
+    relevance: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.labels) < 2 or len(self.labels) != len(self.relevance):
+            raise ValueError("a label set needs at least two labels, each with one relevance value")
+
+
+class Task(Protocol):
+    """An allocation task for one subtask (a job, an essay topic). Tasks know nothing of models."""
+
+    name: str
+    subtask: str
+    groups: tuple[str, ...]
+    reference_group: str
+    label_set: LabelSet
+
+    def candidates(self, limit: int | None = None) -> list[Candidate]:
+        """Candidates, at most ``limit`` per group, in a deterministic order."""
+
+    def pointwise_prompt(self, candidate: Candidate) -> ChatPrompt:
+        """The prompt whose next-token distribution over the labels scores ``candidate``."""
+
+    def pairwise_prompt(self, first: Candidate, second: Candidate) -> ChatPrompt:
+        """The prompt asking which of two candidates is better, ``first`` shown first."""
+
+    def pools(self, candidates: Sequence[Candidate], rounds: int) -> list[list[Candidate]]:
+        """``rounds`` disjoint candidate pools for pairwise comparison."""
