@@ -58,12 +58,7 @@ def run_scoring(
     progress: Progress | None = None,
 ) -> RunSummary:
     """Score ``task`` with the model ``ref`` into ``store``; ``load_backend`` is called only if work remains."""
-    if mode not in MODES:
-        raise AuditError(f"unknown mode {mode!r}; choose one of {list(MODES)}")
-    if pairwise_method not in PAIRWISE_METHODS:
-        raise AuditError(f"unknown pairwise method {pairwise_method!r}; choose one of {list(PAIRWISE_METHODS)}")
-    if batch_size < 1 or (limit is not None and limit < 1) or rounds < 1:
-        raise AuditError("--batch-size, --limit and --rounds must be positive")
+    check_options(mode=mode, pairwise_method=pairwise_method, limit=limit, rounds=rounds, batch_size=batch_size)
     started = time.perf_counter()
     store.register_model(ref.fingerprint, ref.label, ref.describe())
     if mode == "pointwise":
@@ -72,6 +67,17 @@ def run_scoring(
         summary = _pairwise(store, task, ref, load_backend, pairwise_method, limit, rounds, batch_size, progress)
     summary.seconds = time.perf_counter() - started
     return summary
+
+
+def check_options(*, mode: str, pairwise_method: str, limit: int | None, rounds: int, batch_size: int) -> None:
+    """Refuse run options that cannot work, before anything is written."""
+    if mode not in MODES:
+        raise AuditError(f"unknown mode {mode!r}; choose one of {list(MODES)}")
+    if pairwise_method not in PAIRWISE_METHODS:
+        raise AuditError(f"unknown pairwise method {pairwise_method!r}; choose one of {list(PAIRWISE_METHODS)}")
+    for name, value in (("--batch-size", batch_size), ("--limit", limit), ("--rounds", rounds)):
+        if value is not None and value < 1:
+            raise AuditError(f"{name} must be positive, got {value}")
 
 
 def _candidate_rows(task: Task, candidates: Sequence[Candidate]) -> list[tuple]:

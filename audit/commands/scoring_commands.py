@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from audit.backend import DEFAULT_MODEL, QUANTS, REGISTRY, CausalLM, installed_models, resolve
-from audit.engine import MODES, PAIRWISE_METHODS, run_scoring
+from audit.engine import MODES, PAIRWISE_METHODS, check_options, run_scoring
 from audit.results import pair_table, score_table
 from audit.store import Store
 from audit.tasks import TASKS, get_task, list_subtasks
@@ -47,6 +47,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 def run_score(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    check_options(mode=args.mode, pairwise_method=args.pairwise_mode, limit=args.limit, rounds=args.rounds,
+                  batch_size=args.batch_size)
     subtasks = list_subtasks(args.task) if args.subtask == "all" else [args.subtask]
     tasks = [get_task(args.task, subtask) for subtask in subtasks]
     ref = resolve(args.model, quant=args.quant, revision=args.revision)

@@ -1,6 +1,7 @@
 """Metrics engine: bias metrics, exact allocation gaps at every quota k, predictive validity and model rankings.
 
-Pure functions over score tables (pandas / NumPy / SciPy), following arXiv "Allocational harms" (RABBI) sections 3–5.
+Pure functions over score tables (pandas / NumPy / SciPy, no I/O), after sections 3–5 and Appendix A of the RABBI
+paper (../shared/papers/rabbi-allocational-harms.txt). ``MetricEngine`` precomputes a table once for fast quota changes.
 """
 from audit.metrics.allocation import allocation_gaps
 from audit.metrics.bias import delta, emd, histograms, jsd, rabbi, rabbi_test

@@ -32,14 +32,13 @@ def selection_shares(laws: np.ndarray) -> np.ndarray:
 
 def shares(data: KeyData, design: PoolDesign) -> tuple[np.ndarray, np.ndarray]:
     """(φ, ψ), each (groups, L): the exact selection shares of every group for k = 1..L (L = pool size)."""
-    design.pool_size(data)
     law, qualified_law = rank_laws(data, design)
     return selection_shares(law)[0], selection_shares(qualified_law)[0]
 
 
-def check_quotas(ks: Iterable[int], size: int, data: KeyData, design: PoolDesign) -> list[int]:
+def check_quotas(ks: Iterable[int] | int, size: int, data: KeyData, design: PoolDesign) -> list[int]:
     """The quotas as a sorted list; an AuditError if one is below 1 or above the pool size."""
-    quotas = sorted({int(k) for k in ks})
+    quotas = sorted({int(k) for k in ([ks] if isinstance(ks, (int, np.integer)) else ks)})
     if not quotas:
         raise AuditError("no quota k given")
     if quotas[0] < 1:
@@ -60,12 +59,12 @@ def gap_rows(data: KeyData, phi: np.ndarray, psi: np.ndarray) -> pd.DataFrame:
         "dp_gap": (phi[others] - phi[data.ref]).ravel(),
         "eo_gap": (psi[others] - psi[data.ref]).ravel(),
     })
-    for name, value in zip(KEY, data.key):
-        frame.insert(list(KEY).index(name), name, value)
+    for position, (name, value) in enumerate(zip(KEY, data.key)):
+        frame.insert(position, name, value)
     return frame
 
 
-def allocation_gaps(scores: pd.DataFrame, *, reference: str, ks: Iterable[int],
+def allocation_gaps(scores: pd.DataFrame, *, reference: str, ks: Iterable[int] | int,
                     pool: "str | PoolDesign" = "per-group") -> pd.DataFrame:
     """Exact ΔDP(A, reference, k) and ΔEO(A, reference, k) for every (model, subtask, mode), group A and k in ``ks``.
 

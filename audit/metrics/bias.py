@@ -58,12 +58,11 @@ def emd(a, b) -> float:
 def rabbi(a, b) -> float:
     """RABBI R(A, B) = (1/(|A||B|)) Σ_{(a,b)∈A×B} [I(s_a > s_b) − I(s_a < s_b)], in [−1, 1].
 
-    Computed in O(n log n) without a loop over pairs: with B sorted, #{b < a} and #{b > a} come from binary search,
-    so the numerator is Σ_a (#{b < a} − #{b > a}) = 2·U_A − |A||B| (U_A the Mann–Whitney statistic, ties counted
-    ½), i.e. the rank-biserial correlation 2U_A/(|A||B|) − 1 of Appendix A.
+    Computed in O(n log n) without a loop over pairs: with A and B sorted, #{b < a} and #{b > a} come from binary
+    search, so the numerator is Σ_a (#{b < a} − #{b > a}) = 2·U_A − |A||B| (U_A the Mann–Whitney statistic, ties
+    counted ½), i.e. the rank-biserial correlation 2U_A/(|A||B|) − 1 of Appendix A.
     """
-    a, b = _scores(a, "A"), _scores(b, "B")
-    b = np.sort(b)
+    a, b = np.sort(_scores(a, "A")), np.sort(_scores(b, "B"))
     below = np.searchsorted(b, a, side="left").sum()
     above = (b.size - np.searchsorted(b, a, side="right")).sum()
     return float((below - above) / (a.size * b.size))

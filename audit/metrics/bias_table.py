@@ -6,7 +6,7 @@ import pandas as pd
 from audit.metrics.bias import delta, emd, jsd, rabbi, rabbi_test
 from audit.metrics.keys import KeyData, split_keys
 from audit.metrics.pairwise import pair_preferences
-from audit.metrics.schema import KEY
+from audit.metrics.schema import KEY, is_pairwise
 
 BIAS_COLUMNS = ("delta", "jsd", "emd", "rabbi", "rabbi_pvalue", "delta_qualified", "rabbi_qualified")
 
@@ -32,15 +32,17 @@ def key_bias(data: KeyData, *, bins: int = 20) -> pd.DataFrame:
 def with_pair_deltas(bias: pd.DataFrame, keys: list[KeyData], pairs: pd.DataFrame | None, *,
                      reference: str) -> pd.DataFrame:
     """Fill δ and δ-qualified of pairwise keys from the pair table (left NaN where no pairs were compared)."""
-    if pairs is None:
+    pairwise_keys = [d for d in keys if is_pairwise(d.key[2])]
+    if pairs is None or not pairwise_keys:
         return bias
+    index = [*KEY, "candidate_id"]
     qualified = pd.concat([pd.DataFrame({"model": d.key[0], "subtask": d.key[1], "mode": d.key[2],
                                          "candidate_id": d.candidate_id, "qualified": d.qualified})
-                           for d in keys if d.key[2] == "pairwise"] or [pd.DataFrame(columns=list(KEY) + ["candidate_id", "qualified"])])
-    qualified = qualified.drop_duplicates(list(KEY) + ["candidate_id"]).set_index(list(KEY) + ["candidate_id"])["qualified"]
+                           for d in pairwise_keys])
+    qualified = qualified.drop_duplicates(index).set_index(index)["qualified"]
     prefs = pair_preferences(pairs, reference=reference, qualified=qualified).set_index(list(KEY) + ["group"])
     out = bias.set_index(list(KEY) + ["group"])
-    pairwise = out.index.get_level_values("mode") == "pairwise"
+    pairwise = out.index.get_level_values("mode").map(is_pairwise).to_numpy(dtype=bool)
     for column in ("delta", "delta_qualified"):
         out.loc[pairwise, column] = prefs[column].reindex(out.index[pairwise]).to_numpy()
     return out.reset_index()

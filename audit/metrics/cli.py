@@ -12,6 +12,7 @@ import pandas as pd
 
 from audit.errors import AuditError
 from audit.metrics.engine import MetricEngine
+from audit.metrics.schema import is_pairwise
 from audit.metrics.validity import model_rankings, ndcg_table, validity
 
 _TEXT = ("model", "task", "subtask", "mode", "candidate_id", "group", "candidate_a", "candidate_b", "group_a",
@@ -76,12 +77,17 @@ def _inputs(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame | None
     quotas = parse_quotas(args.k)
     scores = read_table(args.scores, "score table")
     pairs = read_table(args.pairs, "pair table") if args.pairs else None
-    if pairs is None and "mode" in scores and (scores["mode"].astype(str) == "pairwise").any():
-        print("note: no --pairs file; delta and delta_qualified are null for pairwise rows", file=sys.stderr)
     return scores, pairs, quotas
 
 
+def _note_missing_pairs(scores: pd.DataFrame, pairs: pd.DataFrame | None) -> None:
+    if pairs is None and scores["mode"].astype(str).map(is_pairwise).any():
+        print("note: no --pairs file; delta and delta_qualified are null for pairwise rows", file=sys.stderr)
+
+
 def _plain(value):
+    if value is pd.NA:
+        return None
     if isinstance(value, (float, np.floating)):
         return None if math.isnan(value) else float(value)
     return int(value) if isinstance(value, np.integer) else value
@@ -106,6 +112,7 @@ def run_metrics(args: argparse.Namespace) -> int:
     scores, pairs, quotas = _inputs(args)
     table = MetricEngine(scores, reference=args.reference, pool=args.pool, pairs=pairs, ci=args.ci,
                          n_boot=args.bootstrap, seed=args.seed).table(quotas)
+    _note_missing_pairs(scores, pairs)
     _emit(table.to_csv(index=False) if args.format == "csv" else json.dumps(_records(table), indent=1) + "\n", args.out)
     return 0
 
@@ -121,6 +128,7 @@ def run_validity(args: argparse.Namespace) -> int:
         for name, frame in (("correlations", validity(table)), ("ndcg", ndcg_table(table)),
                             ("rankings", model_rankings(table))):
             parts[name].append(frame.assign(task=task)[["task", *frame.columns]])
+    _note_missing_pairs(scores, pairs)
     result = {"reference": args.reference, "pool": args.pool, "k": quotas,
               **{name: _records(pd.concat(frames, ignore_index=True)) for name, frames in parts.items()}}
     _emit(json.dumps(result, indent=1) + "\n", args.out)

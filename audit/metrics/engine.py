@@ -19,7 +19,8 @@ from audit.metrics.pools import PoolDesign
 from audit.metrics.schema import KEY
 
 COLUMNS = (*KEY, "group", "k", *BIAS_COLUMNS, "dp_gap", "eo_gap")
-CI_COLUMNS = tuple(f"{name}_{end}" for name in ("rabbi", "rabbi_qualified", "dp_gap", "eo_gap") for end in ("lo", "hi"))
+CI_COLUMNS = tuple(f"{name}_{end}" for name in ("rabbi", "rabbi_qualified", "dp_gap", "eo_gap")
+                   for end in ("lo", "hi"))
 
 
 class MetricEngine:
@@ -28,6 +29,7 @@ class MetricEngine:
     ``pool``: ``per-group`` | ``random:N`` | ``observed``. ``pairs``: pair outcomes for pairwise δ (NaN without).
     ``ci``: confidence level (e.g. 0.95) for percentile bootstrap bounds on RABBI and the gaps, from ``n_boot``
     replicates seeded by ``seed``. ``bins``: JSD binning (see :func:`audit.metrics.bias.histograms`).
+    ``pool_sizes`` maps each (model, subtask, mode) to its pool size, the largest valid k.
     """
 
     def __init__(self, scores: pd.DataFrame, *, reference: str, pool: "str | PoolDesign" = "per-group",
@@ -57,17 +59,16 @@ class MetricEngine:
                 rows[name] = values.ravel() if values.ndim == 2 else values.repeat(size)
         return rows
 
-    def table(self, ks: Iterable[int]) -> pd.DataFrame:
+    def table(self, ks: Iterable[int] | int) -> pd.DataFrame:
         """Rows for the quotas ``ks`` (an AuditError if one exceeds a key's pool size)."""
-        ks = list(ks) if not isinstance(ks, int) else [ks]
         for data in self.keys:
-            check_quotas(ks, self.pool_sizes[data.key], data, self.design)
-        return self._rows[self._rows["k"].isin(ks)].reset_index(drop=True)
+            quotas = check_quotas(ks, self.pool_sizes[data.key], data, self.design)
+        return self._rows[self._rows["k"].isin(quotas)].reset_index(drop=True)
 
 
-def metric_table(scores: pd.DataFrame, *, reference: str, ks: Iterable[int], pool: "str | PoolDesign" = "per-group",
-                 pairs: pd.DataFrame | None = None, ci: float | None = None, n_boot: int = 1000, seed: int = 0,
-                 bins: int = 20) -> pd.DataFrame:
+def metric_table(scores: pd.DataFrame, *, reference: str, ks: Iterable[int] | int,
+                 pool: "str | PoolDesign" = "per-group", pairs: pd.DataFrame | None = None, ci: float | None = None,
+                 n_boot: int = 1000, seed: int = 0, bins: int = 20) -> pd.DataFrame:
     """One row per (model, subtask, mode, group ≠ reference, k) with δ, JSD, EMD, RABBI and its p-value, qualified δ
     and RABBI, ΔDP and ΔEO (+ ``*_lo``/``*_hi`` bounds when ``ci`` is set). For repeated calls with other quotas build
     a :class:`MetricEngine` once and call ``engine.table(ks)``."""

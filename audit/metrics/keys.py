@@ -6,12 +6,18 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from audit.metrics.schema import check_scores, groups_of, key_codes
+from audit.metrics.schema import check_scores, key_codes
 
 
 @dataclass(frozen=True)
 class KeyData:
-    """Candidates of one (model, subtask, mode), sorted by group; scores also coded on the grid of distinct values."""
+    """Candidates of one (model, subtask, mode), one row per score-table row, sorted by group then score.
+
+    ``groups`` are the task's sorted group codes and ``ref`` the reference's index in them; ``group`` indexes
+    ``groups`` per row; ``values`` are the sorted distinct scores and ``value`` indexes them per row;
+    ``candidate_names[candidate_code]`` are the ids; ``pool`` holds pool-id codes (−1 where a row has none) or is
+    None when the key has no pool ids.
+    """
 
     key: tuple[str, str, str]
     groups: tuple[str, ...]
@@ -20,16 +26,15 @@ class KeyData:
     group: np.ndarray
     qualified: np.ndarray
     candidate_code: np.ndarray
-    candidate_names: pd.Index
+    candidate_names: np.ndarray
     values: np.ndarray
     value: np.ndarray
     pool: np.ndarray | None
-    """Pool id codes (−1 where a row has none), or None when the key has no pool ids."""
 
     @property
     def candidate_id(self) -> np.ndarray:
         """Candidate ids, row by row."""
-        return self.candidate_names.take(self.candidate_code).to_numpy(dtype=object)
+        return self.candidate_names[self.candidate_code]
 
     @property
     def counts(self) -> np.ndarray:
@@ -56,25 +61,23 @@ def split_keys(scores: pd.DataFrame, *, reference: str) -> list[KeyData]:
     """Validate ``scores`` and return one KeyData per (model, subtask, mode), keys sorted."""
     table = check_scores(scores, reference=reference)
     key_id, keys = key_codes(table)
-    task, tasks = pd.factorize(table["task"])
-    candidate_code, candidate_names = pd.factorize(table["candidate_id"])
+    task = pd.factorize(table["task"])[0]
     group_code, group_names = pd.factorize(table["group"], sort=True)
-    score = table["score"].to_numpy()
+    group_names = np.asarray(group_names, dtype=object)
+    candidate_code, candidate_names = pd.factorize(table["candidate_id"])
+    candidate_names = np.asarray(candidate_names, dtype=object)
+    score, qualified = table["score"].to_numpy(), table["qualified"].to_numpy()
+    pool = pd.factorize(table["pool"])[0] if "pool" in table else None
     order = np.lexsort((score, group_code, key_id))
     starts = np.searchsorted(key_id[order], np.arange(len(keys) + 1))
-    columns = {"score": score, "qualified": table["qualified"].to_numpy(),
-               "pool": pd.factorize(table["pool"])[0] if "pool" in table else None}
-    task_groups = {tasks.get_loc(name): tuple(groups_of(rows)) for name, rows in table.groupby("task")}
     out = []
     for i, key in enumerate(keys):
         rows = order[starts[i]:starts[i + 1]]
-        groups = task_groups[task[rows[0]]]
-        local = np.searchsorted(groups, np.asarray(group_names))
+        groups = tuple(group_names[np.unique(group_code[task == task[rows[0]]])])
         values, value = np.unique(score[rows], return_inverse=True)
-        pool = columns["pool"]
         out.append(KeyData(
             key=tuple(key), groups=groups, ref=groups.index(reference), score=score[rows],
-            group=local[group_code[rows]], qualified=columns["qualified"][rows],
+            group=np.searchsorted(groups, group_names)[group_code[rows]], qualified=qualified[rows],
             candidate_code=candidate_code[rows], candidate_names=candidate_names, values=values, value=value.ravel(),
             pool=None if pool is None or (pool[rows] < 0).all() else pool[rows],
         ))

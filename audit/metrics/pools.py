@@ -11,7 +11,7 @@ each design reduces to R_X[j] = mean_{x∈X} P(rank of x = j + 1), ties broken a
   q_h(v) = p_h + t_h·(1 − v) (p_h, t_h: shares of group h scoring above / equal to x), so #above is a
   Poisson-binomial, expanded one group at a time. Its law is a polynomial of degree ≤ m − 1 in v, so integrating
   v over [0, 1] with ⌈m/2⌉-point Gauss–Legendre quadrature is exact (up to float rounding).
-- ``random:N`` (N drawn without replacement from the M candidates of the subtask): with a of the other M − 1
+- ``random:N`` (N drawn without replacement from the M candidates of the subtask): a of the other M − 1
   candidates above x, c − 1 tied and the rest below, (H, T) is multivariate hypergeometric, expanded one draw at a
   time, then spread uniformly over ranks H + 1 … H + T + 1.
 - ``observed``: the pools recorded in the score table's ``pool`` column (pairwise scores are relative to their
@@ -81,6 +81,7 @@ def rank_laws(data: KeyData, design: PoolDesign, *, counts: np.ndarray | None = 
     ``counts``/``qualified_counts`` (batch, groups, distinct scores) reweight candidates (bootstrap) and default to
     the table's own counts. For ``observed``, ``pool_weights`` (batch, pools) reweights the recorded pools instead.
     """
+    size = design.pool_size(data)
     if design.kind == "observed":
         return _observed(data, pool_weights)
     counts = data.counts[None] if counts is None else counts
@@ -92,7 +93,7 @@ def rank_laws(data: KeyData, design: PoolDesign, *, counts: np.ndarray | None = 
         total = lambda w: np.add.reduceat(law * w[:, groups, values], starts, axis=2).transpose(1, 2, 0)
     else:
         support = np.flatnonzero(data.counts.sum(axis=0))
-        law = _random(counts.sum(axis=1), support, design.size)
+        law = _random(counts.sum(axis=1), support, size)
         total = lambda w: np.einsum("jbu,bgu->bgj", law, w[:, :, support])
     return _normalise(total(counts), counts), _normalise(total(qualified_counts), qualified_counts)
 

@@ -7,11 +7,16 @@ import pandas as pd
 from audit.errors import AuditError
 
 SCORE_COLUMNS = ("model", "task", "subtask", "mode", "candidate_id", "group", "qualified", "score")
-PAIR_COLUMNS = ("model", "task", "subtask", "mode", "pool", "candidate_a", "candidate_b", "group_a", "group_b", "outcome")
+PAIR_COLUMNS = ("model", "task", "subtask", "mode", "pool", "candidate_a", "candidate_b", "group_a", "group_b",
+                "outcome")
 KEY = ("model", "subtask", "mode")
-MODES = ("pointwise", "pairwise")
 OUTCOMES = ("a", "b", "inconsistent")
 _TEXT = ("model", "task", "subtask", "mode", "candidate_id", "group")
+
+
+def is_pairwise(mode: str) -> bool:
+    """``pairwise`` and its variants (e.g. ``pairwise-likelihood``) are scored from pair comparisons."""
+    return str(mode).startswith("pairwise")
 
 
 def key_label(key: tuple) -> str:
@@ -52,24 +57,27 @@ def _numeric(table: pd.DataFrame, column: str, what: str) -> np.ndarray:
 
 
 def check_scores(scores: pd.DataFrame, *, reference: str) -> pd.DataFrame:
-    """Validated copy of a score table: text keys as str, ``score`` float, ``qualified`` bool.
+    """Validated copy of a score table: text columns as categories of str, ``score`` float, ``qualified`` bool.
 
-    Checks: required columns, non-empty keys, mode in {pointwise, pairwise}, finite numeric scores, qualified in {0, 1},
-    one task per (model, subtask, mode), no duplicate candidate (per pool), the reference group exists, and every group
-    of the task has candidates and at least one qualified candidate in every (model, subtask, mode).
+    Checks: required columns, non-empty text fields, mode pointwise or pairwise[-variant], finite numeric scores, qualified
+    in {0, 1}, one task per (model, subtask, mode), no duplicate candidate (per pool), the reference group exists, and
+    every group of the task (the reference included) has candidates and a qualified candidate in every
+    (model, subtask, mode).
     """
     what = "score table"
     _require_columns(scores, SCORE_COLUMNS, what)
     table = scores.copy()
     _text_columns(table, _TEXT, what)
-    bad_mode = ~table["mode"].isin(MODES)
-    if bad_mode.any():
-        raise AuditError(f"{what}: column 'mode' has value {table['mode'][bad_mode].iloc[0]!r}; expected pointwise or pairwise")
+    modes = table["mode"].cat.categories
+    bad_modes = [m for m in modes if m != "pointwise" and not is_pairwise(m)]
+    if bad_modes:
+        raise AuditError(f"{what}: column 'mode' has value {bad_modes[0]!r}; expected pointwise or pairwise[-…]")
     table["score"] = _numeric(table, "score", what)
     qualified = _numeric(table, "qualified", what)
     bad = ~np.isin(qualified, (0.0, 1.0))
     if bad.any():
-        raise AuditError(f"{what}: column 'qualified' has value {table['qualified'].iloc[int(np.flatnonzero(bad)[0])]!r}; expected 0 or 1")
+        value = table["qualified"].iloc[int(np.flatnonzero(bad)[0])]
+        raise AuditError(f"{what}: column 'qualified' has value {value!r}; expected 0 or 1")
     table["qualified"] = qualified.astype(bool)
     _check_keys(table, reference)
     return table
@@ -79,7 +87,8 @@ def _check_keys(table: pd.DataFrame, reference: str) -> None:
     what = "score table"
     groups = groups_of(table)
     if reference not in groups:
-        raise AuditError(f"reference group {reference!r} not found in column 'group'; groups are: {', '.join(groups)}")
+        raise AuditError(f"reference group {reference!r} not found in column 'group'; "
+                         f"groups are: {', '.join(groups)}")
     key_id, keys = key_codes(table)
     task, _ = pd.factorize(table["task"])
     group = pd.factorize(table["group"], sort=True)[0]
@@ -104,6 +113,7 @@ def _check_keys(table: pd.DataFrame, reference: str) -> None:
     key_task = np.zeros(shape[0], dtype=int)
     key_task[key_id] = task
     expected = in_task[key_task]
+    expected[:, groups.index(reference)] = True
     for found, problem in ((size, "no candidates"), (n_qualified, "no qualified candidate")):
         missing = np.argwhere(expected & (found == 0))
         if len(missing):
@@ -131,8 +141,9 @@ def check_pairs(pairs: pd.DataFrame) -> pd.DataFrame:
     what = "pair table"
     _require_columns(pairs, PAIR_COLUMNS, what)
     table = pairs.copy()
-    _text_columns(table, ("model", "task", "subtask", "mode", "candidate_a", "candidate_b", "group_a", "group_b", "outcome"), what)
+    _text_columns(table, tuple(c for c in PAIR_COLUMNS if c != "pool"), what)
     bad = ~table["outcome"].isin(OUTCOMES)
     if bad.any():
-        raise AuditError(f"{what}: column 'outcome' has value {table['outcome'][bad].iloc[0]!r}; expected a, b or inconsistent")
+        raise AuditError(f"{what}: column 'outcome' has value {table['outcome'][bad].iloc[0]!r}; "
+                         "expected a, b or inconsistent")
     return table

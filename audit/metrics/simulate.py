@@ -25,8 +25,7 @@ def _draw_pools(data: KeyData, design: PoolDesign, rounds: int, rng: np.random.G
     """(rounds, pool size) row indices of the candidates in each drawn pool."""
     if design.kind == "per-group":
         starts = np.searchsorted(data.group, np.arange(len(data.groups) + 1))
-        sizes = np.diff(starts)
-        return starts[:-1] + (rng.random((rounds, sizes.size)) * sizes).astype(int)
+        return starts[:-1] + rng.integers(0, np.diff(starts), size=(rounds, len(data.groups)))
     chunk = max(1, _DRAW_CHUNK // data.score.size)
     return np.concatenate([np.argpartition(rng.random((min(chunk, rounds - i), data.score.size)), design.size - 1,
                                            axis=1)[:, :design.size] for i in range(0, rounds, chunk)])

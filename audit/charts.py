@@ -1,0 +1,204 @@
+"""Plotly figure builders over metric tables: the same figure is shown in the dashboard and exported for reports.
+
+Colours are colour-blind safe (Okabe–Ito) and fixed per group code, so a group looks the same on every page and in
+every grouping (race × gender, race, gender). Figures use a neutral template; the dashboard re-themes them for light
+and dark mode. Nothing here computes a metric: inputs are tables from :mod:`audit.metrics`.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from audit.metrics.validity import PAIRINGS
+
+OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#999999")
+GROUP_COLOURS = {
+    "W_F": "#E69F00", "W_M": "#999999", "B_F": "#56B4E9", "B_M": "#0072B2",
+    "A_F": "#CC79A7", "A_M": "#D55E00", "H_F": "#F0E442", "H_M": "#009E73",
+    "W": "#999999", "B": "#0072B2", "A": "#D55E00", "H": "#009E73", "F": "#CC79A7", "M": "#E69F00",
+}
+#: Paul Tol's "bright" scheme (colour-blind safe) for models and metrics, kept apart from the group colours.
+SERIES_COLOURS = ("#4477AA", "#EE6677", "#228833", "#CCBB44", "#66CCEE", "#AA3377", "#BBBBBB")
+METRIC_NAMES = {"true": "true gap", "delta": "δ", "jsd": "JSD", "emd": "EMD", "rabbi": "RABBI"}
+GAP_NAMES = {"dp": "ΔDP", "eo": "ΔEO"}
+TEMPLATE = "plotly_white"
+METRICS = tuple(metric for metric, _, _ in PAIRINGS["dp"][1])
+HOVER_COLUMNS = ("delta", "jsd", "emd", "rabbi", "delta_qualified", "rabbi_qualified", "dp_gap", "eo_gap")
+
+
+def group_colours(groups: Sequence[str]) -> dict[str, str]:
+    """A fixed colour for each group code; codes outside the known set get the palette in sorted order."""
+    unknown = sorted(g for g in set(groups) if g not in GROUP_COLOURS)
+    return {g: GROUP_COLOURS.get(g) or OKABE_ITO[unknown.index(g) % len(OKABE_ITO)] for g in groups}
+
+
+def series_colours(names: Sequence[str]) -> dict[str, str]:
+    """A colour per model (or metric) name, stable for a given sorted set of names."""
+    return {name: SERIES_COLOURS[i % len(SERIES_COLOURS)] for i, name in enumerate(sorted(set(names)))}
+
+
+def _rgba(colour: str, alpha: float) -> str:
+    red, green, blue = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({red}, {green}, {blue}, {alpha})"
+
+
+def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
+    fig.update_layout(template=TEMPLATE, title=title, height=height, legend_title_text="group",
+                      margin=dict(l=60, r=20, t=90, b=50))
+    return fig
+
+
+def _r_text(correlations: pd.DataFrame | None, gap: str, metric: str) -> str:
+    if correlations is None:
+        return ""
+    row = correlations[(correlations["gap"] == gap) & (correlations["metric"] == metric)]
+    if row.empty or pd.isna(row["r"].iloc[0]):
+        return "r = n/a"
+    return f"r = {row['r'].iloc[0]:+.2f} (n = {int(row['n'].iloc[0])})"
+
+
+def gap_scatter(table: pd.DataFrame, *, k: int, correlations: pd.DataFrame | None = None,
+                reference: str = "") -> go.Figure:
+    """Each bias metric (columns) against ΔDP and ΔEO (rows) at quota ``k``, one point per (model, subtask, group).
+
+    ``table``: metric-table rows at one k. ``correlations``: the overall rows of :func:`audit.metrics.validity`
+    (columns gap, metric, r, n), printed on each panel. JSD and EMD have no sign, so they face |gap|, as in validity.
+    """
+    titles = [f"{METRIC_NAMES[m]} vs {'|' + GAP_NAMES[g] + '|' if absolute else GAP_NAMES[g]}<br>"
+              f"<sup>{_r_text(correlations, g, m)}</sup>"
+              for g in PAIRINGS for m, _, absolute in PAIRINGS[g][1]]
+    fig = make_subplots(rows=2, cols=len(METRICS), subplot_titles=titles, vertical_spacing=0.2,
+                        horizontal_spacing=0.06)
+    colours = group_colours(table["group"].unique())
+    hover = ("<b>%{customdata[0]}</b> · %{customdata[1]} · %{customdata[2]}<br>"
+             + "<br>".join(f"{name} = %{{customdata[{i + 3}]:.3f}}" for i, name in enumerate(HOVER_COLUMNS))
+             + "<extra></extra>")
+    for row, gap in enumerate(PAIRINGS, start=1):
+        gap_column, pairs = PAIRINGS[gap]
+        for col, (metric, column, absolute) in enumerate(pairs, start=1):
+            for group, part in table.groupby("group", sort=True, observed=True):
+                y = part[gap_column].abs() if absolute else part[gap_column]
+                fig.add_trace(go.Scatter(
+                    x=part[column], y=y, mode="markers", name=str(group), legendgroup=str(group),
+                    showlegend=row == 1 and col == 1, marker=dict(color=colours[group], size=9,
+                                                                  line=dict(width=0.5, color="#333333")),
+                    customdata=part[["model", "subtask", "group", *HOVER_COLUMNS]].to_numpy(), hovertemplate=hover,
+                ), row=row, col=col)
+            fig.update_xaxes(title_text=METRIC_NAMES[metric] + (" (qualified)" if column.endswith("qualified") else ""),
+                             row=row, col=col)
+        fig.update_yaxes(title_text=GAP_NAMES[gap], row=row, col=1)
+    suffix = f", reference {reference}" if reference else ""
+    return _layout(fig, f"Bias metrics against allocation gaps at k = {k}{suffix}", 720)
+
+
+def gap_curves(table: pd.DataFrame, *, gap: str = "dp", title: str = "") -> go.Figure:
+    """ΔDP (or ΔEO) against the quota k, one line per group, with its bootstrap band where ``*_lo``/``*_hi`` exist.
+
+    ``table``: metric-table rows of one (model, subtask, mode) for every k.
+    """
+    column = PAIRINGS[gap][0]
+    colours = group_colours(table["group"].unique())
+    fig = go.Figure()
+    banded = f"{column}_lo" in table
+    for group, part in table.sort_values("k").groupby("group", sort=True, observed=True):
+        if banded:
+            fig.add_trace(go.Scatter(
+                x=list(part["k"]) + list(part["k"])[::-1],
+                y=list(part[f"{column}_hi"]) + list(part[f"{column}_lo"])[::-1], fill="toself",
+                fillcolor=_rgba(colours[group], 0.18), line=dict(width=0), hoverinfo="skip",
+                legendgroup=str(group), showlegend=False, name=f"{group} band"))
+        fig.add_trace(go.Scatter(
+            x=part["k"], y=part[column], mode="lines+markers", name=str(group), legendgroup=str(group),
+            line=dict(color=colours[group], width=2), marker=dict(size=6),
+            hovertemplate=f"{group}<br>k = %{{x}}<br>{GAP_NAMES[gap]} = %{{y:.3f}}<extra></extra>"))
+    fig.add_hline(y=0, line=dict(color="#888888", dash="dot", width=1))
+    fig.update_xaxes(title_text="quota k", dtick=1)
+    fig.update_yaxes(title_text=GAP_NAMES[gap])
+    return _layout(fig, title or f"{GAP_NAMES[gap]} against k", 460)
+
+
+def group_correlation_bars(correlations: pd.DataFrame, *, k: int) -> go.Figure:
+    """Per-group Pearson r of each metric with ΔDP (top) and ΔEO (bottom) across models and subtasks (Figure 6).
+
+    ``correlations``: :func:`audit.metrics.validity` rows whose ``scope`` is a group.
+    """
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12,
+                        subplot_titles=[f"correlation with {GAP_NAMES[g]}" for g in PAIRINGS])
+    colours = group_colours(correlations["scope"].unique())
+    order = [METRIC_NAMES[m] for m in METRICS]
+    for row, gap in enumerate(PAIRINGS, start=1):
+        rows = correlations[correlations["gap"] == gap]
+        for group, part in rows.groupby("scope", sort=True, observed=True):
+            fig.add_trace(go.Bar(
+                x=part["metric"].map(METRIC_NAMES), y=part["r"], name=str(group), legendgroup=str(group),
+                showlegend=row == 1, marker_color=colours[group], customdata=part[["n", "pvalue"]].to_numpy(),
+                hovertemplate=f"{group}<br>%{{x}}: r = %{{y:.2f}}<br>n = %{{customdata[0]}}, "
+                              "p = %{customdata[1]:.3f}<extra></extra>"), row=row, col=1)
+        fig.update_yaxes(title_text="Pearson r", range=[-1.05, 1.05], row=row, col=1)
+        fig.update_xaxes(categoryorder="array", categoryarray=order, row=row, col=1)
+    fig.update_layout(barmode="group")
+    return _layout(fig, f"Per-group correlation of bias metrics with allocation gaps at k = {k}", 640)
+
+
+def bump_chart(rankings: pd.DataFrame, *, gap: str = "dp") -> go.Figure:
+    """Fairness rank of each model (1 = least biased) by the true gap and by each metric, one panel per subtask.
+
+    ``rankings``: :func:`audit.metrics.model_rankings` rows.
+    """
+    rows = rankings[(rankings["gap"] == gap) & rankings["rank"].notna()]
+    subtasks = sorted(rows["subtask"].unique())
+    fig = make_subplots(rows=1, cols=max(1, len(subtasks)), subplot_titles=subtasks, shared_yaxes=True,
+                        horizontal_spacing=0.04)
+    colours = series_colours(rows["model"].unique())
+    order = [METRIC_NAMES["true"]] + [METRIC_NAMES[m] for m, _, _ in PAIRINGS[gap][1]]
+    for col, subtask in enumerate(subtasks, start=1):
+        part = rows[rows["subtask"] == subtask]
+        for model, lines in part.groupby("model", sort=True, observed=True):
+            lines = lines.assign(_x=lines["metric"].map(METRIC_NAMES)).set_index("_x").reindex(order).reset_index()
+            fig.add_trace(go.Scatter(
+                x=lines["_x"], y=lines["rank"], mode="lines+markers", name=str(model), legendgroup=str(model),
+                showlegend=col == 1, line=dict(color=colours[model], width=3), marker=dict(size=11),
+                customdata=lines[["rms"]].to_numpy(),
+                hovertemplate=f"{model}<br>%{{x}}: rank %{{y}}<br>RMS = %{{customdata[0]:.3f}}<extra></extra>"),
+                row=1, col=col)
+        fig.update_xaxes(categoryorder="array", categoryarray=order, row=1, col=col)
+    fig.update_yaxes(autorange="reversed", dtick=1, title_text="fairness rank", row=1, col=1)
+    fig = _layout(fig, f"Model fairness ranking by {GAP_NAMES[gap]} and by each bias metric", 460)
+    fig.update_layout(legend_title_text="model")
+    return fig
+
+
+def ndcg_curves(ndcg: pd.DataFrame) -> go.Figure:
+    """NDCG@N of each metric's model ranking against the true-gap ranking, per gap (Figure 4).
+
+    ``ndcg``: :func:`audit.metrics.ndcg_table` rows.
+    """
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, subplot_titles=[GAP_NAMES[g] for g in PAIRINGS])
+    colours = series_colours(METRICS)
+    for col, gap in enumerate(PAIRINGS, start=1):
+        for metric, part in ndcg[ndcg["gap"] == gap].groupby("metric", sort=True, observed=True):
+            fig.add_trace(go.Scatter(
+                x=part["n"], y=part["ndcg"], mode="lines+markers", name=METRIC_NAMES[metric], legendgroup=metric,
+                showlegend=col == 1, line=dict(color=colours[metric], width=2),
+                hovertemplate=f"{METRIC_NAMES[metric]}<br>NDCG@%{{x}} = %{{y:.3f}}<extra></extra>"), row=1, col=col)
+        fig.update_xaxes(title_text="N (top models)", dtick=1, row=1, col=col)
+    fig.update_yaxes(title_text="NDCG@N", range=[0, 1.05], row=1, col=1)
+    fig = _layout(fig, "How well each metric's model ranking matches the true-gap ranking", 420)
+    fig.update_layout(legend_title_text="metric")
+    return fig
+
+
+def score_distributions(scores: pd.DataFrame) -> go.Figure:
+    """Box plots of candidate scores per group, one panel per model (pointwise scores of a score table)."""
+    models = sorted(scores["model"].unique())
+    fig = make_subplots(rows=1, cols=max(1, len(models)), subplot_titles=models, shared_yaxes=True)
+    colours = group_colours(scores["group"].unique())
+    for col, model in enumerate(models, start=1):
+        for group, part in scores[scores["model"] == model].groupby("group", sort=True, observed=True):
+            fig.add_trace(go.Box(y=part["score"], name=str(group), legendgroup=str(group), showlegend=col == 1,
+                                 marker_color=colours[group], boxmean=True), row=1, col=col)
+    fig.update_yaxes(title_text="score", row=1, col=1)
+    return _layout(fig, "Candidate scores per group", 420)

@@ -1,0 +1,74 @@
+"""Pointwise scoring throughput: our engine path against a paper-style baseline, side by side, one run.
+
+Baseline (as in the paper's code style): the full prompt of every candidate, ``generate(max_new_tokens=10,
+output_scores=True)`` in batches of 2, P(Yes) read from the first generated step and normalised over Yes/No.
+Ours: one forward pass per candidate, batches of 8, the job description's KV cache shared across candidates.
+Both read the same label tokens ("Yes"/" Yes", "No"/" No") on the same 64 candidates of one job.
+
+    HF_HUB_OFFLINE=1 PYTHONPATH=. python bench/scoring.py [--model smollm2-135m] [--candidates 64]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import torch  # noqa: E402
+
+from audit.backend import CausalLM, resolve  # noqa: E402
+from audit.backend.chat import render_ids  # noqa: E402
+from audit.tasks import get_task  # noqa: E402
+
+
+def baseline_p_yes(lm: CausalLM, prompts: list, batch: int = 2) -> list[float]:
+    """Paper-style: generate 10 tokens per prompt, read P(Yes) off the first step's scores."""
+    yes, no = lm.label_token_ids(["Yes", "No"])
+    out: list[float] = []
+    for start in range(0, len(prompts), batch):
+        ids, mask, _ = lm._left_pad([render_ids(lm.tokenizer, p) for p in prompts[start : start + batch]],
+                                    prefix_len=0)
+        with torch.inference_mode():
+            generated = lm.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=10, do_sample=False,
+                                          output_scores=True, return_dict_in_generate=True, pad_token_id=lm.pad_id)
+        probs = torch.softmax(generated.scores[0].float(), dim=-1)
+        p_yes, p_no = probs[:, yes].sum(-1), probs[:, no].sum(-1)
+        out.extend((p_yes / (p_yes + p_no)).tolist())
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="smollm2-135m")
+    parser.add_argument("--subtask", default="software_engineer")
+    parser.add_argument("--candidates", type=int, default=64)
+    args = parser.parse_args()
+
+    task = get_task("resume", args.subtask)
+    candidates = task.candidates(limit=args.candidates // len(task.groups))
+    prompts = [task.pointwise_prompt(c) for c in candidates]
+    ref = resolve(args.model)
+    lm = CausalLM.load(ref, batch_size=8)
+    lm.label_probabilities(prompts[:2], ["Yes", "No"])  # warm-up, then start from an empty prefix cache
+    lm._prefixes.clear()
+    baseline_p_yes(lm, prompts[:2])
+
+    started = time.perf_counter()
+    baseline = baseline_p_yes(lm, prompts)
+    baseline_s = time.perf_counter() - started
+    started = time.perf_counter()
+    ours = [r.probs[0] for r in lm.label_probabilities(prompts, ["Yes", "No"])]
+    ours_s = time.perf_counter() - started
+
+    tokens = sum(len(render_ids(lm.tokenizer, p)) for p in prompts) / len(prompts)
+    diff = max(abs(a - b) for a, b in zip(ours, baseline))
+    print(f"model {ref.label} ({ref.device}, {ref.quant}, {ref.dtype}), {len(prompts)} candidates, "
+          f"{tokens:.0f} prompt tokens on average, torch threads {torch.get_num_threads()}")
+    print(f"baseline (generate 10 tokens, batch 2): {baseline_s:7.2f} s  {len(prompts) / baseline_s:6.2f} cand/s")
+    print(f"ours (one pass, batch 8, shared prefix): {ours_s:7.2f} s  {len(prompts) / ours_s:6.2f} cand/s")
+    print(f"speed-up: {baseline_s / ours_s:.2f}x   max |P(Yes) ours - baseline| = {diff:.2e}")
+
+
+if __name__ == "__main__":
+    main()

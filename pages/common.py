@@ -1,0 +1,162 @@
+"""What every page shares: the sidebar view, cached store tables and metric tables, and the export panel."""
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from audit import report
+from audit.errors import AuditError
+from audit.metrics import MetricEngine
+from audit.paths import DEMO_STORE
+from audit.results import pair_table, score_table
+from audit.store import Store
+from pages import views
+
+DEFAULT_K = 2
+
+
+def default_store() -> str:
+    """``$AUDIT_DB`` if set, else the shipped demo store."""
+    return os.environ.get("AUDIT_DB") or str(DEMO_STORE)
+
+
+def store_version(path: str) -> tuple:
+    """(mtime, size) of the store file and its WAL: changes whenever results are written."""
+    stats = []
+    for name in (path, path + "-wal"):
+        try:
+            stat = os.stat(name)
+            stats.append((stat.st_mtime_ns, stat.st_size))
+        except OSError:
+            stats.append(None)
+    return tuple(stats)
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def load_tables(path: str, version: tuple) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(scores, pairs, store summary, models) of the store at ``path``; ``version`` keys the cache."""
+    with Store(path, create=False) as store:
+        return score_table(store), pair_table(store), views.store_summary(store), store.models()
+
+
+def tables(view: views.View) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The store's tables for the current view."""
+    return load_tables(view.store, view.version)
+
+
+@st.cache_data(show_spinner="Computing metrics…", max_entries=16)
+def metric_rows(path: str, version: tuple, mode: str, grouping: str, reference: str, ci: float,
+                n_boot: int) -> pd.DataFrame:
+    """The metric table of one mode and grouping for every quota k (1 … pool size), with bootstrap bounds."""
+    scores, pairs, _, _ = load_tables(path, version)
+    scores = views.regroup(views.for_metrics(scores, mode), grouping)
+    pairs = views.regroup(views.for_metrics(pairs, mode), grouping, ("group_a", "group_b"))
+    engine = MetricEngine(scores, reference=reference, pool=views.MODES[mode][1],
+                          pairs=pairs if len(pairs) else None, ci=ci, n_boot=n_boot)
+    return views.restore_mode(engine.table(range(1, min(engine.pool_sizes.values()) + 1)), mode)
+
+
+def metrics(view: views.View) -> pd.DataFrame | None:
+    """The current view's metric table for every k (unfiltered), or None after showing why there is none."""
+    try:
+        return metric_rows(view.store, view.version, view.mode, view.grouping, view.reference, view.ci, view.n_boot)
+    except AuditError as exc:
+        st.warning(f"No metrics for this selection: {exc}")
+        return None
+
+
+def quota_slider(table: pd.DataFrame, key: str) -> int:
+    """The quota k slider (1 … pool size); its value is shared by every page through ``quota``."""
+    top = int(table["k"].max())
+    value = min(st.session_state.get("quota", DEFAULT_K), top)
+    k = st.slider("quota k (candidates selected per pool)", 1, top, value, key=key,
+                  help="Each pool holds one candidate per group (pointwise) or a recorded pairwise pool; the k "
+                       "best-scored are selected.")
+    st.session_state["quota"] = k
+    return k
+
+
+def view() -> views.View | None:
+    """The view the sidebar selected (set by :func:`sidebar`); None if the store cannot be read."""
+    return st.session_state.get("view")
+
+
+def sidebar() -> None:
+    """Store path and filters; stores the resulting :class:`views.View` in the session state."""
+    st.session_state["view"] = None
+    with st.sidebar:
+        st.header("Result store")
+        path = st.text_input("store file", value=default_store(), key="store_path",
+                             help="SQLite result store; default $AUDIT_DB or the shipped demo store.")
+        if not Path(path).is_file():
+            st.info("This store does not exist yet: run an audit to create it.")
+            return
+        try:
+            scores, _, _, _ = load_tables(path, store_version(path))
+        except AuditError as exc:
+            st.error(f"Cannot read the store: {exc}")
+            return
+        if scores.empty:
+            st.info("The store holds no results yet: run an audit.")
+            return
+        st.header("View")
+        modes = [m for m in views.MODES if m in set(scores["mode"])]
+        mode = st.selectbox("scoring mode", modes, key="mode")
+        rows = scores[scores["mode"] == mode]
+        codes = sorted(rows["group"].unique())
+        grouping = st.radio("grouping", views.groupable(codes), key="grouping", horizontal=True)
+        groups = sorted({views.regroup_code(c, grouping) for c in codes})
+        default_ref = views.regroup_code("W_M", grouping) if "W_M" in codes else groups[0]
+        reference = st.selectbox("reference group", groups, index=groups.index(default_ref), key=f"ref_{grouping}")
+        models = sorted(rows["model"].unique())
+        subtasks = sorted(rows["subtask"].unique())
+        chosen_models = st.multiselect("models", models, default=models, key=f"models_{mode}")
+        chosen_subtasks = st.multiselect("subtasks", subtasks, default=subtasks, key=f"subtasks_{mode}")
+        others = [g for g in groups if g != reference]
+        chosen_groups = st.multiselect("groups shown", others, default=others, key=f"groups_{grouping}_{reference}")
+        with st.expander("confidence bands"):
+            ci = st.select_slider("level", [0.8, 0.9, 0.95, 0.99], value=0.95, key="ci")
+            n_boot = st.select_slider("bootstrap replicates", [100, 200, 500, 1000], value=200, key="n_boot")
+    st.session_state["view"] = views.View(
+        store=path, version=store_version(path), mode=mode, grouping=grouping, reference=reference,
+        models=tuple(chosen_models), subtasks=tuple(chosen_subtasks), groups=tuple(chosen_groups), ci=ci,
+        n_boot=n_boot)
+
+
+def need_view() -> views.View:
+    """The current view, or stop the page with a hint when the store holds nothing to show."""
+    current = view()
+    if current is None:
+        st.info("Nothing to show yet: choose a result store with results in the sidebar, or run an audit.")
+        st.stop()
+    return current
+
+
+def chart(fig: go.Figure, table: pd.DataFrame, name: str) -> None:
+    """Show ``fig`` with download buttons for PNG, SVG, PDF, HTML and its table as CSV (built on click)."""
+    st.plotly_chart(fig, width="stretch", key=f"chart_{name}")
+    columns = st.columns(6)
+    for column, fmt in zip(columns, report.FIGURE_FORMATS):
+        column.download_button(fmt.upper(), data=lambda fmt=fmt: report.figure_bytes(fig, fmt),
+                               file_name=f"{name}.{fmt}", mime=report.MIME[fmt], on_click="ignore",
+                               key=f"dl_{name}_{fmt}", icon=":material/download:")
+    columns[4].download_button("CSV", data=lambda: report.table_bytes(table), file_name=f"{name}.csv",
+                               mime=report.MIME["csv"], on_click="ignore", key=f"dl_{name}_csv",
+                               icon=":material/download:")
+
+
+def bundle_button(page: str, figures: dict[str, go.Figure], tables_: dict[str, pd.DataFrame],
+                  current: views.View, **settings: object) -> None:
+    """One-click zip of the page's charts (every format), tables and settings (fingerprints, k, reference)."""
+    scores = tables(current)[0]
+    payload = {**current.settings(), **settings, "page": page,
+               "model_fingerprints": views.fingerprints(scores, current.models),
+               "generated": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    st.download_button("Report bundle (zip)", data=lambda: report.report_bundle(figures, tables_, payload),
+                       file_name=f"{page}-report.zip", mime=report.MIME["zip"], on_click="ignore",
+                       key=f"bundle_{page}", type="primary", icon=":material/folder_zip:")

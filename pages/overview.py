@@ -1,0 +1,37 @@
+"""Overview: what the result store holds, what each page answers, and the view in use."""
+import streamlit as st
+
+from audit import charts
+from pages import common, views
+
+st.title("Allocation audit")
+st.markdown(
+    "Does a language model's score, used to pick the **top k of every candidate pool**, harm a demographic group? "
+    "This dashboard compares bias metrics (δ, JSD, EMD, RABBI) with the allocation gaps they should predict "
+    "(ΔDP: selection rate gap; ΔEO: selection rate gap among qualified candidates), following the RABBI paper.")
+st.markdown(
+    "- **Run audit**: score a task with a model into the result store (cached, resumable).\n"
+    "- **Allocation gaps**: bias metrics against ΔDP and ΔEO at quota k; ΔDP against k with confidence bands.\n"
+    "- **Group correlations**: per group, how well each metric tracks the gaps across models and subtasks.\n"
+    "- **Model rankings**: which model is fairest by each metric and by the true gap; NDCG@N agreement.\n"
+    "- **CAIRO explorer**: prompt-combination bias (coming).")
+
+current = common.need_view()
+scores, _, summary, models = common.tables(current)
+left, middle, right = st.columns(3)
+left.metric("models", summary["model"].nunique())
+middle.metric("subtasks", summary["subtask"].nunique())
+right.metric("scored candidates", len(scores))
+st.caption("Store")
+st.text(current.store)
+st.write(f"Reference group in use: **{current.reference}** · grouping: **{current.grouping}** · "
+         f"mode: **{current.mode}** (pool design {current.pool})")
+
+st.subheader("Results in the store")
+st.dataframe(summary, hide_index=True, width="stretch")
+st.subheader("Models")
+st.dataframe(models, hide_index=True, width="stretch")
+
+rows = views.shown(views.regroup(scores[scores["mode"] == current.mode], current.grouping), current,
+                   with_reference=True)
+common.chart(charts.score_distributions(rows), rows, "score_distributions")

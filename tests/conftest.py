@@ -1,0 +1,36 @@
+"""Shared fixtures: the real bundled model (loaded once per session) and fresh result stores."""
+from __future__ import annotations
+
+import os
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+from audit.backend import CausalLM, ModelRef, resolve  # noqa: E402
+from audit.tasks import get_task  # noqa: E402
+from audit.tasks.resume import ResumeTask  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def smollm_ref() -> ModelRef:
+    return resolve("smollm2-135m")
+
+
+@pytest.fixture(scope="session")
+def smollm(smollm_ref: ModelRef) -> CausalLM:
+    return CausalLM.load(smollm_ref)
+
+
+@pytest.fixture
+def resume_task() -> ResumeTask:
+    return get_task("resume", "software_engineer")
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "results.db"

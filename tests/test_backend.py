@@ -1,0 +1,84 @@
+"""The real SmolLM2 backend: valid probabilities, and batching / prefix reuse that change nothing."""
+from __future__ import annotations
+
+import pytest
+
+from audit.backend import CausalLM
+from audit.backend.chat import PLAIN_FALLBACK, render_text
+from audit.errors import AuditError
+from audit.tasks.base import ChatPrompt
+
+
+def test_label_probabilities_are_probabilities(smollm, resume_task):
+    prompts = [resume_task.pointwise_prompt(c) for c in resume_task.candidates(limit=1)]
+    results = smollm.label_probabilities(prompts, ["Yes", "No"])
+    assert len(results) == len(prompts) == 8
+    for result in results:
+        assert all(0.0 <= p <= 1.0 for p in result.probs)
+        assert sum(result.probs) == pytest.approx(1.0, abs=1e-9)
+        assert 0.0 < result.mass <= 1.0
+
+
+def test_label_variants_cover_leading_space(smollm):
+    yes, no = smollm.label_token_ids(["Yes", "No"])
+    assert set(yes) == {smollm.encode("Yes")[0], smollm.encode(" Yes")[0]}
+    assert set(no) == {smollm.encode("No")[0], smollm.encode(" No")[0]}
+    with pytest.raises(AuditError, match="share token"):
+        smollm.label_token_ids(["Yes", "Yes"])
+
+
+def test_batched_prefix_cached_and_one_by_one_agree(smollm, resume_task):
+    prompts = [resume_task.pointwise_prompt(c) for c in resume_task.candidates(limit=2)]
+    one_by_one = CausalLM(smollm.ref, smollm.model, smollm.tokenizer, batch_size=1, prefix_cache=False)
+    odd_batches = CausalLM(smollm.ref, smollm.model, smollm.tokenizer, batch_size=3, prefix_cache=True)
+    reference = one_by_one.label_probabilities(prompts, ["Yes", "No"])
+    for variant in (smollm, odd_batches):
+        results = variant.label_probabilities(prompts, ["Yes", "No"])
+        assert max(abs(a.probs[0] - b.probs[0]) for a, b in zip(results, reference)) < 1e-4
+        assert max(abs(a.mass - b.mass) for a, b in zip(results, reference)) < 1e-4
+    assert odd_batches._prefixes, "prompts sharing a job description must reuse a cached prefix"
+
+
+def test_option_logprobs_agree_with_one_by_one(smollm, resume_task):
+    candidates = resume_task.candidates(limit=1)
+    prompts = [resume_task.pairwise_prompt(a, b) for a, b in zip(candidates, candidates[1:])][:4]
+    one_by_one = CausalLM(smollm.ref, smollm.model, smollm.tokenizer, batch_size=1, prefix_cache=False)
+    batched = smollm.option_logprobs(prompts)
+    single = one_by_one.option_logprobs(prompts)
+    for (a1, a2), (b1, b2) in zip(batched, single):
+        assert a1 < 0 and a2 < 0
+        assert abs(a1 - b1) < 1e-3 and abs(a2 - b2) < 1e-3
+
+
+def test_generate_returns_an_answer(smollm, resume_task):
+    a, b = resume_task.candidates(limit=1)[:2]
+    [answer] = smollm.generate([resume_task.pairwise_prompt(a, b)])
+    assert answer.strip()
+
+
+def test_template_without_system_role_folds_system_into_user(smollm):
+    tokenizer = smollm.tokenizer
+    original = tokenizer.chat_template
+    tokenizer.chat_template = (
+        "{% for m in messages %}{% if m['role'] == 'system' %}{{ raise_exception('no system role') }}{% endif %}"
+        "<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}<|im_start|>assistant\n"
+    )
+    try:
+        text, templated = render_text(tokenizer, ChatPrompt("SYSTEM TEXT", "USER TEXT"))
+    finally:
+        tokenizer.chat_template = original
+    assert templated
+    assert text.index("SYSTEM TEXT") < text.index("USER TEXT")
+    assert text.count("<|im_start|>user") == 1 and text.endswith("Answer:")
+
+
+def test_no_template_uses_documented_fallback(smollm):
+    tokenizer = smollm.tokenizer
+    original = tokenizer.chat_template
+    tokenizer.chat_template = None
+    try:
+        text, templated = render_text(tokenizer, ChatPrompt("S", "U"))
+    finally:
+        tokenizer.chat_template = original
+    assert not templated
+    assert text == PLAIN_FALLBACK.format(system="S", user="U", answer_prefix="Answer:")

@@ -1,0 +1,106 @@
+"""The dashboard in a real browser: ``streamlit run app.py`` + headless Debian Chromium, every page, no error box.
+
+Screenshots go to ``artifacts/screenshots/`` (CI keeps them as artefacts). Skipped only when Chromium is missing.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHOTS = ROOT / "artifacts" / "screenshots"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+PAGES = {"overview": "", "run_audit": "run_audit", "allocation_gaps": "allocation_gaps",
+         "group_correlations": "group_correlations", "model_rankings": "model_rankings",
+         "cairo_explorer": "cairo_explorer"}
+CHART_PAGES = {"overview", "allocation_gaps", "group_correlations", "model_rankings"}
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (apt-get install chromium)")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_healthy(url: str, server: subprocess.Popen, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {server.returncode}: {server.stdout.read()}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as reply:
+                if reply.read() == b"ok":
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise TimeoutError("streamlit did not become healthy")
+
+
+@pytest.fixture(scope="module")
+def server_url():
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, server)
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    with sync_api.sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(profile), executable_path=CHROMIUM, headless=True, args=FLAGS, viewport={"width": 1400, "height": 1000})
+        yield context
+        context.close()
+
+
+def settle(page, timeout_ms: int = 120_000) -> None:
+    """Wait until the app has a title and no script is running any more."""
+    page.wait_for_selector("h1", timeout=timeout_ms)
+    deadline = time.monotonic() + timeout_ms / 1000
+    quiet = 0
+    while time.monotonic() < deadline and quiet < 3:
+        running = page.locator('[data-testid="stStatusWidget"]').count() > 0
+        quiet = 0 if running else quiet + 1
+        page.wait_for_timeout(500)
+
+
+@pytest.mark.parametrize("name", list(PAGES))
+def test_page_loads_without_error(server_url, browser, name):
+    page = browser.new_page()
+    try:
+        page.goto(f"{server_url}/{PAGES[name]}", wait_until="domcontentloaded")
+        settle(page)
+        if name in CHART_PAGES:
+            page.wait_for_selector(".js-plotly-plot", timeout=60_000)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+        assert page.locator('[data-testid="stException"]').count() == 0, f"{name}: an exception box is shown"
+        assert "Traceback" not in page.inner_text("body"), f"{name}: a traceback is shown"
+    finally:
+        page.close()

@@ -1,0 +1,119 @@
+"""Bias metrics against their definitions: RABBI by the pair loop and SciPy's Mann–Whitney, δ, JSD, EMD, pairwise δ."""
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+from scipy.spatial.distance import jensenshannon
+
+from audit.metrics import bias_metrics, delta, emd, histograms, jsd, pair_preferences, rabbi, rabbi_test
+
+
+def pair_loop_rabbi(a, b):
+    return sum(int(x > y) - int(x < y) for x in a for y in b) / (len(a) * len(b))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_rabbi_equals_pair_definition_with_ties(seed):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 4, size=rng.integers(1, 40)).astype(float)
+    b = rng.integers(0, 4, size=rng.integers(1, 40)).astype(float)
+    assert rabbi(a, b) == pytest.approx(pair_loop_rabbi(a, b), abs=1e-12)
+    assert rabbi_test(a, b)[0] == pytest.approx(pair_loop_rabbi(a, b), abs=1e-12)
+
+
+def test_rabbi_is_rank_biserial_of_mann_whitney():
+    rng = np.random.default_rng(7)
+    a, b = rng.normal(0.3, 1, 300).round(1), rng.normal(0, 1, 250).round(1)
+    test = stats.mannwhitneyu(a, b, alternative="two-sided")
+    value, pvalue = rabbi_test(a, b)
+    assert value == pytest.approx(2 * test.statistic / (a.size * b.size) - 1, abs=1e-12)
+    assert value == pytest.approx(rabbi(a, b), abs=1e-12)
+    assert pvalue == pytest.approx(test.pvalue, rel=1e-12)
+    assert pvalue < 0.01
+
+
+def test_rabbi_extremes_and_antisymmetry():
+    low, high = np.array([0.1, 0.2, 0.2]), np.array([0.5, 0.9])
+    assert rabbi(high, low) == 1.0 and rabbi(low, high) == -1.0
+    assert rabbi(low, low) == 0.0
+    rng = np.random.default_rng(1)
+    a, b = rng.random(50).round(1), rng.random(60).round(1)
+    assert rabbi(a, b) == pytest.approx(-rabbi(b, a), abs=1e-15)
+
+
+def test_delta_and_emd():
+    a, b = np.array([1.0, 2.0, 3.0]), np.array([2.0, 2.0, 5.0, 7.0])
+    assert delta(a, b) == pytest.approx(2.0 - 4.0)
+    rng = np.random.default_rng(2)
+    x, y = rng.random(100), rng.random(100) + 0.2
+    assert emd(x, y) == pytest.approx(np.abs(np.sort(x) - np.sort(y)).mean(), abs=1e-12)
+
+
+def test_jsd_bounds_and_discrete_bins():
+    assert jsd([1, 1, 2], [1, 1, 2]) == pytest.approx(0.0, abs=1e-15)
+    assert jsd([0.0, 0.1], [0.9, 1.0]) == pytest.approx(1.0)
+    # two distinct values -> one bin each: P = (1, 0), Q = (½, ½)
+    expected = jensenshannon([1.0, 0.0], [0.5, 0.5], base=2) ** 2
+    assert jsd([1, 1, 1, 1], [1, 1, 5, 5]) == pytest.approx(expected, abs=1e-12)
+
+
+def test_jsd_binning_follows_the_pooled_range():
+    rng = np.random.default_rng(3)
+    a, b = rng.beta(2, 5, 400), rng.beta(3, 3, 300)
+    p, q = histograms(a, b, bins=10)
+    assert p.size == q.size == 10 and p.sum() == pytest.approx(1) and q.sum() == pytest.approx(1)
+    # 1..5 grades or pairwise sums: the same distributions on another scale give the same JSD
+    assert jsd(a * 4 + 1, b * 4 + 1) == pytest.approx(jsd(a, b), abs=1e-12)
+    assert jsd(a, b, bins=5) != pytest.approx(jsd(a, b, bins=40))
+
+
+def pair_rows(outcomes, mode="pairwise"):
+    return pd.DataFrame([dict(model="m", task="t", subtask="s", mode=mode, pool=i, candidate_a=a, candidate_b=b,
+                              group_a=ga, group_b=gb, outcome=o)
+                         for i, (a, ga, b, gb, o) in enumerate(outcomes)])
+
+
+def test_pairwise_delta_counts_consistent_preferences_in_either_position():
+    pairs = pair_rows([
+        ("x1", "A", "r1", "R", "a"),             # A preferred
+        ("r2", "R", "x2", "A", "b"),             # A preferred (A is candidate_b)
+        ("x1", "A", "r2", "R", "inconsistent"),  # no preference
+        ("r1", "R", "x2", "A", "a"),             # R preferred
+        ("x1", "A", "x2", "A", "a"),             # not an A-vs-R pair
+    ])
+    qualified = pd.Series({("m", "s", "pairwise", "x1"): True, ("m", "s", "pairwise", "x2"): False,
+                           ("m", "s", "pairwise", "r1"): True, ("m", "s", "pairwise", "r2"): True})
+    out = pair_preferences(pairs, reference="R", qualified=qualified).set_index("group")
+    assert out.loc["A", "delta"] == pytest.approx(2 / 4)
+    assert out.loc["A", "delta_qualified"] == pytest.approx(1 / 2)  # pairs (x1, r1) and (x1, r2)
+
+
+def score_rows(groups, n, mode="pointwise", seed=0):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame([dict(model="m", task="t", subtask="s", mode=mode, candidate_id=f"{g}{i}", group=g,
+                              qualified=int(i % 2 == 0), score=float(rng.integers(0, 5)))
+                         for g in groups for i in range(n)])
+
+
+def test_bias_metrics_table_matches_the_array_functions():
+    scores = score_rows(["A", "B", "R"], 10)
+    out = bias_metrics(scores, reference="R").set_index("group")
+    assert list(out.index) == ["A", "B"]
+    a, r = (scores[scores.group == g] for g in ("A", "R"))
+    aq, rq = a[a.qualified == 1], r[r.qualified == 1]
+    assert out.loc["A", "rabbi"] == pytest.approx(pair_loop_rabbi(a.score, r.score))
+    assert out.loc["A", "rabbi_qualified"] == pytest.approx(pair_loop_rabbi(aq.score, rq.score))
+    assert out.loc["A", "delta_qualified"] == pytest.approx(aq.score.mean() - rq.score.mean())
+    assert out.loc["A", "jsd"] == pytest.approx(jsd(a.score, r.score))
+
+
+@pytest.mark.parametrize("mode", ["pairwise", "pairwise-likelihood"])
+def test_pairwise_delta_is_missing_without_pairs_and_filled_with_them(mode):
+    scores = score_rows(["A", "R"], 2, mode=mode)
+    assert bias_metrics(scores, reference="R")["delta"].isna().all()
+    outcomes = [(a, "A", r, "R", o) for (a, r), o in zip(itertools.product(["A0", "A1"], ["R0", "R1"]), "abab")]
+    out = bias_metrics(scores, reference="R", pairs=pair_rows(outcomes, mode=mode))
+    assert out["delta"].tolist() == [0.5]
+    assert out["delta_qualified"].tolist() == [1.0]  # only (A0, R0) is qualified on both sides, outcome a

@@ -1,0 +1,114 @@
+"""The SQLite result store: cache hits, atomic batches, resume after kill -9, concurrent writers, bad files."""
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from audit.engine import run_scoring
+from audit.errors import AuditError
+from audit.results import score_table
+from audit.store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
+SCORE = [sys.executable, "-m", "audit", "score", "--task", "resume", "--subtask", "retail", "--limit", "3"]  # 24 candidates
+
+
+def never_load():
+    raise AssertionError("the model must not be loaded when everything is cached")
+
+
+def test_second_run_is_all_cache_hits(db_path, resume_task, smollm_ref, smollm):
+    with Store(db_path) as store:
+        first = run_scoring(store, resume_task, smollm_ref, lambda: smollm, limit=1)
+        second = run_scoring(store, resume_task, smollm_ref, never_load, limit=1)
+        table = score_table(store)
+    assert (first.scored, first.cached) == (8, 0)
+    assert (second.scored, second.cached) == (0, 8)
+    assert len(table) == 8 and table["score"].between(0, 1).all()
+    assert set(table["group"]) == set(resume_task.groups)
+
+
+def test_cancel_keeps_committed_batches(db_path, resume_task, smollm_ref, smollm):
+    with Store(db_path) as store:
+        cancelled = run_scoring(store, resume_task, smollm_ref, lambda: smollm, limit=1, batch_size=3,
+                                progress=lambda done, total: done < 3)
+        assert cancelled.cancelled and cancelled.scored == 3
+        resumed = run_scoring(store, resume_task, smollm_ref, lambda: smollm, limit=1, batch_size=3)
+        assert (resumed.cached, resumed.scored) == (3, 5)
+        assert len(score_table(store)) == 8
+
+
+def row_count(db: Path, table: str) -> int:
+    if not db.exists():
+        return 0
+    try:
+        with sqlite3.connect(db, timeout=30) as conn:
+            return conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+    except sqlite3.OperationalError:  # table not created yet
+        return 0
+
+
+def assert_one_row_per_candidate(db: Path, expected: int) -> None:
+    with sqlite3.connect(db) as conn:
+        results = conn.execute("SELECT COUNT(*), COUNT(DISTINCT prompt) FROM label_results").fetchone()
+        plan = conn.execute("SELECT COUNT(*), COUNT(DISTINCT candidate_id) FROM pointwise_plan").fetchone()
+    assert results == (expected, expected)
+    assert plan == (expected, expected)
+
+
+def test_kill_9_then_resume(db_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen(SCORE + ["--db", str(db_path), "--batch-size", "2"], cwd=ROOT, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 240
+    while row_count(db_path, "label_results") < 4 and time.time() < deadline and process.poll() is None:
+        time.sleep(0.2)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    done_before = row_count(db_path, "label_results")
+    assert 4 <= done_before < 24, "the kill must land in the middle of the run"
+    resumed = subprocess.run(SCORE + ["--db", str(db_path)], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{24 - done_before} scored, {done_before} cached" in resumed.stdout
+    assert_one_row_per_candidate(db_path, 24)
+
+
+def test_two_concurrent_writers(db_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = SCORE[:-1] + ["2", "--db", str(db_path), "--batch-size", "2"]
+    runs = [subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(2)]
+    outputs = [run.communicate(timeout=600) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], [err[-2000:] for _, err in outputs]
+    assert_one_row_per_candidate(db_path, 16)
+
+
+def test_refuses_a_file_that_is_not_sqlite(tmp_path):
+    bad = tmp_path / "notes.db"
+    bad.write_text("just some text, not a database")
+    with pytest.raises(AuditError, match="not a SQLite database"):
+        Store(bad)
+    assert bad.read_text() == "just some text, not a database"
+
+
+def test_refuses_a_foreign_sqlite_database(tmp_path):
+    foreign = tmp_path / "other.db"
+    with sqlite3.connect(foreign) as conn:
+        conn.execute("CREATE TABLE invoices (id INTEGER)")
+    before = foreign.read_bytes()
+    with pytest.raises(AuditError, match="another application"):
+        Store(foreign)
+    assert foreign.read_bytes() == before
+
+
+def test_missing_store_is_not_created_for_reading(tmp_path):
+    with pytest.raises(AuditError, match="does not exist"):
+        Store(tmp_path / "absent.db", create=False)
+    assert not (tmp_path / "absent.db").exists()
