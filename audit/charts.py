@@ -62,7 +62,8 @@ def _r_text(correlations: pd.DataFrame | None, gap: str, metric: str) -> str:
 
 def gap_scatter(table: pd.DataFrame, *, k: int, correlations: pd.DataFrame | None = None,
                 reference: str = "") -> go.Figure:
-    """Each bias metric (columns) against ΔDP and ΔEO (rows) at quota ``k``, one point per (model, subtask, group).
+    """Each bias metric (columns) against ΔDP and ΔEO (rows) at quota ``k``, one point per (model, subtask, group),
+    coloured by group (one trace per panel keeps the figure fast to build; hover names the group).
 
     ``table``: metric-table rows at one k. ``correlations``: the overall rows of :func:`audit.metrics.validity`
     (columns gap, metric, r, n), printed on each panel. JSD and EMD have no sign, so they face |gap|, as in validity.
@@ -76,20 +77,30 @@ def gap_scatter(table: pd.DataFrame, *, k: int, correlations: pd.DataFrame | Non
     hover = ("<b>%{customdata[0]}</b> · %{customdata[1]} · %{customdata[2]}<br>"
              + "<br>".join(f"{name} = %{{customdata[{i + 3}]:.3f}}" for i, name in enumerate(HOVER_COLUMNS))
              + "<extra></extra>")
+    traces, rows, cols, axes = [], [], [], {}
+    marker = dict(color=table["group"].map(colours).to_numpy(dtype=object), size=9,
+                  line=dict(width=0.5, color="#333333"))
+    custom = table[["model", "subtask", "group", *HOVER_COLUMNS]].to_numpy(dtype=object)
     for row, gap in enumerate(PAIRINGS, start=1):
         gap_column, pairs = PAIRINGS[gap]
         for col, (metric, column, absolute) in enumerate(pairs, start=1):
-            for group, part in table.groupby("group", sort=True, observed=True):
-                y = part[gap_column].abs() if absolute else part[gap_column]
-                fig.add_trace(go.Scatter(
-                    x=part[column], y=y, mode="markers", name=str(group), legendgroup=str(group),
-                    showlegend=row == 1 and col == 1, marker=dict(color=colours[group], size=9,
-                                                                  line=dict(width=0.5, color="#333333")),
-                    customdata=part[["model", "subtask", "group", *HOVER_COLUMNS]].to_numpy(), hovertemplate=hover,
-                ), row=row, col=col)
-            fig.update_xaxes(title_text=METRIC_NAMES[metric] + (" (qualified)" if column.endswith("qualified") else ""),
-                             row=row, col=col)
-        fig.update_yaxes(title_text=GAP_NAMES[gap], row=row, col=1)
+            y = table[gap_column].to_numpy()
+            traces.append(go.Scatter(x=table[column].to_numpy(), y=abs(y) if absolute else y, mode="markers",
+                                     marker=marker, customdata=custom, hovertemplate=hover, showlegend=False))
+            rows.append(row)
+            cols.append(col)
+            axis = (row - 1) * len(METRICS) + col
+            axes[f"xaxis{axis if axis > 1 else ''}"] = dict(
+                title_text=METRIC_NAMES[metric] + (" (qualified)" if column.endswith("qualified") else ""))
+        axis = (row - 1) * len(METRICS) + 1
+        axes[f"yaxis{axis if axis > 1 else ''}"] = dict(title_text=GAP_NAMES[gap])
+    for group in sorted(colours):  # legend entries: one marker per group (points carry their colour themselves)
+        traces.append(go.Scatter(x=[None], y=[None], mode="markers", name=group, marker=dict(color=colours[group],
+                                 size=9, line=dict(width=0.5, color="#333333")), hoverinfo="skip"))
+        rows.append(1)
+        cols.append(1)
+    fig.add_traces(traces, rows=rows, cols=cols)
+    fig.update_layout(axes)
     suffix = f", reference {reference}" if reference else ""
     return _layout(fig, f"Bias metrics against allocation gaps at k = {k}{suffix}", 720)
 

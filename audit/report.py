@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import threading
+import warnings
 import zipfile
 from collections.abc import Mapping
 
@@ -48,7 +49,8 @@ def figure_bytes(fig: go.Figure, fmt: str, *, plotlyjs: "bool | str" = True) -> 
     start_exporter()
     height = HEIGHT or fig.layout.height or 500
     try:
-        with _lock:
+        with _lock, warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # kaleido: "kopts ignored if using a server"
             return fig.to_image(format=fmt, width=WIDTH, height=height, scale=SCALE if fmt == "png" else 1)
     except Exception as exc:  # kaleido raises several types when Chrome is missing or fails
         raise AuditError(f"static export needs Chrome/Chromium (apt-get install chromium): {exc}") from exc

@@ -8,6 +8,8 @@ from audit.store import Store
 
 SCORE_COLUMNS = ["model", "task", "subtask", "mode", "candidate_id", "group", "qualified", "score",
                  "pool", "label_mass", "fingerprint"]
+ANSWER_COLUMNS = ["model", "task", "subtask", "mode", "pool", "first_id", "second_id", "first_group", "second_group",
+                  "answer", "choice", "regular", "tie", "fingerprint"]
 PAIR_COLUMNS = ["model", "task", "subtask", "mode", "pool", "candidate_a", "candidate_b", "group_a", "group_b",
                 "outcome", "flipped", "fingerprint"]
 
@@ -39,3 +41,12 @@ def pair_table(store: Store) -> pd.DataFrame:
     pairs = pair_outcomes(prompts)
     pairs["mode"] = pairwise_mode(pairs["method"])
     return pairs.reindex(columns=PAIR_COLUMNS).sort_values(PAIR_COLUMNS[:7], ignore_index=True)
+
+
+def answer_table(store: Store) -> pd.DataFrame:
+    """One row per pairwise prompt (each order): the raw answer, the parsed choice, regular and tie flags."""
+    prompts = store.pairwise_table()
+    prompts["mode"] = pairwise_mode(prompts["method"])
+    prompts["regular"] = prompts["choice"].isin(["first", "second"])
+    prompts["tie"] = prompts["choice"] == "tie"
+    return prompts.reindex(columns=ANSWER_COLUMNS).sort_values(ANSWER_COLUMNS[:7], ignore_index=True)

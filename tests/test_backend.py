@@ -28,7 +28,7 @@ def test_label_variants_cover_leading_space(smollm):
 
 
 def test_batched_prefix_cached_and_one_by_one_agree(smollm, resume_task):
-    prompts = [resume_task.pointwise_prompt(c) for c in resume_task.candidates(limit=2)]
+    prompts = [resume_task.pointwise_prompt(c) for c in resume_task.candidates(limit=1)]
     one_by_one = CausalLM(smollm.ref, smollm.model, smollm.tokenizer, batch_size=1, prefix_cache=False)
     odd_batches = CausalLM(smollm.ref, smollm.model, smollm.tokenizer, batch_size=3, prefix_cache=True)
     reference = one_by_one.label_probabilities(prompts, ["Yes", "No"])
@@ -82,3 +82,18 @@ def test_no_template_uses_documented_fallback(smollm):
         tokenizer.chat_template = original
     assert not templated
     assert text == PLAIN_FALLBACK.format(system="S", user="U", answer_prefix="Answer:")
+
+
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="the 4-bit NF4 path needs a CUDA GPU")
+def test_cuda_auto_is_4bit_nf4_and_close_to_full_precision(resume_task):
+    from audit.backend import resolve
+
+    ref = resolve("smollm2-135m", quant="auto")
+    assert (ref.device, ref.quant, ref.dtype) == ("cuda", "4bit", "bfloat16")
+    full = resolve("smollm2-135m", quant="none")
+    assert full.fingerprint != ref.fingerprint
+    prompts = [resume_task.pointwise_prompt(c) for c in resume_task.candidates(limit=1)]
+    four_bit = CausalLM.load(ref).label_probabilities(prompts, ["Yes", "No"])
+    reference = CausalLM.load(full).label_probabilities(prompts, ["Yes", "No"])
+    for a, b in zip(four_bit, reference):
+        assert 0 <= a.probs[0] <= 1 and abs(a.probs[0] - b.probs[0]) < 0.3

@@ -54,6 +54,12 @@ def test_pairs_export(scored_db):
     assert len(pairs) == 28 and {p["outcome"] for p in pairs} <= {"a", "b", "inconsistent"}
 
 
+def test_answers_export_keeps_every_prompt(scored_db):
+    answers = pd.read_csv(io.StringIO(audit("answers", "--db", str(scored_db)).stdout))
+    assert len(answers) == 56 and answers["regular"].all()  # the likelihood method always picks one
+    assert set(zip(answers["first_id"], answers["second_id"])) == set(zip(answers["second_id"], answers["first_id"]))
+
+
 def test_second_identical_run_is_all_cached(scored_db):
     again = audit("score", "--task", "resume", "--subtask", "hr_specialist", "--limit", "1", "--db", str(scored_db))
     assert again.returncode == 0 and "0 scored, 8 cached" in again.stdout

@@ -9,7 +9,7 @@ import pandas as pd
 
 from audit.backend import DEFAULT_MODEL, QUANTS, REGISTRY, CausalLM, installed_models, resolve
 from audit.engine import MODES, PAIRWISE_METHODS, check_options, run_scoring
-from audit.results import pair_table, score_table
+from audit.results import answer_table, pair_table, score_table
 from audit.store import Store
 from audit.tasks import TASKS, get_task, list_subtasks
 
@@ -33,12 +33,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     score.add_argument("--trust-remote-code", action="store_true", help="run model code from the hub (opt-in)")
     score.set_defaults(handler=run_score)
 
-    for name, helptext in (("scores", "one row per candidate and model"), ("pairs", "one row per pairwise pair")):
+    exports = {"scores": (score_table, "one row per candidate and model"),
+               "pairs": (pair_table, "one row per pairwise pair, both orders combined"),
+               "answers": (answer_table, "one row per pairwise prompt: answer, choice, flags")}
+    for name, (table, helptext) in exports.items():
         export = sub.add_parser(name, help=f"export {helptext}")
         export.add_argument("--db", default=DEFAULT_DB)
         export.add_argument("--format", choices=("csv", "parquet", "json"), default="csv")
         export.add_argument("--out", help="file to write (default: standard output; parquet needs --out)")
-        export.set_defaults(handler=run_export, table=score_table if name == "scores" else pair_table)
+        export.set_defaults(handler=run_export, table=table)
 
     models = sub.add_parser("models", help="list the named models and whether their packages are installed")
     models.set_defaults(handler=run_models)

@@ -1,0 +1,72 @@
+"""Figure builders of the dashboard, on metric tables computed from the shipped demo store."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from audit import charts
+from audit.metrics import MetricEngine, model_rankings, ndcg_table, validity
+from audit.paths import DEMO_STORE
+from audit.results import score_table
+from audit.store import Store
+
+
+@pytest.fixture(scope="module")
+def table() -> pd.DataFrame:
+    with Store(DEMO_STORE, create=False) as store:
+        scores = score_table(store)
+    scores = scores[scores["mode"] == "pointwise"]
+    return MetricEngine(scores, reference="W_M", ci=0.9, n_boot=50).table(range(1, 9))
+
+
+def test_every_group_keeps_one_distinct_colour():
+    codes = ["W_F", "W_M", "B_F", "B_M", "A_F", "A_M", "H_F", "H_M"]
+    colours = charts.group_colours(codes)
+    assert len(set(colours.values())) == len(codes)
+    assert charts.group_colours(["B_M"]) == {"B_M": colours["B_M"]}
+    assert len(set(charts.group_colours(["W", "B", "A", "H"]).values())) == 4
+    assert set(charts.group_colours(["x", "y"]).values()) <= set(charts.OKABE_ITO)
+
+
+def test_gap_scatter_has_every_panel_group_and_correlation(table):
+    at_k = table[table["k"] == 2]
+    overall = validity(at_k).query("scope == 'overall'")
+    fig = charts.gap_scatter(at_k, k=2, correlations=overall, reference="W_M")
+    panels = [t for t in fig.data if t.showlegend is False]
+    legend = [t.name for t in fig.data if t.showlegend is not False]
+    assert len(panels) == 8 and all(len(t.x) == len(at_k) for t in panels)
+    assert sorted(legend) == sorted(at_k["group"].unique())
+    titles = [a.text for a in fig.layout.annotations]
+    assert sum("r = " in t for t in titles) == 8
+    dp_delta = overall.query("gap == 'dp' and metric == 'delta'")["r"].iloc[0]
+    assert f"r = {dp_delta:+.2f}" in titles[0]
+
+
+def test_gap_curves_draw_a_band_and_a_line_per_group(table):
+    rows = table[(table["model"] == table["model"].iloc[0]) & (table["subtask"] == table["subtask"].iloc[0])]
+    fig = charts.gap_curves(rows, gap="dp")
+    groups = rows["group"].nunique()
+    assert len(fig.data) == 2 * groups
+    lines = [t for t in fig.data if t.mode == "lines+markers"]
+    assert [len(t.x) for t in lines] == [8] * groups
+
+
+def test_rankings_correlations_and_distributions_build(table):
+    at_k = table[table["k"] == 2]
+    by_group = validity(at_k).query("scope != 'overall'")
+    assert len(charts.group_correlation_bars(by_group, k=2).data) == 2 * by_group["scope"].nunique()
+    rankings = model_rankings(at_k)
+    bump = charts.bump_chart(rankings, gap="dp")
+    assert {t.name for t in bump.data} == set(at_k["model"])
+    assert len(charts.ndcg_curves(ndcg_table(at_k)).data) == 8
+    with Store(DEMO_STORE, create=False) as store:
+        scores = score_table(store)
+    assert len(charts.score_distributions(scores[scores["mode"] == "pointwise"]).data) > 0
+
+
+def test_audit_never_imports_streamlit():
+    code = "import sys, audit.charts, audit.report; assert 'streamlit' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
