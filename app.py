@@ -1,9 +1,9 @@
 """Allocation-audit dashboard: ``streamlit run app.py``. Sidebar view settings + navigation between the pages."""
 import streamlit as st
 
-from pages import common
+from pages.shared import common
 
-st.set_page_config(page_title="Allocation audit", page_icon=":material/balance:", layout="wide")
+common.configure()
 
 PAGES = [
     st.Page("pages/overview.py", title="Overview", icon=":material/home:", default=True),
@@ -15,5 +15,5 @@ PAGES = [
 ]
 
 navigation = st.navigation(PAGES)
-common.sidebar()
+common.entry_sidebar()  # rendered by the entry script, so the filters keep their state across pages
 navigation.run()

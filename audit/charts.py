@@ -2,11 +2,13 @@
 
 Colours are colour-blind safe (Okabe–Ito) and fixed per group code, so a group looks the same on every page and in
 every grouping (race × gender, race, gender). Figures use a neutral template; the dashboard re-themes them for light
-and dark mode. Nothing here computes a metric: inputs are tables from :mod:`audit.metrics`.
+and dark mode. Nothing here computes a metric: inputs are tables from :mod:`audit.metrics`. Names that come from
+data (models, subtasks, groups) are HTML-escaped, since Plotly renders tags in titles, legends and hover text.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
+from html import escape
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -40,13 +42,19 @@ def series_colours(names: Sequence[str]) -> dict[str, str]:
     return {name: SERIES_COLOURS[i % len(SERIES_COLOURS)] for i, name in enumerate(sorted(set(names)))}
 
 
+def _escaped(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with its name columns HTML-escaped (Plotly renders tags in names, titles and hover text)."""
+    names = [c for c in ("model", "subtask", "group", "scope") if c in table]
+    return table.assign(**{c: table[c].astype(str).map(escape) for c in names}) if names else table
+
+
 def _rgba(colour: str, alpha: float) -> str:
     red, green, blue = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
     return f"rgba({red}, {green}, {blue}, {alpha})"
 
 
 def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
-    fig.update_layout(template=TEMPLATE, title=title, height=height, legend_title_text="group",
+    fig.update_layout(template=TEMPLATE, title=escape(title), height=height, legend_title_text="group",
                       margin=dict(l=60, r=20, t=90, b=50))
     return fig
 
@@ -68,6 +76,7 @@ def gap_scatter(table: pd.DataFrame, *, k: int, correlations: pd.DataFrame | Non
     ``table``: metric-table rows at one k. ``correlations``: the overall rows of :func:`audit.metrics.validity`
     (columns gap, metric, r, n), printed on each panel. JSD and EMD have no sign, so they face |gap|, as in validity.
     """
+    table = _escaped(table)
     titles = [f"{METRIC_NAMES[m]} vs {'|' + GAP_NAMES[g] + '|' if absolute else GAP_NAMES[g]}<br>"
               f"<sup>{_r_text(correlations, g, m)}</sup>"
               for g in PAIRINGS for m, _, absolute in PAIRINGS[g][1]]
@@ -110,6 +119,7 @@ def gap_curves(table: pd.DataFrame, *, gap: str = "dp", title: str = "") -> go.F
 
     ``table``: metric-table rows of one (model, subtask, mode) for every k.
     """
+    table = _escaped(table)
     column = PAIRINGS[gap][0]
     colours = group_colours(table["group"].unique())
     fig = go.Figure()
@@ -119,7 +129,7 @@ def gap_curves(table: pd.DataFrame, *, gap: str = "dp", title: str = "") -> go.F
             fig.add_trace(go.Scatter(
                 x=list(part["k"]) + list(part["k"])[::-1],
                 y=list(part[f"{column}_hi"]) + list(part[f"{column}_lo"])[::-1], fill="toself",
-                fillcolor=_rgba(colours[group], 0.18), line=dict(width=0), hoverinfo="skip",
+                mode="lines", fillcolor=_rgba(colours[group], 0.12), line=dict(width=0), hoverinfo="skip",
                 legendgroup=str(group), showlegend=False, name=f"{group} band"))
         fig.add_trace(go.Scatter(
             x=part["k"], y=part[column], mode="lines+markers", name=str(group), legendgroup=str(group),
@@ -136,6 +146,7 @@ def group_correlation_bars(correlations: pd.DataFrame, *, k: int) -> go.Figure:
 
     ``correlations``: :func:`audit.metrics.validity` rows whose ``scope`` is a group.
     """
+    correlations = _escaped(correlations)
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12,
                         subplot_titles=[f"correlation with {GAP_NAMES[g]}" for g in PAIRINGS])
     colours = group_colours(correlations["scope"].unique())
@@ -159,6 +170,7 @@ def bump_chart(rankings: pd.DataFrame, *, gap: str = "dp") -> go.Figure:
 
     ``rankings``: :func:`audit.metrics.model_rankings` rows.
     """
+    rankings = _escaped(rankings)
     rows = rankings[(rankings["gap"] == gap) & rankings["rank"].notna()]
     subtasks = sorted(rows["subtask"].unique())
     fig = make_subplots(rows=1, cols=max(1, len(subtasks)), subplot_titles=subtasks, shared_yaxes=True,
@@ -187,6 +199,7 @@ def ndcg_curves(ndcg: pd.DataFrame) -> go.Figure:
 
     ``ndcg``: :func:`audit.metrics.ndcg_table` rows.
     """
+    ndcg = _escaped(ndcg)
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, subplot_titles=[GAP_NAMES[g] for g in PAIRINGS])
     colours = series_colours(METRICS)
     for col, gap in enumerate(PAIRINGS, start=1):
@@ -204,6 +217,7 @@ def ndcg_curves(ndcg: pd.DataFrame) -> go.Figure:
 
 def score_distributions(scores: pd.DataFrame) -> go.Figure:
     """Box plots of candidate scores per group, one panel per model (pointwise scores of a score table)."""
+    scores = _escaped(scores)
     models = sorted(scores["model"].unique())
     fig = make_subplots(rows=1, cols=max(1, len(models)), subplot_titles=models, shared_yaxes=True)
     colours = group_colours(scores["group"].unique())

@@ -1,9 +1,31 @@
 """Allocation gaps: each bias metric against ΔDP and ΔEO at quota k, and ΔDP against k with confidence bands."""
+import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from audit import charts
 from audit.metrics import validity
-from pages import common, views
+from pages.shared import common, views
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def at_quota(view: views.View, k: int, _table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, go.Figure]:
+    """Rows shown at quota k, the overall correlations and the scatter figure (shared, never mutated)."""
+    rows = views.shown(_table[_table["k"] == k], view)
+    correlations = validity(rows) if len(rows) else pd.DataFrame(columns=["scope", "gap", "metric", "r", "n"])
+    overall = correlations[correlations["scope"] == "overall"].reset_index(drop=True)
+    return rows, overall, charts.gap_scatter(rows, k=k, correlations=overall, reference=view.reference)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def curves(view: views.View, model: str, subtask: str, gap: str, _table: pd.DataFrame) -> tuple[pd.DataFrame,
+                                                                                                   go.Figure]:
+    """Every k of one (model, subtask) and its gap-against-k figure with bootstrap bands."""
+    rows = views.shown(_table[(_table["model"] == model) & (_table["subtask"] == subtask)], view)
+    title = (f"{charts.GAP_NAMES[gap]} against k: {model}, {subtask} ({round(view.ci * 100)} % bootstrap bands, "
+             f"reference {view.reference})")
+    return rows, charts.gap_curves(rows, gap=gap, title=title)
+
 
 st.title("Allocation gaps")
 st.caption("One point per (model, subtask, group). Pools hold one candidate per group; the k best-scored are "
@@ -13,28 +35,23 @@ table = common.metrics(current)
 if table is None:
     st.stop()
 k = common.quota_slider(table, key="k_gaps")
-at_k = views.shown(table[table["k"] == k], current)
+at_k, overall, scatter = at_quota(current, k, table)
 if at_k.empty:
     st.info("No rows for the selected models, subtasks and groups.")
     st.stop()
-correlations = validity(at_k)
-overall = correlations[correlations["scope"] == "overall"]
-scatter = charts.gap_scatter(at_k, k=k, correlations=overall, reference=current.reference)
 common.chart(scatter, at_k, f"gaps_k{k}")
 st.subheader(f"Metrics and gaps at k = {k}")
 st.dataframe(at_k, hide_index=True, width="stretch", key="gap_table")
 
 st.subheader("Gaps against the quota k")
-keys = views.shown(table, current)[["model", "subtask"]].drop_duplicates()
+keys = at_k[["model", "subtask"]].drop_duplicates()
 labels = [f"{m} · {s}" for m, s in keys.itertuples(index=False)]
 left, right = st.columns([3, 1])
 choice = left.selectbox("model · subtask", labels, key="curve_key")
 gap = right.radio("gap", list(charts.GAP_NAMES), format_func=charts.GAP_NAMES.get, key="curve_gap", horizontal=True)
 model, subtask = keys.iloc[labels.index(choice)]
-rows = views.shown(table[(table["model"] == model) & (table["subtask"] == subtask)], current)
-curves = charts.gap_curves(rows, gap=gap, title=f"{charts.GAP_NAMES[gap]} against k: {model}, {subtask} "
-                           f"({int(current.ci * 100)} % bootstrap bands, reference {current.reference})")
-common.chart(curves, rows, f"{gap}_curves_{model}_{subtask}")
-common.bundle_button("allocation_gaps", {f"gaps_k{k}": scatter, f"{gap}_curves": curves},
+rows, curve = curves(current, model, subtask, gap, table)
+common.chart(curve, rows, f"{gap}_curves_{model}_{subtask}")
+common.bundle_button("allocation_gaps", {f"gaps_k{k}": scatter, f"{gap}_curves": curve},
                      {f"gaps_k{k}": at_k, "correlations": overall, f"{gap}_curves": rows}, current, k=k,
                      curve_model=model, curve_subtask=subtask)

@@ -1,9 +1,21 @@
 """Group correlations: per group, Pearson r of each bias metric with ΔDP and ΔEO across models and subtasks."""
+import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from audit import charts
 from audit.metrics import validity
-from pages import common, views
+from pages.shared import common, views
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def at_quota(view: views.View, k: int, _table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, go.Figure]:
+    """Rows shown at quota k, their correlations (overall and per group) and the per-group bar chart."""
+    rows = views.shown(_table[_table["k"] == k], view)
+    correlations = validity(rows)
+    by_group = correlations[correlations["scope"] != "overall"].reset_index(drop=True)
+    return rows, correlations, charts.group_correlation_bars(by_group, k=k)
+
 
 st.title("Group correlations")
 st.caption("For each group, the correlation of each bias metric with the allocation gap across the selected "
@@ -13,14 +25,11 @@ table = common.metrics(current)
 if table is None:
     st.stop()
 k = common.quota_slider(table, key="k_corr")
-at_k = views.shown(table[table["k"] == k], current)
-if at_k.empty:
+if views.shown(table[table["k"] == k], current).empty:
     st.info("No rows for the selected models, subtasks and groups.")
     st.stop()
-correlations = validity(at_k)
-by_group = correlations[correlations["scope"] != "overall"].reset_index(drop=True)
-fig = charts.group_correlation_bars(by_group, k=k)
-common.chart(fig, by_group, f"group_correlations_k{k}")
+at_k, correlations, fig = at_quota(current, k, table)
+common.chart(fig, correlations, f"group_correlations_k{k}")
 st.dataframe(correlations, hide_index=True, width="stretch")
 common.bundle_button("group_correlations", {f"group_correlations_k{k}": fig},
                      {"correlations": correlations, f"metrics_k{k}": at_k}, current, k=k)

@@ -2,7 +2,7 @@
 import streamlit as st
 
 from audit import charts
-from pages import common, views
+from pages.shared import common, views
 
 st.title("Allocation audit")
 st.markdown(
@@ -22,10 +22,8 @@ left, middle, right = st.columns(3)
 left.metric("models", summary["model"].nunique())
 middle.metric("subtasks", summary["subtask"].nunique())
 right.metric("scored candidates", len(scores))
-st.caption("Store")
-st.text(current.store)
-st.write(f"Reference group in use: **{current.reference}** · grouping: **{current.grouping}** · "
-         f"mode: **{current.mode}** (pool design {current.pool})")
+st.text(f"store: {current.store}\nreference group: {current.reference} · grouping: {current.grouping} · "
+        f"mode: {current.mode} (pool design {current.pool})")
 
 st.subheader("Results in the store")
 st.dataframe(summary, hide_index=True, width="stretch")

@@ -7,7 +7,7 @@ from audit.engine import PAIRWISE_METHODS, run_scoring
 from audit.errors import AuditError
 from audit.store import Store
 from audit.tasks import TASKS, get_task, list_subtasks
-from pages import common
+from pages.shared import common
 
 OTHER = "other: hub id or local path"
 
@@ -24,6 +24,7 @@ def model(name: str, quant: str, batch_size: int) -> CausalLM:
     return CausalLM.load(reference(name, quant), batch_size=batch_size)
 
 
+common.page()
 st.title("Run audit")
 st.caption("Scores go to the result store chosen in the sidebar; results already there are reused, never re-scored.")
 store_path = st.session_state.get("store_path") or common.default_store()
@@ -39,13 +40,14 @@ choice = left.selectbox("model", names, key="run_model",
                         format_func=lambda n: n if n == OTHER or n in installed else f"{n} (not installed)")
 name = left.text_input("hub id or local path", key="run_model_path") if choice == OTHER else choice
 quant = right.selectbox("quantisation", QUANTS, key="run_quant", help="auto = 4-bit NF4 on CUDA, full precision on CPU")
-task_name = left.selectbox("task", sorted(TASKS), key="run_task")
+task_name = left.selectbox("task", sorted(TASKS), index=sorted(TASKS).index("resume"), key="run_task")
 subtask = right.selectbox("subtask", ["all", *list_subtasks(task_name)], index=1, key="run_subtask")
 mode = left.radio("mode", ["pointwise", "pairwise"], key="run_mode", horizontal=True)
 method = right.radio("pairwise method", PAIRWISE_METHODS, key="run_method", horizontal=True,
                      disabled=mode == "pointwise", help="generate: parse a generated answer (the paper); "
                      "likelihood: compare the two answers' log-probabilities (fast).")
-limit = left.number_input("candidates per group", 1, 1000, 2, key="run_limit")
+limit = left.number_input("candidates per group", 1, 1000, 2, key="run_limit", disabled=mode == "pairwise",
+                          help="Pairwise runs draw one candidate per group for each pool instead.")
 rounds = right.number_input("pairwise pools", 1, 100, 2, key="run_rounds", disabled=mode == "pointwise")
 batch_size = left.number_input("batch size", 1, 64, 8, key="run_batch")
 
@@ -65,10 +67,11 @@ if st.button("Run", type="primary", disabled=not name, key="run_start"):
 
                 summaries.append(run_scoring(
                     store, get_task(task_name, item), ref, lambda: model(name, quant, int(batch_size)), mode=mode,
-                    pairwise_method=method, limit=int(limit), rounds=int(rounds), batch_size=int(batch_size),
-                    progress=progress))
+                    pairwise_method=method, limit=int(limit) if mode == "pointwise" else None, rounds=int(rounds),
+                    batch_size=int(batch_size), progress=progress))
     except AuditError as exc:
-        st.error(str(exc))
+        st.error("The run stopped with an error:")
+        st.code(str(exc), language=None)
     st.session_state["run_active"] = False
     if summaries:
         st.session_state["run_summaries"] = pd.DataFrame(

@@ -70,3 +70,11 @@ def test_rankings_correlations_and_distributions_build(table):
 def test_audit_never_imports_streamlit():
     code = "import sys, audit.charts, audit.report; assert 'streamlit' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_names_from_data_are_escaped(table):
+    at_k = table[table["k"] == 2].assign(model="<img src=x onerror=alert(1)>", group="<b>G</b>")
+    text = charts.gap_scatter(at_k, k=2).to_json() + charts.gap_curves(at_k.assign(k=range(len(at_k))),
+                                                                       title="<i>m</i>").to_json()
+    assert "<img" not in text and "<b>G" not in text and "<i>m" not in text
+    assert "&lt;img" in text and "&lt;b&gt;G" in text

@@ -74,7 +74,7 @@ def browser(tmp_path_factory):
     profile = tmp_path_factory.mktemp("chromium-profile")
     with sync_api.sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
-            str(profile), executable_path=CHROMIUM, headless=True, args=FLAGS, viewport={"width": 1400, "height": 1000})
+            str(profile), executable_path=CHROMIUM, headless=True, args=FLAGS, viewport={"width": 1400, "height": 2400})
         yield context
         context.close()
 

@@ -20,6 +20,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     score = sub.add_parser("score", help="score a task's candidates with a model into the result store")
     score.add_argument("--task", default="resume", help=f"one of {sorted(TASKS)}")
     score.add_argument("--subtask", required=True, help="e.g. software_engineer, or 'all'")
+    score.add_argument("--data", help="task data: folder for icnale and paper-resume, candidates file for custom")
+    score.add_argument("--spec", help="task spec (YAML or JSON) for custom")
     score.add_argument("--model", default=DEFAULT_MODEL, help="registry name, .gguf file, model folder or hub id")
     score.add_argument("--mode", choices=MODES, default="pointwise")
     score.add_argument("--pairwise-mode", choices=PAIRWISE_METHODS, default="generate")
@@ -52,8 +54,9 @@ def run_score(args: argparse.Namespace) -> int:
 
     check_options(mode=args.mode, pairwise_method=args.pairwise_mode, limit=args.limit, rounds=args.rounds,
                   batch_size=args.batch_size)
-    subtasks = list_subtasks(args.task) if args.subtask == "all" else [args.subtask]
-    tasks = [get_task(args.task, subtask) for subtask in subtasks]
+    inputs = {"data": args.data, "spec": args.spec}
+    subtasks = list_subtasks(args.task, **inputs) if args.subtask == "all" else [args.subtask]
+    tasks = [get_task(args.task, subtask, **inputs) for subtask in subtasks]
     ref = resolve(args.model, quant=args.quant, revision=args.revision)
     backend: list[CausalLM] = []
 

@@ -15,9 +15,10 @@ from audit.metrics import MetricEngine
 from audit.paths import DEMO_STORE
 from audit.results import pair_table, score_table
 from audit.store import Store
-from pages import views
+from pages.shared import views
 
 DEFAULT_K = 2
+_SIDEBAR_DONE = "_sidebar_rendered"
 
 
 def default_store() -> str:
@@ -41,7 +42,7 @@ def store_version(path: str) -> tuple:
 def load_tables(path: str, version: tuple) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(scores, pairs, store summary, models) of the store at ``path``; ``version`` keys the cache."""
     with Store(path, create=False) as store:
-        return score_table(store), pair_table(store), views.store_summary(store), store.models()
+        return score_table(store), pair_table(store), views.store_summary(store), views.model_table(store.models())
 
 
 def tables(view: views.View) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -51,23 +52,40 @@ def tables(view: views.View) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, 
 
 @st.cache_data(show_spinner="Computing metrics…", max_entries=16)
 def metric_rows(path: str, version: tuple, mode: str, grouping: str, reference: str, ci: float,
-                n_boot: int) -> pd.DataFrame:
-    """The metric table of one mode and grouping for every quota k (1 … pool size), with bootstrap bounds."""
+                n_boot: int) -> tuple[pd.DataFrame, list[str]]:
+    """The metric table of one mode and grouping for every quota k (1 … pool size), with bootstrap bounds, and the
+    (model, subtask) keys left out with the reason (e.g. a partial run lacking a group or a qualified candidate)."""
     scores, pairs, _, _ = load_tables(path, version)
-    scores = views.regroup(views.for_metrics(scores, mode), grouping)
-    pairs = views.regroup(views.for_metrics(pairs, mode), grouping, ("group_a", "group_b"))
-    engine = MetricEngine(scores, reference=reference, pool=views.MODES[mode][1],
-                          pairs=pairs if len(pairs) else None, ci=ci, n_boot=n_boot)
-    return views.restore_mode(engine.table(range(1, min(engine.pool_sizes.values()) + 1)), mode)
+    scores = views.regroup(scores[scores["mode"] == mode], grouping)
+    pairs = views.regroup(pairs[pairs["mode"] == mode], grouping, ("group_a", "group_b"))
+    frames, skipped = [], []
+    for (model, subtask), rows in scores.groupby(["model", "subtask"], sort=True):
+        try:
+            engine = MetricEngine(rows, reference=reference, pool=views.MODES[mode],
+                                  pairs=pairs if len(pairs) else None, ci=ci, n_boot=n_boot)
+            frames.append(engine.table(range(1, min(engine.pool_sizes.values()) + 1)))
+        except AuditError as exc:
+            skipped.append(f"{model} · {subtask}: {exc}")
+    if not frames:
+        raise AuditError("no (model, subtask) has complete results; " + "; ".join(skipped))
+    table = pd.concat(frames, ignore_index=True)
+    return table[table["k"] <= table.groupby(["model", "subtask"])["k"].transform("max").min()], skipped
 
 
 def metrics(view: views.View) -> pd.DataFrame | None:
     """The current view's metric table for every k (unfiltered), or None after showing why there is none."""
     try:
-        return metric_rows(view.store, view.version, view.mode, view.grouping, view.reference, view.ci, view.n_boot)
+        table, skipped = metric_rows(view.store, view.version, view.mode, view.grouping, view.reference, view.ci,
+                                     view.n_boot)
     except AuditError as exc:
-        st.warning(f"No metrics for this selection: {exc}")
+        st.warning("No metrics for this selection:")
+        st.code(str(exc), language=None)
         return None
+    if skipped:
+        with st.expander(f"{len(skipped)} model · subtask combination(s) left out"):
+            for line in skipped:
+                st.text(line)
+    return table
 
 
 def quota_slider(table: pd.DataFrame, key: str) -> int:
@@ -81,9 +99,28 @@ def quota_slider(table: pd.DataFrame, key: str) -> int:
     return k
 
 
-def view() -> views.View | None:
-    """The view the sidebar selected (set by :func:`sidebar`); None if the store cannot be read."""
+def configure() -> None:
+    """Page configuration shared by every page."""
+    st.set_page_config(page_title="Allocation audit", page_icon=":material/balance:", layout="wide")
+
+
+def page() -> views.View | None:
+    """Call first on every page: the view the sidebar selected (None if the store has nothing to show).
+
+    ``app.py`` renders the sidebar before the page, so its widgets keep their state across pages. When Streamlit runs
+    a page file without ``app.py`` (its ``pages/``-folder fallback, e.g. a deep link as a server's first request, or
+    AppTest after a page switch), the page renders the sidebar itself.
+    """
+    if not st.session_state.pop(_SIDEBAR_DONE, False):
+        configure()
+        sidebar()
     return st.session_state.get("view")
+
+
+def entry_sidebar() -> None:
+    """The sidebar as ``app.py`` renders it before running the page (the page then skips its own)."""
+    sidebar()
+    st.session_state[_SIDEBAR_DONE] = True
 
 
 def sidebar() -> None:
@@ -99,7 +136,8 @@ def sidebar() -> None:
         try:
             scores, _, _, _ = load_tables(path, store_version(path))
         except AuditError as exc:
-            st.error(f"Cannot read the store: {exc}")
+            st.error("Cannot read the store:")
+            st.code(str(exc), language=None)
             return
         if scores.empty:
             st.info("The store holds no results yet: run an audit.")
@@ -129,8 +167,8 @@ def sidebar() -> None:
 
 
 def need_view() -> views.View:
-    """The current view, or stop the page with a hint when the store holds nothing to show."""
-    current = view()
+    """The current view (see :func:`page`), or stop the page with a hint when the store holds nothing to show."""
+    current = page()
     if current is None:
         st.info("Nothing to show yet: choose a result store with results in the sidebar, or run an audit.")
         st.stop()

@@ -10,9 +10,8 @@ from audit.store import Store
 
 #: grouping -> which part of a ``RACE_GENDER`` code to keep (None keeps the whole code)
 GROUPINGS = {"race × gender": None, "race": 0, "gender": 1}
-#: score-table mode -> the mode the metrics engine understands and the pool design its scores need
-MODES = {"pointwise": ("pointwise", "per-group"), "pairwise-likelihood": ("pairwise", "observed"),
-         "pairwise": ("pairwise", "observed")}
+#: score-table mode -> the pool design its scores need (pairwise scores are relative to their recorded pool)
+MODES = {"pointwise": "per-group", "pairwise-likelihood": "observed", "pairwise": "observed"}
 
 
 @dataclass(frozen=True)
@@ -32,7 +31,7 @@ class View:
 
     @property
     def pool(self) -> str:
-        return MODES[self.mode][1]
+        return MODES[self.mode]
 
     def settings(self) -> dict:
         """The view as plain values, for report bundles."""
@@ -66,17 +65,6 @@ def regroup(table: pd.DataFrame, grouping: str, columns: Sequence[str] = ("group
     return out
 
 
-def for_metrics(table: pd.DataFrame, mode: str) -> pd.DataFrame:
-    """Rows of one score-table ``mode``, relabelled to the mode name the metrics engine expects."""
-    rows = table[table["mode"] == mode]
-    return rows.assign(mode=MODES[mode][0]) if len(rows) else rows
-
-
-def restore_mode(table: pd.DataFrame, mode: str) -> pd.DataFrame:
-    """Undo :func:`for_metrics` on a metric table, so pages show the store's mode name."""
-    return table.assign(mode=mode) if len(table) else table
-
-
 def shown(table: pd.DataFrame, view: View, *, with_reference: bool = False) -> pd.DataFrame:
     """Rows of the selected models, subtasks and groups (and the reference group if asked)."""
     groups = [*view.groups, view.reference] if with_reference else list(view.groups)
@@ -88,6 +76,13 @@ def fingerprints(scores: pd.DataFrame, models: Sequence[str]) -> dict[str, str]:
     """model label → store fingerprint, for the selected models."""
     rows = scores[scores["model"].isin(models)].drop_duplicates("model")
     return dict(zip(rows["model"], rows["fingerprint"]))
+
+
+def model_table(models: pd.DataFrame) -> pd.DataFrame:
+    """Registered models with a readable registration time, label first."""
+    out = models[["label", "fingerprint", "created", "details"]].copy()
+    out["created"] = pd.to_datetime(out["created"], unit="s").dt.strftime("%Y-%m-%d %H:%M")
+    return out.rename(columns={"label": "model", "created": "registered"})
 
 
 def store_summary(store: Store) -> pd.DataFrame:
@@ -105,10 +100,7 @@ def store_summary(store: Store) -> pd.DataFrame:
                       .agg(items=("pool", "nunique"), results=("created", "size"),
                            first=("created", "min"), last=("created", "max")))
     columns = ["model", "fingerprint", "task", "subtask", "mode", "items", "results", "first", "last"]
-    if not frames:
-        return pd.DataFrame(columns=columns)
-    out = pd.concat(frames, ignore_index=True)[columns]
+    out = pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
     for column in ("first", "last"):
         out[column] = pd.to_datetime(out[column], unit="s").dt.strftime("%Y-%m-%d %H:%M")
-    return out.rename(columns={"items": "candidates / pools", "results": "results", "first": "first scored",
-                               "last": "last scored"})
+    return out.rename(columns={"items": "candidates / pools", "first": "first scored", "last": "last scored"})

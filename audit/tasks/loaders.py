@@ -1,0 +1,96 @@
+"""Reading user task files safely: a size cap, strict UTF-8, and rows numbered for error messages.
+
+Rows are numbered from 1 and do not count a CSV header row, so "row 3" is the third candidate of the file.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from audit.errors import AuditError
+
+MAX_BYTES = 20 * 1024 * 1024
+"""Largest task data file accepted (20 MiB): ample for tens of thousands of candidate texts."""
+TABLE_SUFFIXES = (".csv", ".parquet", ".jsonl")
+
+Row = dict[str, Any]
+
+
+def check_size(path: Path) -> None:
+    """An :class:`AuditError` unless ``path`` is a file of at most :data:`MAX_BYTES`."""
+    if not path.is_file():
+        raise AuditError(f"{path}: no such file")
+    size = path.stat().st_size
+    if size > MAX_BYTES:
+        raise AuditError(f"{path}: file is {size / 2**20:.1f} MiB; the limit is {MAX_BYTES // 2**20} MiB")
+
+
+def read_text(path: Path) -> str:
+    """The file as text; an :class:`AuditError` naming the line if it is not UTF-8 (a leading BOM is dropped)."""
+    check_size(path)
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise AuditError(f"{path}, line {line}: not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+                         "save the file as UTF-8") from None
+
+
+def read_table(path: Path) -> list[Row]:
+    """Rows of a CSV (with header), Parquet or JSONL (one object per line) file, values as read."""
+    suffix = path.suffix.lower()
+    if suffix not in TABLE_SUFFIXES:
+        raise AuditError(f"{path}: unsupported file type {suffix or '(none)'!r}; use one of {list(TABLE_SUFFIXES)}")
+    if suffix == ".parquet":
+        return _read_parquet(path)
+    text = read_text(path)
+    if suffix == ".csv":
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        rows = list(reader)
+        if not reader.fieldnames:
+            raise AuditError(f"{path}: empty file (expected a header row)")
+        return rows
+    return _read_jsonl(path, text)
+
+
+def columns_of(rows: list[Row]) -> set[str]:
+    """Every column name that occurs in ``rows``."""
+    return {key for row in rows for key in row}
+
+
+def cell_text(value: Any) -> str:
+    """A cell as stripped text; missing values (None, NaN) are empty."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return str(value).strip()
+
+
+def _read_parquet(path: Path) -> list[Row]:
+    check_size(path)
+    import pandas as pd
+
+    try:
+        frame = pd.read_parquet(path)
+    except Exception as exc:  # pyarrow raises several types for damaged files
+        raise AuditError(f"{path}: cannot be read as Parquet ({exc})") from None
+    return frame.to_dict(orient="records")
+
+
+def _read_jsonl(path: Path, text: str) -> list[Row]:
+    rows: list[Row] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise AuditError(f"{path}, line {number}: not valid JSON ({exc.msg})") from None
+        if not isinstance(row, dict):
+            raise AuditError(f"{path}, line {number}: expected a JSON object, got {type(row).__name__}")
+        rows.append(row)
+    return rows
