@@ -6,10 +6,14 @@ from audit.backend import DEFAULT_MODEL, QUANTS, REGISTRY, CausalLM, ModelRef, i
 from audit.engine import PAIRWISE_METHODS, run_scoring
 from audit.errors import AuditError
 from audit.store import Store
-from audit.tasks import TASKS, get_task, list_subtasks
+from audit.tasks import DATA_TASKS, TASKS, get_task, list_subtasks
 from pages.shared import common
+from pages.shared.task_inputs import task_inputs
 
 OTHER = "other: hub id or local path"
+TASK_TITLES = {"resume": "resume screening (shipped)", "essay": "essay grading (shipped demo essays)",
+               "custom": "my own candidates (upload + spec)", "icnale": "ICNALE essays (licensed folder)",
+               "paper-resume": "RABBI paper's resume data (folder)"}
 
 
 @st.cache_resource(show_spinner="Resolving model…")
@@ -40,8 +44,25 @@ choice = left.selectbox("model", names, key="run_model",
                         format_func=lambda n: n if n == OTHER or n in installed else f"{n} (not installed)")
 name = left.text_input("hub id or local path", key="run_model_path") if choice == OTHER else choice
 quant = right.selectbox("quantisation", QUANTS, key="run_quant", help="auto = 4-bit NF4 on CUDA, full precision on CPU")
-task_name = left.selectbox("task", sorted(TASKS), index=sorted(TASKS).index("resume"), key="run_task")
-subtask = right.selectbox("subtask", ["all", *list_subtasks(task_name)], index=1, key="run_subtask")
+task_names = [*TASKS, *DATA_TASKS]
+task_name = st.selectbox("task", task_names, key="run_task", format_func=lambda t: TASK_TITLES.get(t, t))
+try:
+    inputs = task_inputs(task_name)
+    subtasks = list_subtasks(task_name, **inputs) if inputs is not None else []
+except AuditError as exc:
+    common.error("The task input is not usable:", exc)
+    inputs, subtasks = None, []
+if inputs is None:
+    st.info("Give the task's data above to choose a subtask and run.")
+left, right = st.columns(2)
+subtask = right.selectbox("subtask", ["all", *subtasks], index=1 if subtasks else 0, key="run_subtask",
+                          disabled=not subtasks)
+try:  # every input is read and checked here, before the Run button can write anything
+    tasks = [get_task(task_name, item, **inputs) for item in (subtasks if subtask == "all" else [subtask])
+             ] if subtasks else []
+except AuditError as exc:
+    common.error("The task input is not usable:", exc)
+    tasks = []
 mode = left.radio("mode", ["pointwise", "pairwise"], key="run_mode", horizontal=True)
 method = right.radio("pairwise method", PAIRWISE_METHODS, key="run_method", horizontal=True,
                      disabled=mode == "pointwise", help="generate: parse a generated answer (the paper); "
@@ -51,27 +72,25 @@ limit = left.number_input("candidates per group", 1, 1000, 2, key="run_limit", d
 rounds = right.number_input("pairwise pools", 1, 100, 2, key="run_rounds", disabled=mode == "pointwise")
 batch_size = left.number_input("batch size", 1, 64, 8, key="run_batch")
 
-if st.button("Run", type="primary", disabled=not name, key="run_start"):
+if st.button("Run", type="primary", disabled=not name or not tasks, key="run_start"):
     st.session_state["run_active"] = True
     st.button("Cancel", key="run_cancel", help="Stops after the batch in flight; finished batches stay stored.")
     summaries = []
     try:
         ref = reference(name, quant)
-        subtasks = list_subtasks(task_name) if subtask == "all" else [subtask]
         with Store(store_path) as store:
-            for item in subtasks:
-                bar = st.progress(0.0, text=f"{ref.label} · {item}")
+            for task in tasks:
+                bar = st.progress(0.0, text=f"{ref.label} · {task.subtask}")
 
-                def progress(done: int, total: int, bar=bar, item=item) -> None:
+                def progress(done: int, total: int, bar=bar, item=task.subtask) -> None:
                     bar.progress(done / max(total, 1), text=f"{ref.label} · {item}: {done} / {total} prompts")
 
                 summaries.append(run_scoring(
-                    store, get_task(task_name, item), ref, lambda: model(name, quant, int(batch_size)), mode=mode,
+                    store, task, ref, lambda: model(name, quant, int(batch_size)), mode=mode,
                     pairwise_method=method, limit=int(limit) if mode == "pointwise" else None, rounds=int(rounds),
                     batch_size=int(batch_size), progress=progress))
     except AuditError as exc:
-        st.error("The run stopped with an error:")
-        st.code(str(exc), language=None)
+        common.error("The run stopped with an error:", exc)
     st.session_state["run_active"] = False
     if summaries:
         st.session_state["run_summaries"] = pd.DataFrame(

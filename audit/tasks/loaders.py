@@ -5,6 +5,7 @@ Rows are numbered from 1 and do not count a CSV header row, so "row 3" is the th
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import math
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import AuditError
+from audit.paths import cache_dir
 
 MAX_BYTES = 20 * 1024 * 1024
 """Largest task data file accepted (20 MiB): ample for tens of thousands of candidate texts."""
@@ -27,6 +29,23 @@ def check_size(path: Path) -> None:
     size = path.stat().st_size
     if size > MAX_BYTES:
         raise AuditError(f"{path}: file is {size / 2**20:.1f} MiB; the limit is {MAX_BYTES // 2**20} MiB")
+
+
+def save_upload(name: str, content: bytes, allowed: tuple[str, ...]) -> Path:
+    """Keep an uploaded file under the cache, named by the SHA-256 of its content (the user's file name only
+    lends its suffix, which must be one of ``allowed``): the same upload is one file, and a run can be repeated."""
+    suffix = Path(name).suffix.lower()
+    if suffix not in allowed:
+        raise AuditError(f"{name}: unsupported file type {suffix or '(none)'!r}; use one of {list(allowed)}")
+    if len(content) > MAX_BYTES:
+        raise AuditError(f"{name}: file is {len(content) / 2**20:.1f} MiB; the limit is {MAX_BYTES // 2**20} MiB")
+    target = cache_dir() / "uploads" / f"{hashlib.sha256(content).hexdigest()[:32]}{suffix}"
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_suffix(target.suffix + ".partial")
+        partial.write_bytes(content)
+        partial.replace(target)
+    return target
 
 
 def read_text(path: Path) -> str:

@@ -19,6 +19,7 @@ Example (``examples`` in data/README.md)::
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -118,13 +119,25 @@ def parse_labels(raw: Any, where: str) -> LabelSet:
     for label, value in raw.items():
         if isinstance(label, bool) or not str(label).strip():
             raise AuditError(f"{where}: label {label!r} is not text; quote labels such as \"Yes\" and \"No\" in YAML")
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise AuditError(f"{where}: relevance of label {str(label)!r} must be a number, got {value!r}")
         labels.append(str(label).strip())
         relevance.append(float(value))
     if len(set(labels)) != len(labels):
         raise AuditError(f"{where}: labels {labels} repeat")
     return LabelSet(tuple(labels), tuple(relevance))
+
+
+def labels_from_text(text: str, where: str = "labels") -> dict[str, float]:
+    """``"Yes=1, No=0"`` → ``{"Yes": 1.0, "No": 0.0}`` (the spec form's spelling of ``labels``), in order."""
+    out: dict[str, float] = {}
+    for part in filter(str.strip, text.split(",")):
+        label, _, value = (piece.strip() for piece in part.partition("="))
+        try:
+            out[label] = float(value)
+        except ValueError:
+            raise AuditError(f"{where}: {part.strip()!r} is not LABEL=NUMBER (e.g. Yes=1, No=0)") from None
+    return out
 
 
 def _text(raw: dict, key: str, where: str, default: str | None = None) -> str:

@@ -88,6 +88,12 @@ def metrics(view: views.View) -> pd.DataFrame | None:
     return table
 
 
+def error(title: str, exc: Exception) -> None:
+    """An error box with ``title`` and the exact message (shown as code: escaped, copyable)."""
+    st.error(title)
+    st.code(str(exc), language=None)
+
+
 def quota_slider(table: pd.DataFrame, key: str) -> int:
     """The quota k slider (1 … pool size); its value is shared by every page through ``quota``."""
     top = int(table["k"].max())
@@ -136,8 +142,7 @@ def sidebar() -> None:
         try:
             scores, _, _, _ = load_tables(path, store_version(path))
         except AuditError as exc:
-            st.error("Cannot read the store:")
-            st.code(str(exc), language=None)
+            error("Cannot read the store:", exc)
             return
         if scores.empty:
             st.info("The store holds no results yet: run an audit.")
