@@ -30,11 +30,7 @@ def curves(view: views.View, model: str, subtask: str, gap: str, _table: pd.Data
 st.title("Allocation gaps")
 st.caption("One point per (model, subtask, group). Pools hold one candidate per group; the k best-scored are "
            "selected. Gaps are signed against the reference group; JSD and EMD have no sign and face |gap|.")
-current = common.need_view()
-table = common.metrics(current)
-if table is None:
-    st.stop()
-k = common.quota_slider(table, key="k_gaps")
+current, table, k = common.metric_view("k_gaps")
 at_k, overall, scatter = at_quota(current, k, table)
 if at_k.empty:
     st.info("No rows for the selected models, subtasks and groups.")

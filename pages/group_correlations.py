@@ -20,11 +20,7 @@ def at_quota(view: views.View, k: int, _table: pd.DataFrame) -> tuple[pd.DataFra
 st.title("Group correlations")
 st.caption("For each group, the correlation of each bias metric with the allocation gap across the selected "
            "models and subtasks (the RABBI paper's Figure 6). Few points give unstable r: read n and p on hover.")
-current = common.need_view()
-table = common.metrics(current)
-if table is None:
-    st.stop()
-k = common.quota_slider(table, key="k_corr")
+current, table, k = common.metric_view("k_corr")
 if views.shown(table[table["k"] == k], current).empty:
     st.info("No rows for the selected models, subtasks and groups.")
     st.stop()

@@ -20,11 +20,7 @@ def at_quota(view: views.View, k: int, gap: str, _table: pd.DataFrame) -> tuple[
 st.title("Model rankings")
 st.caption("Per subtask, models are ranked by the root mean square over groups of each metric and of the true gap "
            "(1 = least biased). NDCG@N scores how well a metric's ranking finds the truly fairest models.")
-current = common.need_view()
-table = common.metrics(current)
-if table is None:
-    st.stop()
-k = common.quota_slider(table, key="k_rank")
+current, table, k = common.metric_view("k_rank")
 if views.shown(table[table["k"] == k], current)["model"].nunique() < 2:
     st.info("Select at least two models to rank.")
     st.stop()

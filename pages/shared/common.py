@@ -88,6 +88,16 @@ def metrics(view: views.View) -> pd.DataFrame | None:
     return table
 
 
+def metric_view(slider_key: str) -> tuple[views.View, pd.DataFrame, int]:
+    """The current view, its metric table for every k, and the quota k of the page's slider; stops the page when
+    there is nothing to show."""
+    current = need_view()
+    table = metrics(current)
+    if table is None:
+        st.stop()
+    return current, table, quota_slider(table, key=slider_key)
+
+
 def error(title: str, exc: Exception) -> None:
     """An error box with ``title`` and the exact message (shown as code: escaped, copyable)."""
     st.error(title)
