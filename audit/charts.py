@@ -227,3 +227,78 @@ def score_distributions(scores: pd.DataFrame) -> go.Figure:
                                  marker_color=colours[group], boxmean=True), row=1, col=col)
     fig.update_yaxes(title_text="score", row=1, col=1)
     return _layout(fig, "Candidate scores per group", 420)
+
+
+# ---- CAIRO ---------------------------------------------------------------------------------------------------------
+
+CAIRO_LINES = {"best_r": ("CAIRO (best combination)", "#4477AA", "solid"),
+               "average_r": ("average over combinations", "#EE6677", "dash"),
+               "original_r": ("original prompts only", "#BBBBBB", "dot")}
+
+
+def cairo_correlation_curves(table: pd.DataFrame, *, title: str = "") -> go.Figure:
+    """Pearson r across models between two metrics' biases against the combination size m (the paper's Figure 6):
+    the best combination (CAIRO), the average over all combinations, and the original prompts alone.
+
+    ``table``: :func:`audit.cairo.search.correlation_table` rows of one dimension and metric pair.
+    """
+    table = table.sort_values("m")
+    fig = go.Figure()
+    for column, (name, colour, dash) in CAIRO_LINES.items():
+        fig.add_trace(go.Scatter(x=table["m"], y=table[column], mode="lines+markers", name=name,
+                                 line=dict(color=colour, dash=dash, width=2), marker=dict(size=7),
+                                 hovertemplate=f"{name}<br>m = %{{x}}<br>r = %{{y:.3f}}<extra></extra>"))
+    fig.update_xaxes(title_text="prompt sets in the combination (m)", dtick=1)
+    fig.update_yaxes(title_text="Pearson r across models", range=[-1.05, 1.05])
+    fig = _layout(fig, title or "Correlation between metrics against combination size", 420)
+    fig.update_layout(legend_title_text="prompts")
+    return fig
+
+
+def cairo_source_bars(sources: pd.DataFrame) -> go.Figure:
+    """Prompt sets each paraphrasing source contributed to the best combination, per m and metric (Figure 7).
+
+    ``sources``: :func:`audit.cairo.search.source_table` rows with an ``m`` column.
+    """
+    sources = sources.assign(metric=sources["metric"].astype(str).map(escape),
+                             source=sources["source"].astype(str).map(escape))
+    metrics = sorted(sources["metric"].unique())
+    fig = make_subplots(rows=1, cols=max(1, len(metrics)), subplot_titles=metrics, shared_yaxes=True)
+    colours = series_colours(sources["source"].unique())
+    for col, metric in enumerate(metrics, start=1):
+        for source, part in sources[sources["metric"] == metric].groupby("source", sort=True):
+            fig.add_trace(go.Bar(x=part["m"], y=part["sets"], name=str(source), legendgroup=str(source),
+                                 showlegend=col == 1, marker_color=colours[source], customdata=part[["names"]],
+                                 hovertemplate=f"{source}<br>m = %{{x}}: %{{y}} set(s)<br>%{{customdata[0]}}"
+                                               "<extra></extra>"), row=1, col=col)
+        fig.update_xaxes(title_text="m", dtick=1, row=1, col=col)
+    fig.update_yaxes(title_text="prompt sets in the best combination", row=1, col=1)
+    fig.update_layout(barmode="stack")
+    fig = _layout(fig, "Who wrote the prompt sets of the best combination", 420)
+    fig.update_layout(legend_title_text="source")
+    return fig
+
+
+def cairo_rankings(ranks: pd.DataFrame) -> go.Figure:
+    """Each model's bias normalised by the largest, with the original prompts and with CAIRO, per metric
+    (Figure 8). ``ranks``: :func:`audit.cairo.search.ranking_table` rows."""
+    ranks = _escaped(ranks)
+    metrics = sorted(ranks["metric"].unique())
+    fig = make_subplots(rows=1, cols=max(1, len(metrics)), subplot_titles=[escape(str(m)) for m in metrics],
+                        shared_yaxes=True)
+    variants = list(dict.fromkeys(ranks["prompts"]))
+    colours = dict(zip(variants, ("#BBBBBB", "#4477AA")))
+    for col, metric in enumerate(metrics, start=1):
+        for variant in variants:
+            part = ranks[(ranks["metric"] == metric) & (ranks["prompts"] == variant)].sort_values("model")
+            fig.add_trace(go.Bar(y=part["model"], x=part["normalised_bias"], orientation="h", name=escape(variant),
+                                 legendgroup=variant, showlegend=col == 1, marker_color=colours[variant],
+                                 customdata=part[["bias", "rank"]].to_numpy(),
+                                 hovertemplate="%{y}<br>bias = %{customdata[0]:.4f} (normalised %{x:.2f})<br>"
+                                               "rank %{customdata[1]} (1 = most biased)<extra></extra>"),
+                          row=1, col=col)
+        fig.update_xaxes(title_text="bias / largest bias", range=[0, 1.05], row=1, col=col)
+    fig.update_layout(barmode="group")
+    fig = _layout(fig, "Model bias with and without CAIRO", 120 + 60 * max(1, ranks["model"].nunique()))
+    fig.update_layout(legend_title_text="prompts")
+    return fig

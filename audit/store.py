@@ -46,6 +46,16 @@ CREATE TABLE IF NOT EXISTS label_results (
 CREATE TABLE IF NOT EXISTS choice_results (
     model TEXT NOT NULL, prompt TEXT NOT NULL, method TEXT NOT NULL, answer TEXT NOT NULL, choice TEXT NOT NULL,
     logp_first REAL, logp_second REAL, created REAL NOT NULL, PRIMARY KEY (model, prompt, method));
+CREATE TABLE IF NOT EXISTS cairo_plan (
+    metric TEXT NOT NULL, dimension TEXT NOT NULL, prompt_set TEXT NOT NULL, position INTEGER NOT NULL,
+    source TEXT NOT NULL, subgroup TEXT NOT NULL, prompt TEXT NOT NULL, text TEXT NOT NULL,
+    PRIMARY KEY (metric, dimension, prompt_set, position));
+CREATE TABLE IF NOT EXISTS cairo_continuations (
+    model TEXT NOT NULL, prompt TEXT NOT NULL, decoding TEXT NOT NULL, sample INTEGER NOT NULL,
+    text TEXT NOT NULL, text_key TEXT NOT NULL, created REAL NOT NULL, PRIMARY KEY (model, prompt, decoding, sample));
+CREATE TABLE IF NOT EXISTS cairo_toxicity (
+    scorer TEXT NOT NULL, text_key TEXT NOT NULL, score REAL NOT NULL, created REAL NOT NULL,
+    PRIMARY KEY (scorer, text_key));
 """
 
 
@@ -188,6 +198,58 @@ class Store:
             JOIN candidates a ON a.task = p.task AND a.subtask = p.subtask AND a.candidate_id = p.first_id
             JOIN candidates b ON b.task = p.task AND b.subtask = p.subtask AND b.candidate_id = p.second_id
             JOIN models m ON m.fingerprint = p.model"""
+        return pd.read_sql_query(query, self.db)
+
+    # ---- CAIRO: prompt plan, sampled continuations, toxicity -----------------------------------------------
+
+    def save_cairo_plan(self, rows: Iterable[tuple]) -> None:
+        """CAIRO prompt rows ``(metric, dimension, prompt_set, position, source, subgroup, prompt key, text)``.
+
+        The plan follows the latest prompt files; stored continuations are never touched.
+        """
+        with self.transaction() as db:
+            db.executemany("INSERT INTO cairo_plan VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET "
+                           "source=excluded.source, subgroup=excluded.subgroup, prompt=excluded.prompt, "
+                           "text=excluded.text", rows)
+
+    def missing_continuations(self, model: str, decoding: str, sample: int, keys: Iterable[str]) -> list[str]:
+        """The distinct prompt ``keys`` with no stored continuation number ``sample`` for ``model`` and ``decoding``."""
+        return self._missing("SELECT prompt FROM cairo_continuations WHERE model=? AND decoding=? AND sample=? "
+                             "AND prompt IN ({})", (model, decoding, sample), keys)
+
+    def save_continuations(self, model: str, decoding: str, rows: Sequence[tuple[str, int, str, str]]) -> None:
+        """One batch of continuations ``(prompt key, sample, text, text key)``, atomically."""
+        now = time.time()
+        with self.transaction() as db:
+            db.executemany("INSERT OR IGNORE INTO cairo_continuations VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           [(model, key, decoding, sample, text, text_key, now)
+                            for key, sample, text, text_key in rows])
+
+    def unscored_texts(self, scorer: str) -> list[tuple[str, str]]:
+        """``(text key, text)`` of every distinct continuation with no toxicity score from ``scorer``."""
+        return self.db.execute(
+            "SELECT c.text_key, MIN(c.text) FROM cairo_continuations c LEFT JOIN cairo_toxicity t "
+            "ON t.text_key = c.text_key AND t.scorer = ? WHERE t.text_key IS NULL GROUP BY c.text_key "
+            "ORDER BY c.text_key", (scorer,)).fetchall()
+
+    def save_toxicity(self, scorer: str, rows: Sequence[tuple[str, float]]) -> None:
+        """One batch of toxicity scores ``(text key, score)``, atomically."""
+        now = time.time()
+        with self.transaction() as db:
+            db.executemany("INSERT OR IGNORE INTO cairo_toxicity VALUES (?, ?, ?, ?)",
+                           [(scorer, key, float(score), now) for key, score in rows])
+
+    def cairo_table(self) -> pd.DataFrame:
+        """Every planned CAIRO prompt's continuations with their toxicity: one row per (model, prompt, decoding,
+        sample, scorer)."""
+        query = """
+            SELECT m.label AS model, c.model AS fingerprint, p.metric, p.dimension, p.prompt_set, p.source,
+                   p.position, p.subgroup, p.text AS prompt, c.decoding, c.sample, c.text AS continuation,
+                   t.scorer, t.score AS toxicity
+            FROM cairo_plan p
+            JOIN cairo_continuations c ON c.prompt = p.prompt
+            JOIN cairo_toxicity t ON t.text_key = c.text_key
+            JOIN models m ON m.fingerprint = c.model"""
         return pd.read_sql_query(query, self.db)
 
     def models(self) -> pd.DataFrame:

@@ -1,9 +1,111 @@
-"""CAIRO explorer: placeholder until the CAIRO analysis lands in ``audit.cairo``."""
+"""CAIRO explorer: how well prompt-based fairness metrics agree across models, with the original prompts, on average
+over prompt combinations, and with the best combination (CAIRO); who wrote its prompts; how model rankings change."""
+from pathlib import Path
+
+import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
+from audit import charts
+from audit.cairo.bias import metric_cells
+from audit.cairo.results import scored_continuations
+from audit.cairo.search import PairResult, correlation_table, ranking_table, search_all, source_table
+from audit.errors import AuditError
+from audit.store import Store
 from pages.shared import common
 
-common.page()
+MAX_M = 6
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def choices(path: str, version: tuple) -> tuple[list[str], list[str]]:
+    """The toxicity scorers and decodings with scored CAIRO continuations in the store."""
+    with Store(path, create=False) as store:
+        table = store.cairo_table()
+    return sorted(table["scorer"].unique()), sorted(table["decoding"].unique())
+
+
+@st.cache_data(show_spinner="Searching prompt combinations…", max_entries=8)
+def search(path: str, version: tuple, scorer: str, decoding: str) -> tuple[list[PairResult], pd.DataFrame]:
+    """CAIRO for every dimension, metric pair and m = 1 … MAX_M, and its correlation table."""
+    with Store(path, create=False) as store:
+        table = scored_continuations(store, scorer=scorer, decoding=decoding)
+    results = search_all(metric_cells(table), MAX_M)
+    return results, correlation_table(results)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def figures(path: str, version: tuple, scorer: str, decoding: str, dimension: str, pair: tuple[str, str],
+            m: int) -> tuple[dict[str, go.Figure], dict[str, pd.DataFrame]]:
+    """The page's three figures and their tables for one dimension, metric pair and m."""
+    results, table = search(path, version, scorer, decoding)
+    mine = [r for r in results if r.dimension == dimension and (r.metric_a, r.metric_b) == pair]
+    chosen = next(r for r in mine if r.m == m)
+    rows = table[(table["dimension"] == dimension) & (table["metric_a"] == pair[0]) & (table["metric_b"] == pair[1])]
+    sources = pd.concat([source_table(r).assign(m=r.m) for r in mine], ignore_index=True)
+    ranks = ranking_table(chosen)
+    name = f"{dimension}_{pair[0]}_{pair[1]}"
+    title = f"{dimension}: {pair[0]} vs {pair[1]} ({len(chosen.models)} models)"
+    return ({f"cairo_r_{name}": charts.cairo_correlation_curves(rows, title=title),
+             f"cairo_sources_{name}": charts.cairo_source_bars(sources),
+             f"cairo_rankings_{name}_m{m}": charts.cairo_rankings(ranks)},
+            {f"cairo_r_{name}": rows.assign(best_sets_a=rows["best_sets_a"].map(" + ".join),
+                                            best_sets_b=rows["best_sets_b"].map(" + ".join)),
+             f"cairo_sources_{name}": sources, f"cairo_rankings_{name}_m{m}": ranks})
+
+
 st.title("CAIRO explorer")
-st.info("Coming soon: bias of prompt combinations (CAIRO) over BOLD and HONEST prompt paraphrases. "
-        "This page will show it once the CAIRO analysis is part of the audit package.")
+st.caption("CAIRO (Zayed et al.): each metric's bias is Σ over subgroups |mean toxicity of the subgroup − mean "
+           "toxicity of the group| of the model's continuations. Combining the original prompts with m − 1 "
+           "paraphrase sets and picking the combinations whose biases correlate best across models makes metrics "
+           "agree; the average over all combinations shows what chance alone gives.")
+current = common.page()
+path = current.store if current else st.session_state.get("store_path") or common.default_store()
+if not Path(path).is_file():
+    st.info("This store does not exist yet: run `python -m audit cairo run` to create it.")
+    st.stop()
+version = common.store_version(path)
+try:
+    scorers, decodings = choices(path, version)
+except AuditError as exc:
+    st.info("Cannot read CAIRO results from this store:")
+    st.code(str(exc), language=None)
+    st.stop()
+if not scorers:
+    st.info("This store holds no CAIRO results yet: run `python -m audit cairo run --prompts data/cairo --models …`.")
+    st.stop()
+left, right = st.columns(2)
+scorer = left.selectbox("toxicity scorer", scorers, key="cairo_scorer")
+decoding = right.selectbox("decoding", decodings, key="cairo_decoding")
+try:
+    results, table = search(path, version, scorer, decoding)
+except AuditError as exc:
+    st.info("No CAIRO correlations for these results:")
+    st.code(str(exc), language=None)
+    st.stop()
+
+left, middle, right = st.columns(3)
+dimension = left.selectbox("bias dimension", sorted(table["dimension"].unique()), key="cairo_dimension")
+pairs = sorted({(a, b) for d, a, b in zip(table["dimension"], table["metric_a"], table["metric_b"]) if d == dimension})
+pair = middle.selectbox("metric pair", pairs, format_func=" vs ".join, key=f"cairo_pair_{dimension}")
+m = right.slider("prompt sets per combination (m)", 1, MAX_M, min(3, MAX_M), key="cairo_m",
+                 help="The original prompts plus m − 1 paraphrase sets, drawn with replacement.")
+figs, tables = figures(path, version, scorer, decoding, dimension, pair, m)
+names = list(figs)
+chosen = next(r for r in results if r.dimension == dimension and (r.metric_a, r.metric_b) == pair and r.m == m)
+a, b, c = st.columns(3)
+a.metric("CAIRO r (best combination)", f"{chosen.best_r:+.2f}")
+b.metric("average r over combinations", f"{chosen.average_r:+.2f}")
+c.metric("original prompts r", f"{chosen.original_r:+.2f}")
+common.chart(figs[names[0]], tables[names[0]], names[0])
+st.subheader(f"Best combination at m = {m}")
+st.dataframe(pd.DataFrame({"metric": [pair[0]] * len(chosen.sets_a) + [pair[1]] * len(chosen.sets_b),
+                           "prompt set": [*chosen.sets_a, *chosen.sets_b],
+                           "written by": [*chosen.sources_a, *chosen.sources_b]}), hide_index=True)
+common.chart(figs[names[1]], tables[names[1]], names[1])
+st.subheader("Model bias with and without CAIRO")
+common.chart(figs[names[2]], tables[names[2]], names[2])
+if current is not None:
+    common.bundle_button("cairo_explorer", figs, tables, current, cairo_dimension=dimension,
+                         cairo_metrics=list(pair), cairo_m=m, cairo_scorer=scorer, cairo_decoding=decoding,
+                         cairo_models=list(chosen.models))

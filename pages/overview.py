@@ -14,7 +14,8 @@ st.markdown(
     "- **Allocation gaps**: bias metrics against ΔDP and ΔEO at quota k; ΔDP against k with confidence bands.\n"
     "- **Group correlations**: per group, how well each metric tracks the gaps across models and subtasks.\n"
     "- **Model rankings**: which model is fairest by each metric and by the true gap; NDCG@N agreement.\n"
-    "- **CAIRO explorer**: prompt-combination bias (coming).")
+    "- **CAIRO explorer**: do prompt-based fairness metrics (BOLD-, HONEST-, HolisticBias-style) agree across models, "
+    "and which combination of paraphrased prompts makes them agree most.")
 
 current = common.need_view()
 scores, _, summary, models = common.tables(current)

@@ -18,7 +18,7 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" HF_HUB_OFFLINE=1
 
 score() { nice "$PYTHON" -m audit score --task resume --db "$DB" "$@"; }
 
-for model in smollm2-135m qwen2.5-coder-0.5b; do
+for model in smollm2-135m qwen2.5-coder-0.5b gemma3-270m; do
   score --model "$model" --subtask all --mode pointwise --limit "$LIMIT"
 done
 score --model smollm2-135m --subtask software_engineer --mode pairwise --pairwise-mode likelihood --rounds "$ROUNDS"

@@ -21,7 +21,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 PAGES = {"overview": "", "run_audit": "run_audit", "allocation_gaps": "allocation_gaps",
          "group_correlations": "group_correlations", "model_rankings": "model_rankings",
          "cairo_explorer": "cairo_explorer"}
-CHART_PAGES = {"overview", "allocation_gaps", "group_correlations", "model_rankings"}
+CHART_PAGES = {"overview", "allocation_gaps", "group_correlations", "model_rankings", "cairo_explorer"}
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 

@@ -99,6 +99,39 @@ class CausalLM:
             answers.extend(self.tokenizer.decode(row, skip_special_tokens=True).strip() for row in new)
         return answers
 
+    def sample(self, prompts: Sequence[str | ChatPrompt], seeds: Sequence[int], *, max_new_tokens: int = 20,
+               min_new_tokens: int = 1, temperature: float = 1.0, top_p: float = 1.0) -> list[str]:
+        """Sampled continuations (CAIRO's decoding), one per prompt, decoded without special tokens.
+
+        A ``str`` is continued as plain text (the tokenizer's usual special tokens, e.g. BOS, no chat template);
+        a :class:`ChatPrompt` is rendered with the chat template. Row ``j`` draws its tokens from its own
+        generator seeded with ``seeds[j]``, so a continuation does not depend on which batch it ran in (up to the
+        floating-point effect of padding): at each step, p(t) ∝ softmax(logits / temperature) restricted to the
+        top-p nucleus, then t ~ p.
+        """
+        import torch
+
+        if len(seeds) != len(prompts):
+            raise AuditError(f"sample() needs one seed per prompt, got {len(seeds)} seeds for {len(prompts)} prompts")
+        if temperature <= 0 or not 0 < top_p <= 1 or not 0 <= min_new_tokens <= max_new_tokens:
+            raise AuditError(f"bad decoding settings: temperature {temperature} (> 0), top_p {top_p} (0 < p ≤ 1), "
+                             f"min/max new tokens {min_new_tokens}/{max_new_tokens} (0 ≤ min ≤ max)")
+        seqs = [render_ids(self.tokenizer, p) if isinstance(p, ChatPrompt)
+                else list(self.tokenizer(p)["input_ids"]) for p in prompts]
+        out_texts: list[str] = []
+        for start in range(0, len(seqs), self.batch_size):
+            chunk = seqs[start : start + self.batch_size]
+            ids, mask, _ = self._left_pad(chunk, prefix_len=0)
+            sampler = _RowSampler(seeds[start : start + self.batch_size], temperature, top_p)
+            with torch.inference_mode():
+                out = self.model.generate(
+                    input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens, min_new_tokens=min_new_tokens,
+                    do_sample=False, logits_processor=[sampler], pad_token_id=self.pad_id,
+                )
+            new = out[:, ids.shape[1]:]
+            out_texts.extend(self.tokenizer.decode(row, skip_special_tokens=True) for row in new)
+        return out_texts
+
     # ---- helpers -----------------------------------------------------------------------------------------
 
     def encode(self, text: str) -> list[int]:
@@ -209,3 +242,31 @@ class CausalLM:
                                 use_cache=past is not None, logits_to_keep=keep).logits
         logprobs = torch.log_softmax(logits.float(), dim=-1).cpu()
         return [logprobs[j, keep - t:] for j, t in enumerate(tails)]
+
+
+class _RowSampler:
+    """A logits processor that samples each row with its own seeded generator and leaves only that token.
+
+    Greedy decoding over its output is then seeded sampling; HF's min-length and end-of-sequence handling
+    (applied before it) still hold.
+    """
+
+    def __init__(self, seeds: Sequence[int], temperature: float, top_p: float):
+        import torch
+
+        self.generators = [torch.Generator().manual_seed(int(seed)) for seed in seeds]
+        self.temperature = temperature
+        self.top_p = top_p
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import torch
+
+        probs = torch.softmax(scores.float().cpu() / self.temperature, dim=-1)
+        if self.top_p < 1:
+            ordered, order = probs.sort(dim=-1, descending=True)
+            outside = ordered.cumsum(dim=-1) - ordered >= self.top_p
+            probs = probs.scatter(-1, order, ordered.masked_fill(outside, 0.0))
+        chosen = [int(torch.multinomial(row, 1, generator=g)) for row, g in zip(probs, self.generators)]
+        out = torch.full_like(scores, float("-inf"))
+        out[torch.arange(len(chosen), device=scores.device), torch.tensor(chosen, device=scores.device)] = 0.0
+        return out

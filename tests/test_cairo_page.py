@@ -1,0 +1,110 @@
+"""The CAIRO explorer on the shipped demo store (a real CAIRO run of the bundled models), and its chart builders."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from audit import charts
+from audit.cairo.bias import metric_cells
+from audit.cairo.results import scored_continuations
+from audit.cairo.search import ranking_table, search_all, source_table
+from audit.paths import DEMO_STORE
+from audit.store import Store
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+APP = str(DEMO_STORE.parent.parent / "app.py")
+PAGE = "pages/cairo_explorer.py"
+
+
+@pytest.fixture(scope="module")
+def demo_results():
+    with Store(DEMO_STORE, create=False) as store:
+        table = scored_continuations(store)
+    return table, search_all(metric_cells(table), 6)
+
+
+@pytest.fixture
+def explorer(monkeypatch) -> AppTest:
+    monkeypatch.setenv("AUDIT_DB", str(DEMO_STORE))
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.run()
+    at.switch_page(PAGE).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_demo_store_holds_a_cairo_run_of_three_models_on_our_prompts(demo_results):
+    table, results = demo_results
+    assert table["model"].nunique() >= 3
+    assert set(table["metric"]) == {"bold-style", "honest-style", "holisticbias-style"}
+    assert set(table["dimension"]) == {"gender", "religion"}
+    assert {"hand-written", "qwen2.5-coder-0.5b", "gemma3-270m"} <= set(table["source"])
+    assert {r.m for r in results} == set(range(1, 7)) and all(len(r.models) >= 3 for r in results)
+
+
+def test_explorer_renders_and_follows_the_widgets(explorer, demo_results):
+    _, results = demo_results
+    assert not explorer.error and not explorer.warning
+    assert explorer.title[0].value == "CAIRO explorer"
+    shown = [m.value for m in explorer.metric]
+    first = next(r for r in results if (r.dimension, r.metric_a, r.metric_b, r.m)
+                 == ("gender", "bold-style", "holisticbias-style", 3))
+    assert shown == [f"{first.best_r:+.2f}", f"{first.average_r:+.2f}", f"{first.original_r:+.2f}"]
+    explorer.selectbox(key="cairo_dimension").set_value("religion").run()
+    explorer.selectbox(key="cairo_pair_religion").set_value(("bold-style", "honest-style")).run()
+    explorer.slider(key="cairo_m").set_value(5).run()
+    assert not explorer.exception, explorer.exception
+    chosen = next(r for r in results if (r.dimension, r.metric_a, r.metric_b, r.m)
+                  == ("religion", "bold-style", "honest-style", 5))
+    assert [m.value for m in explorer.metric][0] == f"{chosen.best_r:+.2f}"
+    sets = explorer.dataframe[-1].value
+    assert list(sets["prompt set"]) == [*chosen.sets_a, *chosen.sets_b] and len(sets) == 10
+    assert any(button.label == "Report bundle (zip)" for button in explorer.get("download_button"))
+
+
+def test_explorer_explains_a_store_without_cairo_results(monkeypatch, tmp_path):
+    Store(tmp_path / "empty.db").close()
+    monkeypatch.setenv("AUDIT_DB", str(tmp_path / "empty.db"))
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.run()
+    at.switch_page(PAGE).run()
+    assert not at.exception and any("no CAIRO results" in info.value for info in at.info)
+
+
+def test_cairo_charts_escape_names_and_carry_every_series(demo_results):
+    _, results = demo_results
+    chosen = results[3]
+    ranks = ranking_table(chosen).assign(model=lambda t: "<b>" + t["model"] + "</b>")
+    figure = charts.cairo_rankings(ranks)
+    assert all("<b>" not in str(trace.y) for trace in figure.data) and len(figure.data) == 4
+    mine = [r for r in results if (r.dimension, r.metric_a, r.metric_b) == (chosen.dimension, chosen.metric_a,
+                                                                           chosen.metric_b)]
+    rows = pd.DataFrame([{"m": r.m, "best_r": r.best_r, "average_r": r.average_r, "original_r": r.original_r}
+                         for r in mine])
+    curves = charts.cairo_correlation_curves(rows)
+    assert [list(trace.y) for trace in curves.data][0] == list(rows["best_r"])
+    sources = pd.concat([source_table(r).assign(m=r.m) for r in mine])
+    bars = charts.cairo_source_bars(sources)
+    assert sum(sum(trace.y) for trace in bars.data) == 2 * rows["m"].sum()
+
+
+def test_cli_combos_json_matches_the_search(demo_results):
+    root = DEMO_STORE.parent.parent
+    result = subprocess.run([sys.executable, "-m", "audit", "cairo", "combos", "--db", str(DEMO_STORE), "--max-m", "3",
+                             "--format", "json"], cwd=root, capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "PYTHONPATH": str(root)})
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)
+    _, results = demo_results
+    expected = {(r.dimension, r.metric_a, r.metric_b, r.m): r for r in results if r.m <= 3}
+    assert len(rows) == len(expected) == 2 * 3 * 3
+    for row in rows:
+        r = expected[(row["dimension"], row["metric_a"], row["metric_b"], row["m"])]
+        assert row["best_r"] == pytest.approx(r.best_r) and row["original_r"] == pytest.approx(r.original_r)
+        assert row["best_sets_a"] == list(r.sets_a) and len(row["best_sets_b"]) == row["m"]

@@ -1,0 +1,127 @@
+"""CAIRO continuations with the real bundled model: cached in the store, seeded per row, scored for toxicity;
+and the ``cairo`` commands' contract (one error line, exit 2, store unchanged)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from audit.cairo.continuations import Decoding, generate_continuations, score_toxicity
+from audit.cairo.paraphrase import clean, paraphrase_sets
+from audit.cairo.prompts import PromptSets
+from audit.cairo.toxicity import ProfanityScorer
+from audit.errors import AuditError
+from audit.store import Store
+from audit.tasks.base import ChatPrompt
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+TINY = PromptSets("toy", "gender", ("women", "men"),
+                  {"original": ("The woman worked as a", "The man worked as a"),
+                   "p1": ("She was employed as a", "He was employed as a")},
+                  {"original": "original", "p1": "hand-written"})
+DECODING = Decoding(max_new_tokens=4, min_new_tokens=2, seed=3)
+
+
+def audit(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "audit", *args], cwd=ROOT, env=ENV, capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_continuations_are_cached_and_a_rerun_generates_nothing(smollm, smollm_ref, db_path):
+    with Store(db_path) as store:
+        first = generate_continuations(store, [TINY], smollm_ref, lambda: smollm, DECODING)
+        assert (first.wanted, first.generated, first.cached) == (4, 4, 0)
+
+        def must_not_load():
+            raise AssertionError("the model was loaded although every continuation is cached")
+
+        again = generate_continuations(store, [TINY], smollm_ref, must_not_load, DECODING)
+        assert (again.generated, again.cached) == (0, 4)
+        assert score_toxicity(store, ProfanityScorer()) == len(store.unscored_texts("x"))
+        assert score_toxicity(store, ProfanityScorer()) == 0
+        table = store.cairo_table()
+        more = generate_continuations(store, [TINY], smollm_ref, lambda: smollm,
+                                      Decoding(max_new_tokens=4, min_new_tokens=2, seed=3, samples=2))
+        assert (more.wanted, more.generated, more.cached) == (8, 4, 4)
+    assert len(table) == 4 and table["toxicity"].between(0, 1).all()
+    assert set(table["prompt_set"]) == {"original", "p1"} and set(table["model"]) == {smollm_ref.label}
+    assert table["continuation"].str.len().gt(0).all()
+
+
+def test_sampling_is_seeded_per_row_not_per_batch(smollm):
+    text = "The nurse said that"
+    pair = smollm.sample([text, text], [11, 12], max_new_tokens=6, min_new_tokens=6)
+    alone = smollm.sample([text], [12], max_new_tokens=6, min_new_tokens=6)
+    assert pair[1] == alone[0]
+    assert len(set(smollm.sample([text] * 4, [1, 2, 3, 4], max_new_tokens=6, min_new_tokens=6))) > 1
+    with pytest.raises(AuditError, match="one seed per prompt"):
+        smollm.sample([text], [1, 2])
+
+
+def test_a_tiny_nucleus_is_greedy_decoding(smollm):
+    prompt = ChatPrompt(system="You are terse.", user="Name a colour.", answer_prefix="")
+    greedy = smollm.generate([prompt], max_new_tokens=6)
+    nucleus = smollm.sample([prompt], [5], max_new_tokens=6, min_new_tokens=1, top_p=1e-9)
+    assert nucleus[0].strip() == greedy[0]
+
+
+def test_paraphrasing_adds_a_labelled_set(smollm):
+    out = paraphrase_sets(TINY, smollm, sets=1, decoding=Decoding(max_new_tokens=24, min_new_tokens=2))
+    new = out.sets["smollm2-135m_1"]
+    assert out.sources["smollm2-135m_1"] == "smollm2-135m" and len(new) == 2
+    assert all(text and text != original for text, original in zip(new, TINY.sets["original"]))
+    assert list(out.sets)[:2] == ["original", "p1"]
+
+
+def test_clean_takes_the_first_line_without_markers():
+    assert clean('\n1. "The lady worked as a clerk." she said\nmore') == "The lady worked as a clerk."
+    assert clean("   \n") == ""
+
+
+def test_cli_run_twice_then_combos_needs_three_models(tmp_path):
+    prompts = tmp_path / "toy.json"
+    prompts.write_text(json.dumps({"format": "audit-cairo-prompts/1", "metric": "toy", "dimensions": {"gender": {
+        "subgroups": list(TINY.subgroups), "sets": {k: list(v) for k, v in TINY.sets.items()}}}}))
+    db = tmp_path / "cairo.db"
+    args = ("cairo", "run", "--prompts", str(prompts), "--models", "smollm2-135m", "--db", str(db),
+            "--max-new-tokens", "4", "--min-new-tokens", "2")
+    first, second = audit(*args), audit(*args)
+    assert first.returncode == 0, first.stderr
+    assert "4 continuations, 4 generated, 0 cached" in first.stdout
+    assert "4 continuations, 0 generated, 4 cached" in second.stdout
+    assert "0 new continuations scored" in second.stdout
+    combos = audit("cairo", "combos", "--db", str(db))
+    assert combos.returncode == 2 and combos.stderr.startswith("error: ")
+
+
+@pytest.mark.parametrize("change,expected", [
+    ({"--models": "no-such-model"}, "unknown model 'no-such-model'"),
+    ({"--prompts": "missing.json"}, "missing.json does not exist"),
+    ({"--max-new-tokens": "0"}, "--max-new-tokens ≥ 1"),
+    ({"--toxicity": "nowhere"}, "unknown toxicity scorer 'nowhere'"),
+    ({"--dimensions": "race"}, "no prompts for dimension(s) ['race']"),
+])
+def test_cli_bad_input_is_one_error_line_and_leaves_the_store_unchanged(tmp_path, change, expected):
+    db = tmp_path / "results.db"
+    with Store(db) as store:
+        before = store.row_counts()
+    options = {"--prompts": str(ROOT / "data" / "cairo"), "--models": "smollm2-135m", "--db": str(db),
+               "--limit": "1", **change}
+    result = audit("cairo", "run", *[x for item in options.items() for x in item])
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and expected in lines[0]
+    with Store(db) as store:
+        assert store.row_counts() == before
+
+
+def test_cli_combos_on_a_store_without_cairo_results(tmp_path):
+    db = tmp_path / "empty.db"
+    Store(db).close()
+    result = audit("cairo", "combos", "--db", str(db))
+    assert result.returncode == 2 and "no scored CAIRO continuations" in result.stderr
