@@ -1,15 +1,18 @@
 """Run a scoring job: task → prompts → (store cache check) → model → store, batch by batch.
 
 The model is loaded only when some prompt is missing from the store, so a repeated run does no model work.
-Every batch is committed on its own; cancelling (the progress callback returns ``False``) or killing the
-process loses at most the batch in flight, and the next run picks up from there.
+Computing a batch (:class:`BatchJob`: backend + prompts → result rows) is separate from writing it: an
+:class:`Executor` computes batches (in this process by default, or on a Ray cluster, see
+:mod:`audit.distributed`) and this process alone commits each finished batch to the store on its own.
+Cancelling (the progress callback returns ``False``) or killing the process loses at most the batches in
+flight, and the next run picks up from there.
 """
 from __future__ import annotations
 
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Generator, Protocol, Sequence
 
 from audit.backend import CausalLM, ModelRef
 from audit.errors import AuditError
@@ -20,6 +23,53 @@ from audit.tasks.base import Candidate, ChatPrompt, Task
 MODES = ("pointwise", "pairwise")
 PAIRWISE_METHODS = ("generate", "likelihood")
 Progress = Callable[[int, int], "bool | None"]
+Batch = list[tuple[str, ChatPrompt]]  # (prompt key, prompt) pairs scored together
+
+
+@dataclass(frozen=True)
+class BatchJob:
+    """What every batch of one run computes: label probabilities, greedy answers or option likelihoods.
+
+    Picklable, so a remote worker computes exactly the rows this process would.
+    """
+
+    method: str  # "labels", "generate" or "likelihood"
+    labels: tuple[str, ...] = ()
+
+    def rows(self, backend: Any, batch: Batch) -> list[tuple]:
+        """Result rows in the store's shape: ``(key, probs, mass)`` for labels, else
+        ``(key, answer, choice, logp_first, logp_second)``."""
+        keys = [key for key, _ in batch]
+        prompts = [prompt for _, prompt in batch]
+        if self.method == "labels":
+            scores = backend.label_probabilities(prompts, self.labels)
+            return [(k, tuple(r.probs), float(r.mass)) for k, r in zip(keys, scores)]
+        if self.method == "generate":
+            answers = backend.generate(prompts)
+            return [(k, a, parse_choice(a, p.options), None, None) for k, a, p in zip(keys, answers, prompts)]
+        rows = []
+        for k, p, (first, second) in zip(keys, prompts, backend.option_logprobs(prompts)):
+            choice = choice_from_logprobs(first, second)
+            rows.append((k, {"first": p.options[0], "second": p.options[1]}.get(choice, ""), choice, first, second))
+        return rows
+
+
+class Executor(Protocol):
+    """Computes batches somewhere and yields each batch's rows as soon as it is done (in any order)."""
+
+    def map(self, job: BatchJob, batches: Sequence[Batch]) -> Generator[list[tuple], None, None]: ...
+
+
+class InProcess:
+    """The default executor: this process, one batch after another; the backend is loaded on first use."""
+
+    def __init__(self, load_backend: Callable[[], Any]):
+        self.load_backend = load_backend
+
+    def map(self, job: BatchJob, batches: Sequence[Batch]) -> Generator[list[tuple], None, None]:
+        backend = self.load_backend()
+        for batch in batches:
+            yield job.rows(backend, batch)
 
 
 @dataclass
@@ -56,15 +106,21 @@ def run_scoring(
     rounds: int = 10,
     batch_size: int = 8,
     progress: Progress | None = None,
+    executor: Executor | None = None,
 ) -> RunSummary:
-    """Score ``task`` with the model ``ref`` into ``store``; ``load_backend`` is called only if work remains."""
+    """Score ``task`` with the model ``ref`` into ``store``; ``load_backend`` is called only if work remains.
+
+    ``executor`` computes the batches (default: :class:`InProcess` with ``load_backend``); whichever it is,
+    only this process writes to the store, one transaction per batch.
+    """
     check_options(mode=mode, pairwise_method=pairwise_method, limit=limit, rounds=rounds, batch_size=batch_size)
     started = time.perf_counter()
     store.register_model(ref.fingerprint, ref.label, ref.describe())
+    executor = executor or InProcess(load_backend)
     if mode == "pointwise":
-        summary = _pointwise(store, task, ref, load_backend, limit, batch_size, progress)
+        summary = _pointwise(store, task, ref, executor, limit, batch_size, progress)
     else:
-        summary = _pairwise(store, task, ref, load_backend, pairwise_method, limit, rounds, batch_size, progress)
+        summary = _pairwise(store, task, ref, executor, pairwise_method, limit, rounds, batch_size, progress)
     summary.seconds = time.perf_counter() - started
     return summary
 
@@ -88,7 +144,7 @@ def _prompt_rows(prompts: dict[str, ChatPrompt]) -> list[tuple[str, str]]:
     return [(key, json.dumps(prompt.__dict__, ensure_ascii=False)) for key, prompt in prompts.items()]
 
 
-def _pointwise(store, task, ref, load_backend, limit, batch_size, progress) -> RunSummary:
+def _pointwise(store, task, ref, executor, limit, batch_size, progress) -> RunSummary:
     candidates = task.candidates(limit)
     prompts = {c.candidate_id: task.pointwise_prompt(c) for c in candidates}
     by_key = {p.key(): p for p in prompts.values()}
@@ -103,11 +159,9 @@ def _pointwise(store, task, ref, load_backend, limit, batch_size, progress) -> R
     missing = store.missing_label_prompts(ref.fingerprint, labels, by_key)
     summary = RunSummary(ref.label, task.name, task.subtask, "pointwise", len(by_key), len(by_key) - len(missing))
 
-    def score(batch: list[str], backend: CausalLM) -> None:
-        results = backend.label_probabilities([by_key[k] for k in batch], task.label_set.labels)
-        store.save_label_results(ref.fingerprint, labels, [(k, r.probs, r.mass) for k, r in zip(batch, results)])
-
-    _work(missing, score, summary, load_backend, batch_size, progress)
+    job = BatchJob("labels", tuple(task.label_set.labels))
+    _work(missing, by_key, job, lambda rows: store.save_label_results(ref.fingerprint, labels, rows), summary,
+          executor, batch_size, progress)
     table = store.pointwise_table()
     mine = table[(table["fingerprint"] == ref.fingerprint) & (table["subtask"] == task.subtask)
                  & (table["task"] == task.name)]
@@ -116,7 +170,7 @@ def _pointwise(store, task, ref, load_backend, limit, batch_size, progress) -> R
     return summary
 
 
-def _pairwise(store, task, ref, load_backend, method, limit, rounds, batch_size, progress) -> RunSummary:
+def _pairwise(store, task, ref, executor, method, limit, rounds, batch_size, progress) -> RunSummary:
     candidates = task.candidates(limit or rounds)
     pools = task.pools(candidates, rounds)
     plan, by_key = [], {}
@@ -134,21 +188,8 @@ def _pairwise(store, task, ref, load_backend, method, limit, rounds, batch_size,
     mode = "pairwise" if method == "generate" else "pairwise-likelihood"
     summary = RunSummary(ref.label, task.name, task.subtask, mode, len(by_key), len(by_key) - len(missing))
 
-    def score(batch: list[str], backend: CausalLM) -> None:
-        batch_prompts = [by_key[k] for k in batch]
-        if method == "generate":
-            answers = backend.generate(batch_prompts)
-            rows = [(k, a, parse_choice(a, by_key[k].options), None, None) for k, a in zip(batch, answers)]
-        else:
-            logps = backend.option_logprobs(batch_prompts)
-            rows = []
-            for k, (first, second) in zip(batch, logps):
-                choice = choice_from_logprobs(first, second)
-                answer = {"first": by_key[k].options[0], "second": by_key[k].options[1]}.get(choice, "")
-                rows.append((k, answer, choice, first, second))
-        store.save_choice_results(ref.fingerprint, method, rows)
-
-    _work(missing, score, summary, load_backend, batch_size, progress)
+    _work(missing, by_key, BatchJob(method), lambda rows: store.save_choice_results(ref.fingerprint, method, rows),
+          summary, executor, batch_size, progress)
     summary.quality = pairwise_quality(store, ref.fingerprint, task, method)
     return summary
 
@@ -169,21 +210,24 @@ def pairwise_quality(store: Store, fingerprint: str, task: Task, method: str) ->
     }
 
 
-def _work(missing: list[str], score: Callable[[list[str], CausalLM], None], summary: RunSummary,
-          load_backend: Callable[[], CausalLM], batch_size: int, progress: Progress | None) -> None:
-    """Score ``missing`` in committed batches, reporting progress; stop early when progress says so."""
+def _work(missing: list[str], by_key: dict[str, ChatPrompt], job: BatchJob, save: Callable[[list[tuple]], None],
+          summary: RunSummary, executor: Executor, batch_size: int, progress: Progress | None) -> None:
+    """Score ``missing`` in batches, committing each as it returns; stop early when progress says so."""
     total = summary.prompts
     if progress is not None and progress(summary.cached, total) is False:
         summary.cancelled = bool(missing)
         return
     if not missing:
         return
-    backend = load_backend()
-    for start in range(0, len(missing), batch_size):
-        batch = missing[start : start + batch_size]
-        score(batch, backend)
-        summary.scored += len(batch)
-        if progress is not None and progress(summary.cached + summary.scored, total) is False:
-            summary.cancelled = summary.scored < len(missing)
-            return
-
+    batches = [[(k, by_key[k]) for k in missing[start : start + batch_size]]
+               for start in range(0, len(missing), batch_size)]
+    results = executor.map(job, batches)
+    try:
+        for rows in results:
+            save(rows)
+            summary.scored += len(rows)
+            if progress is not None and progress(summary.cached + summary.scored, total) is False:
+                summary.cancelled = summary.scored < len(missing)
+                return
+    finally:
+        results.close()

@@ -4,16 +4,23 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from audit.backend import DEFAULT_MODEL, QUANTS, REGISTRY, CausalLM, installed_models, resolve
+from audit.backend import DEFAULT_MODEL, QUANTS, REGISTRY, installed_models, resolve
+from audit.backend.spec import BACKENDS, BackendSpec
 from audit.engine import MODES, PAIRWISE_METHODS, check_options, run_scoring
+from audit.errors import AuditError
 from audit.results import answer_table, pair_table, score_table
 from audit.store import Store
 from audit.tasks import TASKS, get_task, list_subtasks
 
+if TYPE_CHECKING:
+    from audit.distributed import RayExecutor
+
 DEFAULT_DB = "results.db"
+ENGINES = ("local", "ray")
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -33,6 +40,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                        help="auto = 4-bit NF4 on CUDA, full precision on CPU")
     score.add_argument("--revision", help="hub revision (branch, tag or commit)")
     score.add_argument("--trust-remote-code", action="store_true", help="run model code from the hub (opt-in)")
+    score.add_argument("--backend", choices=BACKENDS, default="transformers",
+                       help="inference engine: transformers (default) or vllm (optional extra, CUDA only)")
+    score.add_argument("--engine", choices=ENGINES, default="local",
+                       help="local: this process; ray: an actor pool on a Ray cluster, one model replica per worker")
+    score.add_argument("--address", help="Ray cluster to join: auto, HOST:PORT or ray://HOST:PORT "
+                                         "(default: start a local one); only with --engine ray")
+    score.add_argument("--workers", type=int, help="Ray workers (default: one per GPU, else one per CPU)")
     score.set_defaults(handler=run_score)
 
     exports = {"scores": (score_table, "one row per candidate and model"),
@@ -54,30 +68,77 @@ def run_score(args: argparse.Namespace) -> int:
 
     check_options(mode=args.mode, pairwise_method=args.pairwise_mode, limit=args.limit, rounds=args.rounds,
                   batch_size=args.batch_size)
+    check_scale_options(args)
     inputs = {"data": args.data, "spec": args.spec}
     subtasks = list_subtasks(args.task, **inputs) if args.subtask == "all" else [args.subtask]
     tasks = [get_task(args.task, subtask, **inputs) for subtask in subtasks]
-    ref = resolve(args.model, quant=args.quant, revision=args.revision)
-    backend: list[CausalLM] = []
+    spec, executor = backend_and_executor(args)
+    backend: list[Any] = []
 
-    def load_backend() -> CausalLM:
+    def load_backend() -> Any:
         if not backend:
-            backend.append(CausalLM.load(ref, trust_remote_code=args.trust_remote_code, batch_size=args.batch_size))
+            backend.append(spec.load())
         return backend[0]
 
     with Store(args.db) as store:
-        for task in tasks:
-            with tqdm(desc=f"{ref.label} {task.subtask}", unit="prompt", file=sys.stderr) as bar:
-                def progress(done: int, total: int) -> None:
-                    bar.total = total
-                    bar.n = done
-                    bar.refresh()
+        try:
+            for task in tasks:
+                with tqdm(desc=f"{spec.ref.label} {task.subtask}", unit="prompt", file=sys.stderr) as bar:
+                    def progress(done: int, total: int) -> None:
+                        bar.total = total
+                        bar.n = done
+                        bar.refresh()
 
-                summary = run_scoring(store, task, ref, load_backend, mode=args.mode,
-                                      pairwise_method=args.pairwise_mode, limit=args.limit, rounds=args.rounds,
-                                      batch_size=args.batch_size, progress=progress)
-            print(summary.line())
+                    summary = run_scoring(store, task, spec.ref, load_backend, mode=args.mode,
+                                          pairwise_method=args.pairwise_mode, limit=args.limit, rounds=args.rounds,
+                                          batch_size=args.batch_size, progress=progress, executor=executor)
+                print(summary.line())
+        finally:
+            if executor is not None:
+                executor.shutdown()
     return 0
+
+
+def check_scale_options(args: argparse.Namespace) -> None:
+    """Refuse engine and backend options that cannot work together, before anything is written."""
+    if args.workers is not None and args.workers < 1:
+        raise AuditError(f"--workers must be positive, got {args.workers}")
+    if args.engine != "ray" and (args.address or args.workers):
+        raise AuditError("--address and --workers only apply with --engine ray")
+    if args.backend == "vllm" and args.mode == "pairwise" and args.pairwise_mode == "likelihood":
+        raise AuditError("--backend vllm scores pairwise prompts by generation only; use --pairwise-mode generate")
+    if args.backend == "vllm" and args.engine == "local":
+        from audit.backend.vllm_backend import check_available
+
+        check_available()
+
+
+def backend_and_executor(args: argparse.Namespace) -> tuple[BackendSpec, "RayExecutor | None"]:
+    """The model to load and, for ``--engine ray``, the executor that runs it on the cluster's workers.
+
+    On Ray the cluster decides the device: workers get one GPU each when it has GPUs, so the model is
+    resolved (quantisation, dtype, fingerprint) for that device, not this machine's.
+    """
+    cluster = None
+    if args.engine == "ray":
+        from audit.distributed import connect
+
+        cluster = connect(args.address, args.workers)
+        if args.backend == "vllm" and not cluster.gpus:
+            raise AuditError("--backend vllm needs GPUs; the Ray cluster has none")
+    ref = resolve(args.model, quant=args.quant, revision=args.revision, device=cluster.device if cluster else None)
+    if args.backend == "vllm":
+        from audit.backend.vllm_backend import vllm_ref
+
+        ref = vllm_ref(ref)
+    spec = BackendSpec(ref, args.backend, args.batch_size, args.trust_remote_code)
+    if cluster is None:
+        return spec, None
+    from audit.distributed import RayExecutor
+
+    print(f"ray: {cluster.workers} workers ({cluster.device}), {cluster.cpus} CPUs and {cluster.gpus} GPUs "
+          "in the cluster", file=sys.stderr)
+    return spec, RayExecutor(spec, cluster)
 
 
 def run_export(args: argparse.Namespace) -> int:

@@ -1,0 +1,109 @@
+"""Optional vLLM backend (CUDA only): pointwise label probabilities and pairwise greedy answers.
+
+Prefix caching is on, so prompts sharing a job description reuse its KV blocks; ``ref.quant == "4bit"``
+loads the weights through bitsandbytes 4-bit. Results keep the store's row shapes exactly:
+
+- pointwise: for every single-token spelling ``t`` of every label, one request with ``max_tokens=1``,
+  ``allowed_token_ids=[t]`` and ``logprobs=1`` returns ``log P(t | prompt)`` of the *raw* next-token
+  distribution (``logprobs_mode="raw_logprobs"``: computed before the allow-list is applied), so the
+  label probabilities and the label mass are defined exactly as in the transformers backend;
+- pairwise: greedy generation of up to 16 tokens, the first of which may not end the turn.
+
+vLLM computes in its own kernels, so its results are stored under their own fingerprint (:func:`vllm_ref`).
+"""
+from __future__ import annotations
+
+import importlib.util
+import math
+from dataclasses import replace
+from typing import Any, Sequence
+
+from audit.backend.causal_lm import CausalLM, LabelScores
+from audit.backend.chat import render_ids
+from audit.backend.loading import converted_dir
+from audit.backend.sources import ModelRef
+from audit.errors import AuditError
+from audit.tasks.base import ChatPrompt
+
+TAG = "+vllm"
+
+
+def check_available() -> None:
+    """Refuse, in one line, where vLLM cannot run: package missing or no CUDA GPU."""
+    if importlib.util.find_spec("vllm") is None:
+        raise AuditError("--backend vllm needs the vllm package, which runs on Linux with a CUDA GPU "
+                         "(pip install vllm)")
+    import torch
+
+    if not torch.cuda.is_available():
+        raise AuditError("--backend vllm needs a CUDA GPU; none is visible here")
+
+
+def vllm_ref(ref: ModelRef) -> ModelRef:
+    """``ref`` as computed by vLLM: same weights, its own label and fingerprint."""
+    if ref.quant == "8bit":
+        raise AuditError("--backend vllm quantises on load to 4-bit only; use --quant 4bit or --quant none")
+    return replace(ref, label=ref.label + TAG, dtype=ref.dtype + TAG, device="cuda")
+
+
+class VLLMBackend:
+    """The scoring operations on a vLLM engine; ``option_logprobs`` (pairwise likelihood) is not offered."""
+
+    def __init__(self, ref: ModelRef, llm: Any):
+        self.ref = ref
+        self.llm = llm
+        self.tokenizer = llm.get_tokenizer()
+        self.vocab = CausalLM(ref, None, self.tokenizer)  # the transformers backend's label-token rules, no model
+
+    @classmethod
+    def load(cls, ref: ModelRef, *, trust_remote_code: bool = False) -> "VLLMBackend":
+        check_available()
+        from vllm import LLM
+
+        source = str(converted_dir(ref)) if ref.kind == "gguf" else ref.location
+        revision = ref.content_id if ref.kind == "hub" else None
+        options: dict[str, Any] = {
+            "model": source, "tokenizer": source, "revision": revision, "tokenizer_revision": revision,
+            "dtype": ref.dtype.removesuffix(TAG), "enable_prefix_caching": True, "logprobs_mode": "raw_logprobs",
+            "trust_remote_code": trust_remote_code, "seed": 0,
+        }
+        if ref.quant == "4bit":
+            options["quantization"] = "bitsandbytes"
+        try:
+            llm = LLM(**options)
+        except TypeError as exc:  # engine arguments this backend relies on are missing
+            raise AuditError(f"this vllm is too old for --backend vllm (needs logprobs_mode): {exc}") from None
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise AuditError(f"vllm cannot load {ref.label} from {source}: {str(exc).splitlines()[0]}") from None
+        return cls(ref, llm)
+
+    def label_probabilities(self, prompts: Sequence[ChatPrompt], labels: Sequence[str]) -> list[LabelScores]:
+        """P(y) for each label y summed over its single-token spellings, normalised over the labels."""
+        from vllm import SamplingParams
+
+        variants = self.vocab.label_token_ids(labels)
+        tokens = [t for ids in variants for t in ids]
+        requests = [{"prompt_token_ids": render_ids(self.tokenizer, p)} for p in prompts]
+        params = [SamplingParams(max_tokens=1, temperature=0.0, logprobs=1, allowed_token_ids=[t]) for t in tokens]
+        outputs = self.llm.generate([r for r in requests for _ in tokens], params * len(prompts), use_tqdm=False)
+        out = []
+        for index in range(len(prompts)):
+            mine = outputs[index * len(tokens) : (index + 1) * len(tokens)]
+            p = {t: math.exp(o.outputs[0].logprobs[0][t].logprob) for t, o in zip(tokens, mine)}
+            per_label = [sum(p[t] for t in ids) for ids in variants]
+            mass = sum(per_label)
+            normalised = tuple(x / mass for x in per_label) if mass > 0 else tuple(1 / len(labels) for _ in labels)
+            out.append(LabelScores(normalised, mass))
+        return out
+
+    def generate(self, prompts: Sequence[ChatPrompt], *, max_new_tokens: int = 16) -> list[str]:
+        """Greedy answers without special tokens; the first token may not end the turn (as in transformers)."""
+        from vllm import SamplingParams
+
+        params = SamplingParams(max_tokens=max_new_tokens, min_tokens=1, temperature=0.0, skip_special_tokens=True)
+        outputs = self.llm.generate([{"prompt_token_ids": render_ids(self.tokenizer, p)} for p in prompts], params,
+                                    use_tqdm=False)
+        return [o.outputs[0].text.strip() for o in outputs]
+
+    def option_logprobs(self, prompts: Sequence[ChatPrompt]) -> list[tuple[float, ...]]:
+        raise AuditError("--backend vllm scores pairwise prompts by generation only; use --pairwise-mode generate")
