@@ -43,7 +43,7 @@ def vllm_ref(ref: ModelRef) -> ModelRef:
     """``ref`` as computed by vLLM: same weights, its own label and fingerprint."""
     if ref.quant == "8bit":
         raise AuditError("--backend vllm quantises on load to 4-bit only; use --quant 4bit or --quant none")
-    return replace(ref, label=ref.label + TAG, dtype=ref.dtype + TAG, device="cuda")
+    return replace(ref, label=ref.label + TAG, engine="vllm", device="cuda")
 
 
 class VLLMBackend:
@@ -64,7 +64,7 @@ class VLLMBackend:
         revision = ref.content_id if ref.kind == "hub" else None
         options: dict[str, Any] = {
             "model": source, "tokenizer": source, "revision": revision, "tokenizer_revision": revision,
-            "dtype": ref.dtype.removesuffix(TAG), "enable_prefix_caching": True, "logprobs_mode": "raw_logprobs",
+            "dtype": ref.dtype, "enable_prefix_caching": True, "logprobs_mode": "raw_logprobs",
             "trust_remote_code": trust_remote_code, "seed": 0,
         }
         if ref.quant == "4bit":
