@@ -29,6 +29,7 @@ import pandas as pd
 from audit.errors import AuditError
 from audit.metrics.keys import KeyData
 from audit.metrics.schema import key_label
+from audit.tasks.pools import read_spelling
 
 
 @dataclass(frozen=True)
@@ -44,11 +45,9 @@ class PoolDesign:
         if isinstance(spec, PoolDesign):
             return spec
         text = str(spec).strip()
-        if text in ("per-group", "observed"):
-            return cls(text)
-        kind, _, size = text.partition(":")
-        if kind == "random" and size.isdigit() and int(size) >= 2:
-            return cls("random", int(size))
+        spelling = read_spelling(text, ("per-group", "observed"))
+        if spelling is not None:
+            return cls(*spelling)
         raise AuditError(f"pool design {text!r} not understood; use per-group, random:N (N ≥ 2) or observed")
 
     def __str__(self) -> str:

@@ -18,12 +18,10 @@ class PoolDesign:
     @classmethod
     def parse(cls, text: str, where: str = "pool design") -> "PoolDesign":
         value = str(text).strip()
-        if value == "per-group":
-            return cls()
-        kind, _, size = value.partition(":")
-        if kind == "random" and size.isdigit() and int(size) >= 2:
-            return cls(int(size))
-        raise AuditError(f"{where}: {value!r} not understood; use per-group or random:N (N ≥ 2)")
+        spelling = read_spelling(value)
+        if spelling is None:
+            raise AuditError(f"{where}: {value!r} not understood; use per-group or random:N (N ≥ 2)")
+        return cls(spelling[1])
 
     def __str__(self) -> str:
         return "per-group" if self.size is None else f"random:{self.size}"
@@ -34,6 +32,15 @@ class PoolDesign:
         if self.size is None:
             return one_per_group(candidates, groups, rounds)
         return random_pools(candidates, rounds, self.size, seed)
+
+
+def read_spelling(text: str, names: tuple[str, ...] = ("per-group",)) -> tuple[str, int | None] | None:
+    """``(kind, size)`` of ``random:N`` (N ≥ 2) or of a design named in ``names``; None if not understood.
+    The one spelling shared by task specs and ``audit metrics --pool``."""
+    if text in names:
+        return text, None
+    kind, _, size = text.partition(":")
+    return ("random", int(size)) if kind == "random" and size.isdigit() and int(size) >= 2 else None
 
 
 def one_per_group(candidates: Sequence[Candidate], groups: Sequence[str], rounds: int) -> list[list[Candidate]]:
