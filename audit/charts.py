@@ -232,19 +232,31 @@ def score_distributions(scores: pd.DataFrame) -> go.Figure:
 # ---- CAIRO ---------------------------------------------------------------------------------------------------------
 
 CAIRO_LINES = {"best_r": ("CAIRO (best combination)", "#4477AA", "solid"),
+               "heldout_r": ("held-out (selected on the other prompt half)", "#228833", "dashdot"),
                "average_r": ("average over combinations", "#EE6677", "dash"),
                "original_r": ("original prompts only", "#BBBBBB", "dot")}
+CAIRO_NULL = "null 95th percentile (models shuffled)"
 
 
 def cairo_correlation_curves(table: pd.DataFrame, *, title: str = "") -> go.Figure:
     """Pearson r across models between two metrics' biases against the combination size m (the paper's Figure 6):
-    the best combination (CAIRO), the average over all combinations, and the original prompts alone.
+    the best combination (CAIRO), its held-out r, the average over all combinations, the original prompts alone,
+    and, shaded up to its 95th percentile, the best r the search reaches with the models shuffled (``null_95``).
 
-    ``table``: :func:`audit.cairo.search.correlation_table` rows of one dimension and metric pair.
+    ``table``: :func:`audit.cairo.search.correlation_table` rows of one dimension and metric pair (the held-out and
+    null columns are drawn when present).
     """
     table = table.sort_values("m")
     fig = go.Figure()
+    if "null_95" in table and table["null_95"].notna().any():
+        fig.add_trace(go.Scatter(x=table["m"], y=[-1.0] * len(table), mode="lines", line=dict(width=0),
+                                 showlegend=False, hoverinfo="skip"))
+        fig.add_trace(go.Scatter(x=table["m"], y=table["null_95"], mode="lines", name=CAIRO_NULL, fill="tonexty",
+                                 fillcolor="rgba(187,187,187,0.35)", line=dict(color="#999999", width=1),
+                                 hovertemplate=f"{CAIRO_NULL}<br>m = %{{x}}<br>r = %{{y:.3f}}<extra></extra>"))
     for column, (name, colour, dash) in CAIRO_LINES.items():
+        if column not in table:
+            continue
         fig.add_trace(go.Scatter(x=table["m"], y=table[column], mode="lines+markers", name=name,
                                  line=dict(color=colour, dash=dash, width=2), marker=dict(size=7),
                                  hovertemplate=f"{name}<br>m = %{{x}}<br>r = %{{y:.3f}}<extra></extra>"))

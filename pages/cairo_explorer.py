@@ -1,5 +1,6 @@
 """CAIRO explorer: how well prompt-based fairness metrics agree across models, with the original prompts, on average
-over prompt combinations, and with the best combination (CAIRO); who wrote its prompts; how model rankings change."""
+over prompt combinations, and with the best combination (CAIRO) — next to what the search reaches by chance
+(permutation null) and on prompts it did not select on (held-out r); who wrote its prompts; how rankings change."""
 from pathlib import Path
 
 import pandas as pd
@@ -9,12 +10,15 @@ import streamlit as st
 from audit import charts
 from audit.cairo.bias import metric_cells
 from audit.cairo.results import scored_continuations
-from audit.cairo.search import PairResult, correlation_table, ranking_table, search_all, source_table
+from audit.cairo.search import (Options, PairResult, correlation_table, few_models_warning, ranking_table,
+                                search_all, source_table)
 from audit.errors import AuditError
 from audit.store import Store
 from pages.shared import common
 
 MAX_M = 6
+SEARCH_LABELS = {"same": "same combination for both metrics (the paper's code)",
+                 "independent": "each metric its own combination (wider, more optimistic)"}
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -26,25 +30,27 @@ def choices(path: str, version: tuple) -> tuple[list[str], list[str]]:
 
 
 @st.cache_data(show_spinner="Searching prompt combinations…", max_entries=8)
-def search(path: str, version: tuple, scorer: str, decoding: str) -> tuple[list[PairResult], pd.DataFrame]:
-    """CAIRO for every dimension, metric pair and m = 1 … MAX_M, and its correlation table."""
+def search(path: str, version: tuple, scorer: str, decoding: str,
+           rule: str = "same") -> tuple[list[PairResult], pd.DataFrame]:
+    """CAIRO (search ``rule``, with its permutation null and held-out r) for every dimension, metric pair and
+    m = 1 … MAX_M, and its correlation table."""
     with Store(path, create=False) as store:
         table = scored_continuations(store, scorer=scorer, decoding=decoding)
-    results = search_all(metric_cells(table), MAX_M)
+    results = search_all(metric_cells(table), MAX_M, Options(search=rule))
     return results, correlation_table(results)
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def figures(path: str, version: tuple, scorer: str, decoding: str, dimension: str, pair: tuple[str, str],
+def figures(path: str, version: tuple, scorer: str, decoding: str, rule: str, dimension: str, pair: tuple[str, str],
             m: int) -> tuple[dict[str, go.Figure], dict[str, pd.DataFrame]]:
     """The page's three figures and their tables for one dimension, metric pair and m."""
-    results, table = search(path, version, scorer, decoding)
+    results, table = search(path, version, scorer, decoding, rule)
     mine = [r for r in results if r.dimension == dimension and (r.metric_a, r.metric_b) == pair]
     chosen = next(r for r in mine if r.m == m)
     rows = table[(table["dimension"] == dimension) & (table["metric_a"] == pair[0]) & (table["metric_b"] == pair[1])]
     sources = pd.concat([source_table(r).assign(m=r.m) for r in mine], ignore_index=True)
     ranks = ranking_table(chosen)
-    name = f"{dimension}_{pair[0]}_{pair[1]}"
+    name = f"{dimension}_{pair[0]}_{pair[1]}_{rule}"
     title = f"{dimension}: {pair[0]} vs {pair[1]} ({len(chosen.models)} models)"
     return ({f"cairo_r_{name}": charts.cairo_correlation_curves(rows, title=title),
              f"cairo_sources_{name}": charts.cairo_source_bars(sources),
@@ -58,7 +64,9 @@ st.title("CAIRO explorer")
 st.caption("CAIRO (Zayed et al.): each metric's bias is Σ over subgroups |mean toxicity of the subgroup − mean "
            "toxicity of the group| of the model's continuations. Combining the original prompts with m − 1 "
            "paraphrase sets and picking the combinations whose biases correlate best across models makes metrics "
-           "agree; the average over all combinations shows what chance alone gives.")
+           "agree; the average over all combinations shows what an unselected combination gives. The grey band is the best r "
+           "the same search reaches with the models shuffled (no agreement at all); the held-out r selects on half "
+           "of each set's prompts and measures on the other half.")
 current = common.page()
 path = current.store if current else st.session_state.get("store_path") or common.default_store()
 if not Path(path).is_file():
@@ -74,11 +82,12 @@ except AuditError as exc:
 if not scorers:
     st.info("This store holds no CAIRO results yet: run `python -m audit cairo run --prompts data/cairo --models …`.")
     st.stop()
-left, right = st.columns(2)
+left, middle, right = st.columns(3)
 scorer = left.selectbox("toxicity scorer", scorers, key="cairo_scorer")
-decoding = right.selectbox("decoding", decodings, key="cairo_decoding")
+decoding = middle.selectbox("decoding", decodings, key="cairo_decoding")
+rule = right.selectbox("combination search", list(SEARCH_LABELS), format_func=SEARCH_LABELS.get, key="cairo_search")
 try:
-    results, table = search(path, version, scorer, decoding)
+    results, table = search(path, version, scorer, decoding, rule)
 except AuditError as exc:
     st.info("No CAIRO correlations for these results:")
     st.code(str(exc), language=None)
@@ -90,13 +99,20 @@ pairs = sorted({(a, b) for d, a, b in zip(table["dimension"], table["metric_a"],
 pair = middle.selectbox("metric pair", pairs, format_func=" vs ".join, key=f"cairo_pair_{dimension}")
 m = right.slider("prompt sets per combination (m)", 1, MAX_M, min(3, MAX_M), key="cairo_m",
                  help="The original prompts plus m − 1 paraphrase sets, drawn with replacement.")
-figs, tables = figures(path, version, scorer, decoding, dimension, pair, m)
+figs, tables = figures(path, version, scorer, decoding, rule, dimension, pair, m)
 names = list(figs)
 chosen = next(r for r in results if r.dimension == dimension and (r.metric_a, r.metric_b) == pair and r.m == m)
-a, b, c = st.columns(3)
+warning = few_models_warning([chosen])
+if warning:
+    st.warning(warning[0].upper() + warning[1:])
+a, b, c, d, e = st.columns(5)
 a.metric("CAIRO r (best combination)", f"{chosen.best_r:+.2f}")
-b.metric("average r over combinations", f"{chosen.average_r:+.2f}")
-c.metric("original prompts r", f"{chosen.original_r:+.2f}")
+b.metric("held-out r", f"{chosen.heldout_r:+.2f}")
+c.metric("null 95th percentile", f"{chosen.null_95:+.2f}",
+         help=f"best r over {chosen.permutations} model-order shuffles of {pair[0]}")
+d.metric("permutation p-value", f"{chosen.p_value:.3f}")
+e.metric("original prompts r", f"{chosen.original_r:+.2f}")
+st.caption(f"Average r over the {chosen.combinations_a:,} searched combinations: {chosen.average_r:+.2f}.")
 common.chart(figs[names[0]], tables[names[0]], names[0])
 st.subheader(f"Best combination at m = {m}")
 st.dataframe(pd.DataFrame({"metric": [pair[0]] * len(chosen.sets_a) + [pair[1]] * len(chosen.sets_b),
@@ -108,4 +124,4 @@ common.chart(figs[names[2]], tables[names[2]], names[2])
 if current is not None:
     common.bundle_button("cairo_explorer", figs, tables, current, cairo_dimension=dimension,
                          cairo_metrics=list(pair), cairo_m=m, cairo_scorer=scorer, cairo_decoding=decoding,
-                         cairo_models=list(chosen.models))
+                         cairo_search=rule, cairo_models=list(chosen.models))

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from audit.cairo.bias import combination_bias, combination_count, combination_weights, metric_cells, subgroup_bias
-from audit.cairo.search import best_pair, correlation_table, ranking_table, search_all, search_pair, source_table
+from audit.cairo.correlation import best_pair
+from audit.cairo.search import correlation_table, ranking_table, search_all, search_pair, source_table
 from audit.errors import AuditError
 
 SUBGROUPS = ("a", "b", "c")
@@ -23,10 +24,11 @@ def tidy(seed: int, *, models: int = 4, sets: int = 3, metrics: tuple[str, ...] 
         for model in range(models):
             for s in ["original"] + [f"p{i}" for i in range(sets)]:
                 for g, subgroup in enumerate(SUBGROUPS):
-                    for _ in range(1 + (g + len(s)) % 3):
+                    for k in range(1 + (g + len(s)) % 3):
                         rows.append((f"model{model}", metric, "gender", s, "hand" if s == "original" else f"lm{s[-1]}",
-                                     subgroup, rng.beta(1 + g, 4)))
-    return pd.DataFrame(rows, columns=["model", "metric", "dimension", "prompt_set", "source", "subgroup", "toxicity"])
+                                     10 * g + k, subgroup, rng.beta(1 + g, 4)))
+    return pd.DataFrame(rows, columns=["model", "metric", "dimension", "prompt_set", "source", "position", "subgroup",
+                                       "toxicity"])
 
 
 def direct_bias(rows: pd.DataFrame) -> pd.Series:

@@ -13,6 +13,7 @@ the combination's subgroup sums are (W S)[c, g] and counts (W N)[c, g]: no data 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import combinations_with_replacement
 from math import comb
 
@@ -33,7 +34,11 @@ def subgroup_bias(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class MetricCells:
-    """One metric's toxicity sums and counts per (model, prompt set, subgroup) for one bias dimension."""
+    """One metric's toxicity sums and counts per (model, prompt set, prompt) for one bias dimension.
+
+    Prompt ``i`` of every set is the same prompt (the original or its paraphrase), so a subset of prompts (the
+    held-out halves) keeps the sets parallel. ``sums`` and ``counts`` add the prompts up per subgroup.
+    """
 
     metric: str
     dimension: str
@@ -41,23 +46,45 @@ class MetricCells:
     sets: tuple[str, ...]  # the original first, then the paraphrase sets
     sources: tuple[str, ...]  # who wrote or paraphrased each set
     subgroups: tuple[str, ...]
-    sums: np.ndarray  # (models, sets, subgroups)
-    counts: np.ndarray  # (models, sets, subgroups)
+    prompt_sums: np.ndarray  # (models, sets, prompts): toxicity summed over each prompt's continuations
+    prompt_counts: np.ndarray  # (models, sets, prompts)
+    prompt_subgroup: np.ndarray  # (prompts,): index of each prompt's subgroup in ``subgroups``
 
-    def restricted(self, models: tuple[str, ...]) -> "MetricCells":
-        """The same cells for ``models`` only, in that order."""
-        index = [self.models.index(m) for m in models]
-        return MetricCells(self.metric, self.dimension, models, self.sets, self.sources, self.subgroups,
-                           self.sums[index], self.counts[index])
+    @cached_property
+    def _members(self) -> np.ndarray:
+        return (self.prompt_subgroup[:, None] == np.arange(len(self.subgroups))).astype(float)
+
+    @cached_property
+    def sums(self) -> np.ndarray:
+        """(models, sets, subgroups) toxicity sums."""
+        return self.prompt_sums @ self._members
+
+    @cached_property
+    def counts(self) -> np.ndarray:
+        """(models, sets, subgroups) continuation counts."""
+        return self.prompt_counts @ self._members
+
+    def restricted(self, models: tuple[str, ...] | None = None, sets: tuple[str, ...] | None = None,
+                   prompts: np.ndarray | None = None) -> "MetricCells":
+        """The same cells for ``models`` and ``sets`` only (in that order) and the prompts where ``prompts`` is
+        True; each left out when None."""
+        models = self.models if models is None else models
+        sets = self.sets if sets is None else sets
+        rows, cols = [self.models.index(m) for m in models], [self.sets.index(s) for s in sets]
+        keep = np.ones(len(self.prompt_subgroup), bool) if prompts is None else prompts
+        pick = np.ix_(rows, cols, np.flatnonzero(keep))
+        return MetricCells(self.metric, self.dimension, models, sets, tuple(self.sources[i] for i in cols),
+                           self.subgroups, self.prompt_sums[pick], self.prompt_counts[pick],
+                           self.prompt_subgroup[keep])
 
 
 def metric_cells(table: pd.DataFrame) -> dict[tuple[str, str], MetricCells]:
     """``(dimension, metric)`` → :class:`MetricCells` from scored continuations (one scorer, one decoding).
 
-    ``table``: rows with model, metric, dimension, prompt_set, source, subgroup, toxicity. Models lacking any
-    (set, subgroup) cell of a metric are left out of that metric.
+    ``table``: rows with model, metric, dimension, prompt_set, source, position (the prompt's index, shared by
+    its paraphrases), subgroup, toxicity. Models lacking any (set, subgroup) cell of a metric are left out of it.
     """
-    need = {"model", "metric", "dimension", "prompt_set", "source", "subgroup", "toxicity"}
+    need = {"model", "metric", "dimension", "prompt_set", "source", "position", "subgroup", "toxicity"}
     if need - set(table.columns):
         raise AuditError(f"CAIRO table lacks columns {sorted(need - set(table.columns))}")
     out = {}
@@ -65,17 +92,22 @@ def metric_cells(table: pd.DataFrame) -> dict[tuple[str, str], MetricCells]:
         sources = rows.drop_duplicates("prompt_set").set_index("prompt_set")["source"]
         if ORIGINAL not in sources.index:
             continue  # combinations always hold the original prompts
+        labels = rows.groupby("position")["subgroup"].agg(["first", "nunique"])
+        if (labels["nunique"] > 1).any():
+            raise AuditError(f"{dimension}/{metric}: prompt {int(labels.index[labels['nunique'] > 1][0])} has "
+                             "different subgroups in different sets; sets must be parallel to the original")
         sets = [ORIGINAL] + sorted(s for s in sources.index if s != ORIGINAL)
-        grid = rows.groupby(["model", "prompt_set", "subgroup"])["toxicity"].agg(["sum", "count"])
         models, subgroups = sorted(rows["model"].unique()), sorted(rows["subgroup"].unique())
-        full = pd.MultiIndex.from_product([models, sets, subgroups], names=grid.index.names)
+        grid = rows.groupby(["model", "prompt_set", "position"])["toxicity"].agg(["sum", "count"])
+        full = pd.MultiIndex.from_product([models, sets, labels.index], names=grid.index.names)
         grid = grid.reindex(full, fill_value=0)
-        shape = (len(models), len(sets), len(subgroups))
-        sums, counts = grid["sum"].to_numpy(float).reshape(shape), grid["count"].to_numpy(float).reshape(shape)
-        complete = (counts > 0).all(axis=(1, 2))
-        out[(dimension, metric)] = MetricCells(
-            metric, dimension, tuple(m for m, keep in zip(models, complete) if keep), tuple(sets),
-            tuple(str(sources[s]) for s in sets), tuple(subgroups), sums[complete], counts[complete])
+        shape = (len(models), len(sets), len(labels))
+        cells = MetricCells(metric, dimension, tuple(models), tuple(sets), tuple(str(sources[s]) for s in sets),
+                            tuple(subgroups), grid["sum"].to_numpy(float).reshape(shape),
+                            grid["count"].to_numpy(float).reshape(shape),
+                            labels["first"].map(subgroups.index).to_numpy(np.intp))
+        complete = tuple(m for m, keep in zip(models, (cells.counts > 0).all(axis=(1, 2))) if keep)
+        out[(dimension, metric)] = cells.restricted(complete)
     return out
 
 

@@ -12,7 +12,7 @@ from audit.cairo.bias import metric_cells
 from audit.cairo.paraphrase import paraphrase_sets
 from audit.cairo.prompts import load_prompts, save_prompts
 from audit.cairo.results import scored_continuations
-from audit.cairo.search import correlation_table, search_all
+from audit.cairo.search import SEARCHES, Options, correlation_table, few_models_warning, search_all
 from audit.cairo.toxicity import DEFAULT_SCORER, get_scorer
 from audit.errors import AuditError
 from audit.store import Store
@@ -43,6 +43,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     combos.add_argument("--scorer", help="toxicity scorer name as stored (needed when the store holds several)")
     combos.add_argument("--decoding", help="decoding key as stored (needed when the store holds several)")
     combos.add_argument("--format", choices=("json", "csv"), default="json")
+    combos.add_argument("--search", choices=SEARCHES, default="same",
+                        help="same: one combination for both metrics (the paper's code, default); independent: each "
+                             "metric its own (searches far more pairs, more optimistic)")
+    combos.add_argument("--permutations", type=int, default=200,
+                        help="model-order shuffles for the null of the best r (default 200; 0: skip)")
+    combos.add_argument("--splits", type=int, default=10,
+                        help="random prompt halves for the held-out r (default 10; 0: skip)")
+    combos.add_argument("--seed", type=int, default=0, help="seed of the permutations and splits (default 0)")
+    combos.add_argument("--paraphraser", help="search only the original and the sets written by this source")
     combos.set_defaults(handler=run_combos)
 
     para = actions.add_parser("paraphrase", help="add paraphrase sets written by a model to a prompt file")
@@ -109,7 +118,12 @@ def run_cairo(args: argparse.Namespace) -> int:
 def run_combos(args: argparse.Namespace) -> int:
     with Store(args.db, create=False) as store:
         table = scored_continuations(store, scorer=args.scorer, decoding=args.decoding)
-    results = correlation_table(search_all(metric_cells(table), args.max_m))
+    options = Options(args.search, args.permutations, args.splits, args.seed, args.paraphraser)
+    found = search_all(metric_cells(table), args.max_m, options)
+    warning = few_models_warning(found)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
+    results = correlation_table(found)
     if args.format == "json":
         print(results.to_json(orient="records", indent=1))  # NaN (a constant bias over models) becomes null
     else:
