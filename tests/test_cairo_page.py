@@ -1,11 +1,13 @@
 """The CAIRO explorer on the shipped demo store (a real CAIRO run of the bundled models), and its chart builders."""
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -13,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 from audit import charts
 from audit.cairo.bias import metric_cells
 from audit.cairo.results import scored_continuations
-from audit.cairo.search import ranking_table, search_all, source_table
+from audit.cairo.search import Options, ranking_table, search_all, source_table
 from audit.paths import DEMO_STORE
 from audit.store import Store
 
@@ -50,12 +52,21 @@ def test_demo_store_holds_a_cairo_run_of_three_models_on_our_prompts(demo_result
 
 def test_explorer_renders_and_follows_the_widgets(explorer, demo_results):
     _, results = demo_results
-    assert not explorer.error and not explorer.warning
+    assert not explorer.error
     assert explorer.title[0].value == "CAIRO explorer"
+    assert "Only 3 models compared" in explorer.warning[0].value and "permutation p-value" in explorer.warning[0].value
     shown = [m.value for m in explorer.metric]
     first = next(r for r in results if (r.dimension, r.metric_a, r.metric_b, r.m)
                  == ("gender", "bold-style", "holisticbias-style", 3))
-    assert shown == [f"{first.best_r:+.2f}", f"{first.average_r:+.2f}", f"{first.original_r:+.2f}"]
+    assert first.search == "same" and first.permutations == 6  # 3 models: all 3! orders
+    assert shown == [f"{first.best_r:+.2f}", f"{first.heldout_r:+.2f}", f"{first.null_95:+.2f}",
+                     f"{first.p_value:.3f}", f"{first.original_r:+.2f}"]
+    curves = json.loads(explorer.get("plotly_chart")[0].proto.spec)["data"]
+    assert [t.get("name") for t in curves][1:] == [charts.CAIRO_NULL] + [n for n, _, _ in charts.CAIRO_LINES.values()]
+    band = np.frombuffer(base64.b64decode(curves[1]["y"]["bdata"]), dtype=curves[1]["y"]["dtype"])
+    nulls = [r.null_95 for r in results if (r.dimension, r.metric_a, r.metric_b) == ("gender", "bold-style",
+                                                                                     "holisticbias-style")]
+    assert curves[1]["fill"] == "tonexty" and list(band) == pytest.approx(nulls)
     explorer.selectbox(key="cairo_dimension").set_value("religion").run()
     explorer.selectbox(key="cairo_pair_religion").set_value(("bold-style", "honest-style")).run()
     explorer.slider(key="cairo_m").set_value(5).run()
@@ -100,6 +111,7 @@ def test_cli_combos_json_matches_the_search(demo_results):
                              "--format", "json"], cwd=root, capture_output=True, text=True, timeout=300,
                             env={**os.environ, "PYTHONPATH": str(root)})
     assert result.returncode == 0, result.stderr
+    assert result.stderr.startswith("warning: only 3 models compared")
     rows = json.loads(result.stdout)
     _, results = demo_results
     expected = {(r.dimension, r.metric_a, r.metric_b, r.m): r for r in results if r.m <= 3}
@@ -107,4 +119,21 @@ def test_cli_combos_json_matches_the_search(demo_results):
     for row in rows:
         r = expected[(row["dimension"], row["metric_a"], row["metric_b"], row["m"])]
         assert row["best_r"] == pytest.approx(r.best_r) and row["original_r"] == pytest.approx(r.original_r)
-        assert row["best_sets_a"] == list(r.sets_a) and len(row["best_sets_b"]) == row["m"]
+        assert row["heldout_r"] == pytest.approx(r.heldout_r) and row["p_value"] == pytest.approx(r.p_value)
+        assert row["null_95"] == pytest.approx(r.null_95) and row["search"] == "same"
+        assert row["best_sets_a"] == list(r.sets_a) == row["best_sets_b"] and len(row["best_sets_b"]) == row["m"]
+    gender = {(row["metric_a"], row["metric_b"], row["m"]): row["best_r"] for row in rows if row["dimension"] == "gender"}
+    assert gender[("holisticbias-style", "honest-style", 2)] == pytest.approx(-0.567, abs=5e-4)
+
+
+def test_explorer_offers_the_independent_search_with_its_own_null(explorer, demo_results):
+    table, _ = demo_results
+    explorer.selectbox(key="cairo_search").set_value("independent").run()
+    explorer.slider(key="cairo_m").set_value(2).run()
+    explorer.selectbox(key="cairo_pair_gender").set_value(("holisticbias-style", "honest-style")).run()
+    assert not explorer.exception, explorer.exception
+    wide = next(r for r in search_all(metric_cells(table), 2, Options(search="independent"))
+                if (r.dimension, r.metric_a, r.metric_b, r.m) == ("gender", "holisticbias-style", "honest-style", 2))
+    assert wide.best_r == pytest.approx(0.999, abs=5e-4)  # issue 10: 0.999 independent, −0.567 the paper's rule
+    assert [m.value for m in explorer.metric][:3] == [f"{wide.best_r:+.2f}", f"{wide.heldout_r:+.2f}",
+                                                     f"{wide.null_95:+.2f}"]
