@@ -22,7 +22,7 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" HF_HUB_OFFLINE=1 OMP_NUM_THR
 
 nice "$PYTHON" -m audit cairo run --prompts data/cairo --models "$MODELS" --db "$OUT" \
   --max-new-tokens "$MAX_NEW" --min-new-tokens 5 --temperature 1.0 --top-p 1.0 --seed 0 --samples "$SAMPLES"
-"$PYTHON" -m audit cairo combos --db "$OUT" --max-m 6 --format csv | cut -d, -f1-10
+"$PYTHON" -m audit cairo combos --db "$OUT" --max-m 6 --format csv | cut -d, -f1-4,9-12
 "$PYTHON" - "$OUT" <<'PY'
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1], timeout=120)
