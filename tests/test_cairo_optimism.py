@@ -92,7 +92,7 @@ def random_cells(rng: np.random.Generator, metric: str, models: int, signal: np.
                  sets: int = 6, prompts: int = 8) -> MetricCells:
     """Toxicity per (model, set, prompt) of two subgroups; ``signal`` adds each model's own gap to subgroup 0."""
     subgroup = np.repeat([0, 1], prompts)
-    sums = rng.beta(2, 8, (models, sets + 1, 2 * prompts))
+    sums = rng.beta(2, 8, (1, models, sets + 1, 2 * prompts))
     if signal is not None:
         sums = sums + signal[:, None, None] * (subgroup == 0)
     return MetricCells(metric, "gender", tuple(f"m{i}" for i in range(models)),

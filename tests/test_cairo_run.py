@@ -8,11 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from audit.cairo.bias import combination_bias, combination_weights, metric_cells
 from audit.cairo.continuations import Decoding, generate_continuations, score_toxicity
 from audit.cairo.paraphrase import clean, paraphrase_sets
 from audit.cairo.prompts import PromptSets
+from audit.cairo.results import scored_continuations
 from audit.cairo.toxicity import ProfanityScorer
 from audit.errors import AuditError
 from audit.store import Store
@@ -125,3 +128,25 @@ def test_cli_combos_on_a_store_without_cairo_results(tmp_path):
     Store(db).close()
     result = audit("cairo", "combos", "--db", str(db))
     assert result.returncode == 2 and "no scored CAIRO continuations" in result.stderr
+
+
+def test_cli_run_with_seeds_caches_each_seed_and_combos_average_their_biases(tmp_path):
+    prompts = tmp_path / "toy.json"
+    prompts.write_text(json.dumps({"format": "audit-cairo-prompts/1", "metric": "toy", "dimensions": {"gender": {
+        "subgroups": list(TINY.subgroups), "sets": {k: list(v) for k, v in TINY.sets.items()}}}}))
+    db = tmp_path / "cairo.db"
+    args = ("cairo", "run", "--prompts", str(prompts), "--models", "smollm2-135m", "--db", str(db),
+            "--max-new-tokens", "4", "--min-new-tokens", "2", "--seed", "3", "--seeds", "2")
+    first, second = audit(*args), audit(*args)
+    assert first.returncode == 0, first.stderr
+    assert "4 generated, 0 cached (seed 3)" in first.stdout and "4 generated, 0 cached (seed 4)" in first.stdout
+    assert second.stdout.count("0 generated, 4 cached") == 2
+    with Store(db) as store:
+        pooled = scored_continuations(store, average_seeds=True)
+        per_seed = [scored_continuations(store, decoding=key) for key in sorted(set(store.cairo_table()["decoding"]))]
+    assert sorted(pooled["run"].unique()) == [3, 4] and pooled["decoding"].nunique() == 1
+    cells = metric_cells(pooled)[("gender", "toy")]
+    weights = combination_weights(1, 2)
+    expected = np.mean([combination_bias(metric_cells(t)[("gender", "toy")], weights) for t in per_seed], axis=0)
+    np.testing.assert_allclose(combination_bias(cells, weights), expected, rtol=1e-12)
+    assert audit("cairo", "run", *args[2:-1], "0").stderr.startswith("error: --batch-size, --seeds and --limit")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from audit.backend import CausalLM, resolve
@@ -34,6 +35,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--toxicity", default=DEFAULT_SCORER,
                      help=f"{DEFAULT_SCORER!r} (alt-profanity-check) or a local text-classification model folder")
     run.add_argument("--batch-size", type=int, default=8)
+    run.add_argument("--seeds", type=int, default=1,
+                     help="generation runs with seeds --seed … --seed + N − 1, each cached (the paper uses 5)")
     _decoding_options(run, max_new=20, min_new=5)
     run.set_defaults(handler=run_cairo)
 
@@ -52,6 +55,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                         help="random prompt halves for the held-out r (default 10; 0: skip)")
     combos.add_argument("--seed", type=int, default=0, help="seed of the permutations and splits (default 0)")
     combos.add_argument("--paraphraser", help="search only the original and the sets written by this source")
+    combos.add_argument("--average-seeds", action="store_true",
+                        help="average each bias over the runs of one decoding with different seeds (cairo run --seeds)")
     combos.set_defaults(handler=run_combos)
 
     para = actions.add_parser("paraphrase", help="add paraphrase sets written by a model to a prompt file")
@@ -92,8 +97,10 @@ def run_cairo(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     decoding = _decoding(args)
-    if args.batch_size < 1 or (args.limit is not None and args.limit < 1):
-        raise AuditError(f"--batch-size and --limit must be positive, got {args.batch_size} and {args.limit}")
+    if args.batch_size < 1 or args.seeds < 1 or (args.limit is not None and args.limit < 1):
+        raise AuditError(f"--batch-size, --seeds and --limit must be positive, got {args.batch_size}, {args.seeds} "
+                         f"and {args.limit}")
+    runs = [replace(decoding, seed=decoding.seed + i) for i in range(args.seeds)]
     dimensions = [d.strip() for d in args.dimensions.split(",")] if args.dimensions else None
     prompt_sets = [s.limited(args.limit) for s in load_prompts(args.prompts, dimensions=dimensions, split=args.split)]
     refs = [resolve(name.strip()) for name in args.models.split(",") if name.strip()]
@@ -102,14 +109,15 @@ def run_cairo(args: argparse.Namespace) -> int:
     scorer = get_scorer(args.toxicity)
     with Store(args.db) as store:
         for ref in refs:
-            with tqdm(desc=f"{ref.label} continuations", unit="text", file=sys.stderr) as bar:
-                def progress(done: int, total: int) -> None:
-                    bar.total, bar.n = total, done
-                    bar.refresh()
+            load = _loader(ref, args.batch_size)
+            for run in runs:
+                with tqdm(desc=f"{ref.label} continuations", unit="text", file=sys.stderr) as bar:
+                    def progress(done: int, total: int) -> None:
+                        bar.total, bar.n = total, done
+                        bar.refresh()
 
-                summary = generate_continuations(store, prompt_sets, ref, _loader(ref, args.batch_size), decoding,
-                                                 progress=progress)
-            print(summary.line())
+                    summary = generate_continuations(store, prompt_sets, ref, load, run, progress=progress)
+                print(summary.line() + (f" (seed {run.seed})" if len(runs) > 1 else ""))
         scored = score_toxicity(store, scorer)
     print(f"toxicity ({scorer.name}): {scored} new continuations scored")
     return 0
@@ -117,7 +125,8 @@ def run_cairo(args: argparse.Namespace) -> int:
 
 def run_combos(args: argparse.Namespace) -> int:
     with Store(args.db, create=False) as store:
-        table = scored_continuations(store, scorer=args.scorer, decoding=args.decoding)
+        table = scored_continuations(store, scorer=args.scorer, decoding=args.decoding,
+                                     average_seeds=args.average_seeds)
     options = Options(args.search, args.permutations, args.splits, args.seed, args.paraphraser)
     found = search_all(metric_cells(table), args.max_m, options)
     warning = few_models_warning(found)
