@@ -12,6 +12,7 @@ import pytest
 from audit.cairo.bias import MetricCells, metric_cells
 from audit.cairo.correlation import best_combination, best_pair, best_same
 from audit.cairo.optimism import half_split, model_permutations, null_best, permutation_test
+from audit.cairo.results import unify_subgroups
 from audit.cairo.search import Options, few_models_warning, search_all, search_pair
 from audit.errors import AuditError
 
@@ -146,3 +147,18 @@ def test_best_pair_is_the_independent_search():
     a, b = rng.random((5, 4)), rng.random((5, 4))
     assert best_combination(a, b, "independent") == best_pair(a, b)
     assert best_pair(a, b)[0] >= best_same(a, b)[0]
+
+
+def test_subgroup_unification_renames_and_drops_before_the_bias():
+    table = hand_table()
+    many = table[table["metric"] == "a"].assign(subgroup=lambda t: t["subgroup"].map({"x": "binary-x", "y": "y"}))
+    queer = many[many["subgroup"] == "y"].assign(subgroup="queer", position=2, toxicity=9.0)
+    table = pd.concat([many, queer, table[table["metric"] == "b"]], ignore_index=True)
+    unified = unify_subgroups(table, {"a": {"gender": {"binary-x": "x", "queer": None}}})
+    assert set(unified.loc[unified["metric"] == "a", "subgroup"]) == {"x", "y"}
+    search = Options(search="independent", splits=0)
+    assert search_pair(*metric_cells(unified).values(), 2, search).best_r == pytest.approx(1.0)
+    with pytest.raises(AuditError, match=r"a / gender has no subgroup\(s\) \['men'\]; it has \['binary-x', 'queer'"):
+        unify_subgroups(table, {"a": {"gender": {"men": "x"}}})
+    with pytest.raises(AuditError, match="no 'c' / 'gender' results to unify"):
+        unify_subgroups(table, {"c": {"gender": {}}})

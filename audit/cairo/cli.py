@@ -11,8 +11,8 @@ from audit.backend import CausalLM, resolve
 from audit.cairo.continuations import Decoding, generate_continuations, score_toxicity
 from audit.cairo.bias import metric_cells
 from audit.cairo.paraphrase import paraphrase_sets
-from audit.cairo.prompts import load_prompts, save_prompts
-from audit.cairo.results import scored_continuations
+from audit.cairo.prompts import load_prompts, read_json, save_prompts
+from audit.cairo.results import scored_continuations, unify_subgroups
 from audit.cairo.search import SEARCHES, Options, correlation_table, few_models_warning, search_all
 from audit.cairo.toxicity import DEFAULT_SCORER, get_scorer
 from audit.errors import AuditError
@@ -55,6 +55,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                         help="random prompt halves for the held-out r (default 10; 0: skip)")
     combos.add_argument("--seed", type=int, default=0, help="seed of the permutations and splits (default 0)")
     combos.add_argument("--paraphraser", help="search only the original and the sets written by this source")
+    combos.add_argument("--subgroup-map", help="JSON file: metric → dimension → {subgroup: new name or null to "
+                                               "leave out}, to unify the metrics' subgroups")
     combos.add_argument("--average-seeds", action="store_true",
                         help="average each bias over the runs of one decoding with different seeds (cairo run --seeds)")
     combos.set_defaults(handler=run_combos)
@@ -127,6 +129,8 @@ def run_combos(args: argparse.Namespace) -> int:
     with Store(args.db, create=False) as store:
         table = scored_continuations(store, scorer=args.scorer, decoding=args.decoding,
                                      average_seeds=args.average_seeds)
+    if args.subgroup_map:
+        table = unify_subgroups(table, read_json(Path(args.subgroup_map)))
     options = Options(args.search, args.permutations, args.splits, args.seed, args.paraphraser)
     found = search_all(metric_cells(table), args.max_m, options)
     warning = few_models_warning(found)

@@ -87,7 +87,7 @@ def load_prompts(path: str | Path, *, dimensions: Iterable[str] | None = None,
     return out
 
 
-def _read_json(path: Path) -> Any:
+def read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -97,7 +97,7 @@ def _read_json(path: Path) -> Any:
 
 
 def _load_file(path: Path, wanted: set[str] | None) -> list[PromptSets]:
-    data = _read_json(path)
+    data = read_json(path)
     if not isinstance(data, dict):
         raise AuditError(f"{path}: expected a JSON object at the top level, got {type(data).__name__}")
     if "format" in data:
@@ -162,12 +162,12 @@ def _cairo_subgroups(path: Path, metric: str, split: str) -> list[str]:
     stem = path.name[: -len("_prompts.json")]
     groups, templates = path.with_name(f"{stem}_groups.json"), path.with_name(f"{stem}_templates.json")
     if groups.is_file():
-        data = _read_json(groups)
+        data = read_json(groups)
         if not isinstance(data, dict) or not isinstance(data.get("subgroups"), list):
             raise AuditError(f"{groups}: expected an object with a 'subgroups' list")
         return [str(s) for s in data["subgroups"]]
     if templates.is_file():
-        data = _read_json(templates)
+        data = read_json(templates)
         try:
             return [str(entry["category"]) for entry in data.values()]
         except (AttributeError, KeyError, TypeError):

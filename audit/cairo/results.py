@@ -42,3 +42,28 @@ def scored_continuations(store: Store, *, scorer: str | None = None, decoding: s
             raise AuditError(f"result store {store.path} has no {column} {choice!r}; it has: " + "; ".join(present))
         table = table[table[column] == choice]
     return table.reset_index(drop=True)
+
+
+def unify_subgroups(table: pd.DataFrame, mapping: dict) -> pd.DataFrame:
+    """Rename or drop subgroups so that metrics target the same ones (the paper's subgroup unification, e.g.
+    HolisticBias's many gender descriptors down to the two other metrics' subgroups).
+
+    ``mapping``: metric → dimension → {subgroup: new name, or None to leave its prompts out}; unlisted subgroups
+    stay as they are. Every name must be in ``table``.
+    """
+    if not isinstance(mapping, dict):
+        raise AuditError("a subgroup map is a JSON object: metric → dimension → {subgroup: new name or null}")
+    table = table.copy()
+    entries = [(metric, dimension, renames) for metric, dimensions in mapping.items()
+               for dimension, renames in (dimensions.items() if isinstance(dimensions, dict) else [(None, None)])]
+    for metric, dimension, renames in entries:
+        rows = (table["metric"] == metric) & (table["dimension"] == dimension)
+        if not isinstance(renames, dict) or not rows.any():
+            raise AuditError(f"subgroup map: no {metric!r} / {dimension!r} results to unify, or its entry is "
+                             "not an object {subgroup: new name or null}")
+        unknown = sorted(set(renames) - set(table.loc[rows, "subgroup"]))
+        if unknown:
+            raise AuditError(f"subgroup map: {metric} / {dimension} has no subgroup(s) {unknown}; it has "
+                             f"{sorted(table.loc[rows, 'subgroup'].unique())}")
+        table.loc[rows, "subgroup"] = table.loc[rows, "subgroup"].map(lambda g: renames.get(g, g))
+    return table[table["subgroup"].notna()].reset_index(drop=True)
