@@ -37,7 +37,8 @@ def test_every_page_renders_on_the_demo_store(demo):
         demo.switch_page(page).run()
         assert not demo.exception, (page, demo.exception)
         assert not demo.error, (page, [e.value for e in demo.error])
-        assert not demo.warning, (page, [w.value for w in demo.warning])
+        expected = ["Only 3 models compared"] if page == "pages/cairo_explorer.py" else []  # 3 demo models
+        assert [w.value[:22] for w in demo.warning] == expected, (page, [w.value for w in demo.warning])
         assert demo.title, page
 
 
