@@ -9,6 +9,7 @@ import streamlit as st
 
 from audit import charts
 from audit.cairo.bias import metric_cells
+from audit.cairo.prompts import ORIGINAL
 from audit.cairo.results import scored_continuations
 from audit.cairo.search import (Options, PairResult, correlation_table, few_models_warning, ranking_table,
                                 search_all, source_table)
@@ -22,29 +23,30 @@ SEARCH_LABELS = {"same": "same combination for both metrics (the paper's code)",
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def choices(path: str, version: tuple) -> tuple[list[str], list[str]]:
-    """The toxicity scorers and decodings with scored CAIRO continuations in the store."""
+def choices(path: str, version: tuple) -> tuple[list[str], list[str], list[str]]:
+    """The toxicity scorers, decodings and paraphrase-set sources with scored CAIRO continuations in the store."""
     with Store(path, create=False) as store:
         table = store.cairo_table()
-    return sorted(table["scorer"].unique()), sorted(table["decoding"].unique())
+    return (sorted(table["scorer"].unique()), sorted(table["decoding"].unique()),
+            sorted(table.loc[table["prompt_set"] != ORIGINAL, "source"].unique()))
 
 
 @st.cache_data(show_spinner="Searching prompt combinations…", max_entries=8)
-def search(path: str, version: tuple, scorer: str, decoding: str,
-           rule: str = "same") -> tuple[list[PairResult], pd.DataFrame]:
+def search(path: str, version: tuple, scorer: str, decoding: str, rule: str = "same",
+           paraphraser: str | None = None) -> tuple[list[PairResult], pd.DataFrame]:
     """CAIRO (search ``rule``, with its permutation null and held-out r) for every dimension, metric pair and
-    m = 1 … MAX_M, and its correlation table."""
+    m = 1 … MAX_M (on the sets ``paraphraser`` wrote, when given), and its correlation table."""
     with Store(path, create=False) as store:
         table = scored_continuations(store, scorer=scorer, decoding=decoding)
-    results = search_all(metric_cells(table), MAX_M, Options(search=rule))
+    results = search_all(metric_cells(table), MAX_M, Options(search=rule, paraphraser=paraphraser))
     return results, correlation_table(results)
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def figures(path: str, version: tuple, scorer: str, decoding: str, rule: str, dimension: str, pair: tuple[str, str],
-            m: int) -> tuple[dict[str, go.Figure], dict[str, pd.DataFrame]]:
+def figures(path: str, version: tuple, scorer: str, decoding: str, rule: str, paraphraser: str | None, dimension: str,
+            pair: tuple[str, str], m: int) -> tuple[dict[str, go.Figure], dict[str, pd.DataFrame]]:
     """The page's three figures and their tables for one dimension, metric pair and m."""
-    results, table = search(path, version, scorer, decoding, rule)
+    results, table = search(path, version, scorer, decoding, rule, paraphraser)
     mine = [r for r in results if r.dimension == dimension and (r.metric_a, r.metric_b) == pair]
     chosen = next(r for r in mine if r.m == m)
     rows = table[(table["dimension"] == dimension) & (table["metric_a"] == pair[0]) & (table["metric_b"] == pair[1])]
@@ -74,7 +76,7 @@ if not Path(path).is_file():
     st.stop()
 version = common.store_version(path)
 try:
-    scorers, decodings = choices(path, version)
+    scorers, decodings, writers = choices(path, version)
 except AuditError as exc:
     st.info("Cannot read CAIRO results from this store:")
     st.code(str(exc), language=None)
@@ -86,8 +88,10 @@ left, middle, right = st.columns(3)
 scorer = left.selectbox("toxicity scorer", scorers, key="cairo_scorer")
 decoding = middle.selectbox("decoding", decodings, key="cairo_decoding")
 rule = right.selectbox("combination search", list(SEARCH_LABELS), format_func=SEARCH_LABELS.get, key="cairo_search")
+paraphraser = left.selectbox("paraphrase sets written by", [None, *writers], key="cairo_paraphraser",
+                             format_func=lambda source: "every source" if source is None else source)
 try:
-    results, table = search(path, version, scorer, decoding, rule)
+    results, table = search(path, version, scorer, decoding, rule, paraphraser)
 except AuditError as exc:
     st.info("No CAIRO correlations for these results:")
     st.code(str(exc), language=None)
@@ -99,7 +103,7 @@ pairs = sorted({(a, b) for d, a, b in zip(table["dimension"], table["metric_a"],
 pair = middle.selectbox("metric pair", pairs, format_func=" vs ".join, key=f"cairo_pair_{dimension}")
 m = right.slider("prompt sets per combination (m)", 1, MAX_M, min(3, MAX_M), key="cairo_m",
                  help="The original prompts plus m − 1 paraphrase sets, drawn with replacement.")
-figs, tables = figures(path, version, scorer, decoding, rule, dimension, pair, m)
+figs, tables = figures(path, version, scorer, decoding, rule, paraphraser, dimension, pair, m)
 names = list(figs)
 chosen = next(r for r in results if r.dimension == dimension and (r.metric_a, r.metric_b) == pair and r.m == m)
 warning = few_models_warning([chosen])
@@ -124,4 +128,4 @@ common.chart(figs[names[2]], tables[names[2]], names[2])
 if current is not None:
     common.bundle_button("cairo_explorer", figs, tables, current, cairo_dimension=dimension,
                          cairo_metrics=list(pair), cairo_m=m, cairo_scorer=scorer, cairo_decoding=decoding,
-                         cairo_search=rule, cairo_models=list(chosen.models))
+                         cairo_search=rule, cairo_paraphraser=paraphraser, cairo_models=list(chosen.models))

@@ -137,3 +137,7 @@ def test_explorer_offers_the_independent_search_with_its_own_null(explorer, demo
     assert wide.best_r == pytest.approx(0.999, abs=5e-4)  # issue 10: 0.999 independent, −0.567 the paper's rule
     assert [m.value for m in explorer.metric][:3] == [f"{wide.best_r:+.2f}", f"{wide.heldout_r:+.2f}",
                                                      f"{wide.null_95:+.2f}"]
+    explorer.selectbox(key="cairo_paraphraser").set_value("qwen2.5-coder-0.5b").run()
+    assert not explorer.exception, explorer.exception
+    sets = explorer.dataframe[-1].value
+    assert set(sets["written by"]) <= {"original", "qwen2.5-coder-0.5b"} and len(sets) == 4
