@@ -86,13 +86,18 @@ def test_clean_takes_the_first_line_without_markers():
     assert clean("   \n") == ""
 
 
-def test_cli_run_twice_then_combos_needs_three_models(tmp_path):
+def toy_run(tmp_path: Path) -> tuple[Path, tuple[str, ...]]:
+    """(store, ``cairo run`` arguments) of the tiny prompt file written under ``tmp_path``, 2–4 new tokens."""
     prompts = tmp_path / "toy.json"
     prompts.write_text(json.dumps({"format": "audit-cairo-prompts/1", "metric": "toy", "dimensions": {"gender": {
         "subgroups": list(TINY.subgroups), "sets": {k: list(v) for k, v in TINY.sets.items()}}}}))
     db = tmp_path / "cairo.db"
-    args = ("cairo", "run", "--prompts", str(prompts), "--models", "smollm2-135m", "--db", str(db),
-            "--max-new-tokens", "4", "--min-new-tokens", "2")
+    return db, ("cairo", "run", "--prompts", str(prompts), "--models", "smollm2-135m", "--db", str(db),
+                "--max-new-tokens", "4", "--min-new-tokens", "2")
+
+
+def test_cli_run_twice_then_combos_needs_three_models(tmp_path):
+    db, args = toy_run(tmp_path)
     first, second = audit(*args), audit(*args)
     assert first.returncode == 0, first.stderr
     assert "4 continuations, 4 generated, 0 cached" in first.stdout
@@ -131,12 +136,8 @@ def test_cli_combos_on_a_store_without_cairo_results(tmp_path):
 
 
 def test_cli_run_with_seeds_caches_each_seed_and_combos_average_their_biases(tmp_path):
-    prompts = tmp_path / "toy.json"
-    prompts.write_text(json.dumps({"format": "audit-cairo-prompts/1", "metric": "toy", "dimensions": {"gender": {
-        "subgroups": list(TINY.subgroups), "sets": {k: list(v) for k, v in TINY.sets.items()}}}}))
-    db = tmp_path / "cairo.db"
-    args = ("cairo", "run", "--prompts", str(prompts), "--models", "smollm2-135m", "--db", str(db),
-            "--max-new-tokens", "4", "--min-new-tokens", "2", "--seed", "3", "--seeds", "2")
+    db, args = toy_run(tmp_path)
+    args += ("--seed", "3", "--seeds", "2")
     first, second = audit(*args), audit(*args)
     assert first.returncode == 0, first.stderr
     assert "4 generated, 0 cached (seed 3)" in first.stdout and "4 generated, 0 cached (seed 4)" in first.stdout
