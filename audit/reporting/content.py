@@ -80,25 +80,31 @@ def tool_version() -> str:
     return done.stdout.strip() or "unknown"
 
 
-def _scores(store: Store, settings: ReportSettings) -> tuple[str, pd.DataFrame]:
-    table = score_table(store)
-    table = table[table["mode"] == settings.mode]
-    tasks = sorted(table["task"].unique())
+def load_scores(settings: ReportSettings, table: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The score rows of the settings' mode, task and models, read from ``table`` or else from the store."""
+    if table is None:
+        if not Path(settings.store).is_file():
+            raise AuditError(f"result store {settings.store} does not exist")
+        with Store(settings.store, create=False) as store:
+            table = score_table(store)
+    table = table[table["mode"].astype(str) == settings.mode]
+    tasks = sorted(table["task"].astype(str).unique())
     if not tasks:
-        raise AuditError(f"the store holds no {settings.mode} scores")
+        raise AuditError(f"no {settings.mode} scores")
     task = settings.task or (tasks[0] if len(tasks) == 1 else None)
     if task not in tasks:
         raise AuditError(f"task {settings.task!r} has no {settings.mode} scores; pass --task, one of: "
-                         f"{', '.join(tasks)}" if settings.task else f"the store holds several tasks; pass --task, "
+                         f"{', '.join(tasks)}" if settings.task else f"the scores hold several tasks; pass --task, "
                                                                       f"one of: {', '.join(tasks)}")
-    table = table[table["task"] == task]
-    missing = [m for m in settings.models if m not in set(table["model"])]
+    table = table[table["task"].astype(str) == task]
+    models = set(table["model"].astype(str))
+    missing = [m for m in settings.models if m not in models]
     if missing:
         raise AuditError(f"model {missing[0]!r} has no {settings.mode} scores for task {task!r}; models are: "
-                         f"{', '.join(sorted(table['model'].unique()))}")
+                         f"{', '.join(sorted(models))}")
     if settings.models:
-        table = table[table["model"].isin(settings.models)]
-    return task, table.reset_index(drop=True)
+        table = table[table["model"].astype(str).isin(settings.models)]
+    return table.reset_index(drop=True)
 
 
 def _models(store: Store, scores: pd.DataFrame) -> pd.DataFrame:
@@ -149,10 +155,9 @@ def _diagnostics(store: Store, scores: pd.DataFrame, mode: str) -> pd.DataFrame:
 
 def collect(settings: ReportSettings) -> ReportData:
     """Read the store and compute every table of the report (an AuditError on bad settings, store untouched)."""
-    if not Path(settings.store).is_file():
-        raise AuditError(f"result store {settings.store} does not exist")
+    scores = load_scores(settings)
+    task = str(scores["task"].iloc[0])
     with Store(settings.store, create=False) as store:
-        task, scores = _scores(store, settings)
         models, prompts = _models(store, scores), _prompts(store, task, scores, settings.mode)
         diagnostics = _diagnostics(store, scores, settings.mode)
     engine = MetricEngine(scores, reference=settings.reference, pool=settings.design, ci=settings.ci,
