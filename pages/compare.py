@@ -1,4 +1,6 @@
 """Compare two audited systems (two models, or one model at two precisions) on the candidates both scored."""
+from html import escape
+
 import pandas as pd
 import streamlit as st
 
@@ -55,7 +57,7 @@ except AuditError as exc:
 gap = st.radio("gap", list(charts.GAP_NAMES), format_func=charts.GAP_NAMES.get, key="compare_gap", horizontal=True)
 shown = gaps[gaps["group"].isin(current.groups)]
 figure = charts.comparison_dots(shown, gap=gap, title=f"{charts.GAP_NAMES[gap]}(B) − {charts.GAP_NAMES[gap]}(A) at "
-                                                     f"k = {k}: A = {a}, B = {b}")
+                                                     f"k = {k}: A = {escape(a)}, B = {escape(b)}")
 common.chart(figure, shown, f"compare_{gap}_k{k}")
 st.subheader("Rank correlation of scores")
 st.dataframe(correlation, hide_index=True, width="stretch", key="compare_correlation")

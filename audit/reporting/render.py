@@ -82,7 +82,7 @@ def _gaps(data: ReportData) -> str:
     for model, rows in data.metrics.groupby("model", sort=True):
         mean = rows.groupby(["model", "group", "k"], as_index=False)[["dp_gap", "eo_gap"]].mean()
         for gap in charts.GAP_NAMES:
-            parts.append(_figure(charts.gap_curves(mean, gap=gap, title=f"{charts.GAP_NAMES[gap]} against k: {model}")))
+            parts.append(_figure(charts.gap_curves(mean, gap=gap, title=f"{charts.GAP_NAMES[gap]} against k: {escape(model)}")))
     at_k = data.at_k
     correlations = data.correlations
     overall = correlations[correlations["scope"] == "overall"].reset_index(drop=True)
