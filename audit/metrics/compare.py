@@ -1,7 +1,7 @@
 """Compare two audited systems A and B (two models, one model at two precisions, …) on the same candidates.
 
-Per (subtask, mode, group ≠ reference, k): ΔDP(B) − ΔDP(A) and ΔEO(B) − ΔEO(A) with a *paired* percentile bootstrap
-interval: each replicate redraws the candidates of every group with replacement (group sizes kept) and gives the very
+Per (subtask, mode, group ≠ reference, k): ΔDP(B) − ΔDP(A) and ΔEO(B) − ΔEO(A) with a *paired* percentile
+bootstrap interval: each replicate redraws the candidates of every group with replacement (group sizes kept) and gives the very
 same redrawn candidates to A and B, so what the two systems share cancels. Comparing a system with itself gives
 exactly 0 with a zero-width interval. Also per candidate: its chance of selection at k under A and B (the exact
 rank law of :mod:`audit.metrics.pools`) and whether it flips (selected more likely than not under one system only),

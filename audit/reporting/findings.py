@@ -15,8 +15,8 @@ MAX_FINDINGS = 12
 
 
 def group_name(code: str, named: bool = True) -> str:
-    """``B_M`` → ``Black men``, ``B`` → ``Black``, ``F`` → ``women`` for the resume task's codes (``named``); other
-    names are returned unchanged."""
+    """``B_M`` → ``Black men``, ``B`` → ``Black``, ``F`` → ``women`` for the resume task's codes (``named``);
+    other names are returned unchanged."""
     race, _, gender = str(code).partition("_")
     if not named:
         return str(code)
@@ -56,9 +56,9 @@ def gap_findings(at_k: pd.DataFrame, *, reference: str, ci: float, named: bool =
         value, low, high = (round(sign * v * 100, 1) for v in (row.dp_gap, row.dp_gap_lo, row.dp_gap_hi))
         low, high = min(low, high), max(low, high)
         direction = "more" if sign > 0 else "less"
-        sentence = (f"At k = {row.k}, {group_name(row.group, named)} are selected {value:.1f} points {direction} often than "
-                    f"{group_name(reference, named)} by {row.model} for {row.subtask} ({round(ci * 100)} % CI {low:.1f} to "
-                    f"{high:.1f}{{p}}).")
+        sentence = (f"At k = {row.k}, {group_name(row.group, named)} are selected {value:.1f} points {direction} "
+                    f"often than {group_name(reference, named)} by {row.model} for {row.subtask} "
+                    f"({round(ci * 100)} % CI {low:.1f} to {high:.1f}{{p}}).")
         out.append(Finding("gap", row.model, row.subtask, row.group, int(row.k), value, low, high, abs(row.dp_gap),
                            sentence))
     return out

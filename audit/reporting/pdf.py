@@ -24,7 +24,7 @@ def chromium() -> str:
 
 def print_pdf(html: bytes, *, timeout: float = 120) -> bytes:
     """``html`` (a self-contained document) printed to PDF bytes."""
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as folder:  # Chromium helpers may linger
         page, out = Path(folder) / "report.html", Path(folder) / "report.pdf"
         page.write_bytes(html)
         command = [chromium(), *FLAGS, f"--user-data-dir={folder}/profile", f"--print-to-pdf={out}", page.as_uri()]

@@ -18,16 +18,17 @@ STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;max-width:60rem;margin:2rem auto;color:#222;
 line-height:1.45;font-size:14px}h1{font-size:1.7rem}h2{border-bottom:2px solid #4477AA;padding-bottom:.2rem;
 margin-top:2rem;break-after:avoid}table{border-collapse:collapse;margin:.5rem 0 1rem;font-size:12px}
-th,td{border:1px solid #ccc;padding:2px 6px;text-align:right}th{background:#eef2f7}td:first-child,th:first-child
-{text-align:left}pre{white-space:pre-wrap;background:#f6f6f6;padding:.5rem;font-size:11px}
+th,td{border:1px solid #ccc;padding:2px 6px;text-align:right}table.models td{overflow-wrap:anywhere}th{background:#eef2f7}td:first-child,th:first-child
+{text-align:left}table.scope td{text-align:left}pre{white-space:pre-wrap;background:#f6f6f6;padding:.5rem;font-size:11px}
 img{width:100%;break-inside:avoid}li{margin:.3rem 0}.flag{color:#b00020;font-weight:bold}
 @media print{body{margin:0;max-width:none}h2{break-before:auto}}
 """
 
 
-def _table(frame: pd.DataFrame, digits: int = 3) -> str:
+def _table(frame: pd.DataFrame, digits: int = 3, css: str = "") -> str:
     """A DataFrame as an escaped HTML table, floats rounded."""
-    return frame.to_html(index=False, escape=True, border=0, na_rep="–", float_format=lambda v: f"{v:.{digits}f}")
+    return frame.to_html(index=False, escape=True, border=0, na_rep="–", float_format=lambda v: f"{v:.{digits}f}",
+                         classes=css or None)
 
 
 def _figure(fig: go.Figure) -> str:
@@ -51,7 +52,7 @@ def _scope(data: ReportData) -> str:
     prompts = "".join(f"<h4>{escape(r.subtask)} · sha256 {escape(r.sha256)}</h4><pre>{escape(r.template)}</pre>"
                       for r in data.prompts.itertuples(index=False))
     sizes = data.group_sizes.pivot(index="subtask", columns="group", values="candidates").reset_index()
-    return (f"<h2>Scope</h2><table>{rows}</table><h3>Models</h3>{_table(data.models)}"
+    return (f"<h2>Scope</h2><table class='scope'>{rows}</table><h3>Models</h3>{_table(data.models, css='models')}"
             f"<h3>Candidates per group</h3>{_table(sizes)}<h3>Prompt templates</h3>{prompts}")
 
 
@@ -81,8 +82,8 @@ def _gaps(data: ReportData) -> str:
     parts = ["<h2>Allocation gaps against k</h2><p>Mean over subtasks, signed against the reference group.</p>"]
     for model, rows in data.metrics.groupby("model", sort=True):
         mean = rows.groupby(["model", "group", "k"], as_index=False)[["dp_gap", "eo_gap"]].mean()
-        for gap in charts.GAP_NAMES:
-            parts.append(_figure(charts.gap_curves(mean, gap=gap, title=f"{charts.GAP_NAMES[gap]} against k: {escape(model)}")))
+        for gap, name in charts.GAP_NAMES.items():
+            parts.append(_figure(charts.gap_curves(mean, gap=gap, title=f"{name} against k: {escape(model)}")))
     at_k = data.at_k
     correlations = data.correlations
     overall = correlations[correlations["scope"] == "overall"].reset_index(drop=True)
@@ -109,7 +110,8 @@ def _comparison(data: ReportData) -> str:
     flipped = flips[flips["flipped"]]
     return (f"<h2>Comparison: A = {escape(a)}, B = {escape(b)}</h2><p>ΔDP(B) − ΔDP(A) and ΔEO(B) − ΔEO(A) at "
             f"k = {data.settings.k} on the candidates both scored, with paired bootstrap intervals (the same "
-            f"resampled candidates for both).</p>{_table(gaps)}<h3>Rank correlation of scores</h3>{_table(correlation)}"
+            f"resampled candidates for both).</p>{_figure(charts.comparison_dots(gaps))}{_table(gaps)}"
+            f"<h3>Rank correlation of scores</h3>{_table(correlation)}"
             f"<h3>Selection flips ({len(flipped)} of {len(flips)} candidates)</h3>"
             f"{_table(flipped.head(40))}")
 
