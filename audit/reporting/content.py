@@ -162,9 +162,8 @@ def collect(settings: ReportSettings) -> ReportData:
         diagnostics = _diagnostics(store, scores, settings.mode)
     engine = MetricEngine(scores, reference=settings.reference, pool=settings.design, ci=settings.ci,
                           n_boot=settings.n_boot, seed=settings.seed)
+    engine.table(settings.k)  # the engine's own message for a quota outside 1 … pool size
     metrics = engine.table(range(1, min(engine.pool_sizes.values()) + 1))
-    if settings.k > metrics["k"].max():
-        engine.table(settings.k)  # raises the engine's own message for a quota above the pool size
     at_k = metrics[metrics["k"] == settings.k]
     sizes = (scores.groupby(["subtask", "group"])["candidate_id"].nunique().rename("candidates").reset_index())
     data = ReportData(
@@ -192,8 +191,9 @@ def limitations(data: ReportData) -> list[str]:
            f"{round(data.settings.ci * 100)} % intervals of ΔDP are {widths.median():.1f} points wide (median; "
            f"{widths.min():.1f} to {widths.max():.1f}). Gaps smaller than about half that width cannot be told "
            "from zero.",
-           f"Intervals are percentile bootstrap intervals over {data.settings.n_boot} resamples of each group's "
-           f"candidates (seed {data.settings.seed}); they are not adjusted for the number of comparisons."]
+           f"Intervals are percentile bootstrap intervals over {data.settings.n_boot} resamples of "
+           f"{'the recorded pools' if data.settings.design == 'observed' else 'each group’s candidates'} (seed "
+           f"{data.settings.seed}); they are not adjusted for the number of comparisons."]
     if data.task in COUNTERFACTUAL_TASKS:
         out.append("Counterfactual design: groups differ only by the name on otherwise identical resumes, so a gap is "
                    "caused by the name (and what the model infers from it).")
@@ -209,9 +209,9 @@ def commands(data: ReportData) -> list[str]:
     models = f" --models {' '.join(_quoted(m) for m in s.models)}" if s.models else ""
     common = f"--reference {_quoted(s.reference)} --k {s.k} --pool {s.design}"
     boot = f"--ci {s.ci} --bootstrap {s.n_boot} --seed {s.seed}"
-    out = [f"python -m audit scores --db {_quoted(s.store)} --out scores.csv   # then keep task {_quoted(data.task)}, "
-           f"mode {s.mode}{' and the chosen models' if s.models else ''}",
-           f"python -m audit metrics --scores scores.csv {common} {boot} --format csv",
+    keep = f"   # its rows with task {data.task}, mode {s.mode}" + (", models " + ", ".join(s.models) if s.models else "")
+    out = [f"python -m audit scores --db {_quoted(s.store)} --out scores.csv",
+           f"python -m audit metrics --scores scores.csv {common} {boot} --format csv{keep}",
            f"python -m audit impact --db {_quoted(s.store)} --task {_quoted(data.task)} --mode {s.mode}{models} "
            f"--k {s.k} --pool {s.design} {boot} --format csv",
            f"python -m audit report --db {_quoted(s.store)} --task {_quoted(data.task)} --mode {s.mode}{models} "

@@ -12,6 +12,8 @@ import pandas as pd
 RACES = {"W": "White", "B": "Black", "A": "Asian", "H": "Hispanic"}
 GENDERS = {"M": "men", "F": "women"}
 MAX_FINDINGS = 12
+#: metric-table column of a gap's multiplicity-adjusted permutation p-value; quoted in the finding when present
+P_COLUMN = "dp_gap_p_adjusted"
 
 
 def group_name(code: str, named: bool = True) -> str:
@@ -59,8 +61,9 @@ def gap_findings(at_k: pd.DataFrame, *, reference: str, ci: float, named: bool =
         sentence = (f"At k = {row.k}, {group_name(row.group, named)} are selected {value:.1f} points {direction} "
                     f"often than {group_name(reference, named)} by {row.model} for {row.subtask} "
                     f"({round(ci * 100)} % CI {low:.1f} to {high:.1f}{{p}}).")
+        p_value = getattr(row, P_COLUMN, None)
         out.append(Finding("gap", row.model, row.subtask, row.group, int(row.k), value, low, high, abs(row.dp_gap),
-                           sentence))
+                           sentence, None if p_value is None or pd.isna(p_value) else float(p_value)))
     return out
 
 
