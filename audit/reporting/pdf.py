@@ -10,8 +10,8 @@ from pathlib import Path
 from audit.errors import AuditError
 
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-pdf-header-footer", "--run-all-compositor-stages-"
-         "before-draw")
+         "--disable-component-update", "--disable-sync", "--no-pdf-header-footer",
+         "--run-all-compositor-stages-before-draw")
 
 
 def chromium() -> str:
