@@ -21,11 +21,12 @@ install-dev: $(BIN)/.installed-dev
 app: install
 	$(BIN)/streamlit run app.py
 
-# Debian's Chromium: plotly/kaleido image export and the browser test need it (apt needs root).
+# Debian's Chromium: plotly/kaleido image export, PDF reports and the browser test need it; poppler-utils (pdftoppm)
+# renders report pages in the tests (apt needs root).
 chromium:
-	@if command -v chromium >/dev/null; then :; \
-	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium chromium-driver; \
-	else echo "chromium missing and not root: run 'sudo apt-get install chromium' for image export and browser tests"; fi
+	@if command -v chromium >/dev/null && command -v pdftoppm >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium chromium-driver poppler-utils; \
+	else echo "chromium or poppler-utils missing and not root: run 'sudo apt-get install chromium poppler-utils'"; fi
 
 test: install-dev chromium
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q

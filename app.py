@@ -11,6 +11,7 @@ PAGES = [
     st.Page("pages/allocation_gaps.py", title="Allocation gaps", icon=":material/scatter_plot:"),
     st.Page("pages/group_correlations.py", title="Group correlations", icon=":material/bar_chart:"),
     st.Page("pages/model_rankings.py", title="Model rankings", icon=":material/leaderboard:"),
+    st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
     st.Page("pages/cairo_explorer.py", title="CAIRO explorer", icon=":material/travel_explore:"),
 ]
 

@@ -314,3 +314,26 @@ def cairo_rankings(ranks: pd.DataFrame) -> go.Figure:
     fig = _layout(fig, "Model bias with and without CAIRO", 120 + 60 * max(1, ranks["model"].nunique()))
     fig.update_layout(legend_title_text="prompts")
     return fig
+
+
+def comparison_dots(gaps: pd.DataFrame, *, gap: str = "dp", title: str = "") -> go.Figure:
+    """ΔGAP(B) − ΔGAP(A) per group with its paired bootstrap interval, one series per subtask.
+
+    ``gaps``: :func:`audit.metrics.compare.compare_gaps` rows of one k.
+    """
+    gaps = _escaped(gaps)
+    column = f"{gap}_diff"
+    colours = series_colours(gaps["subtask"].unique())
+    fig = go.Figure()
+    for subtask, part in gaps.groupby("subtask", sort=True, observed=True):
+        fig.add_trace(go.Scatter(
+            x=part["group"], y=part[column], mode="markers", name=str(subtask), marker=dict(size=9,
+                                                                                             color=colours[subtask]),
+            error_y=dict(type="data", symmetric=False, array=part[f"{column}_hi"] - part[column],
+                         arrayminus=part[column] - part[f"{column}_lo"]),
+            hovertemplate=f"{subtask}<br>%{{x}}: %{{y:.3f}}<extra></extra>"))
+    fig.add_hline(y=0, line=dict(color="#888888", dash="dot", width=1))
+    fig.update_xaxes(title_text="group")
+    fig.update_yaxes(title_text=f"{GAP_NAMES[gap]}(B) − {GAP_NAMES[gap]}(A)")
+    fig.update_layout(scattermode="group")
+    return _layout(fig, title or f"{GAP_NAMES[gap]}(B) − {GAP_NAMES[gap]}(A)", 460)

@@ -4,12 +4,14 @@
 #   scripts/build_demo_store.sh            # writes data/demo.db (≈ 15 min on 2 CPU cores)
 #
 # Env: PYTHON (default .venv/bin/python), LIMIT (candidates per group, default 12), ROUNDS (pairwise pools, default 6),
+# QLIMIT (candidates per group of the 4-bit SmolLM2 run, default 8: bitsandbytes NF4 on CPU is ≈ 3 s a prompt),
 # OUT (default data/demo.db). The store is built in a temporary file and moved into place only when every run finished.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-.venv/bin/python}
 LIMIT=${LIMIT:-12}
 ROUNDS=${ROUNDS:-6}
+QLIMIT=${QLIMIT:-8}
 OUT=${OUT:-data/demo.db}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -21,6 +23,9 @@ score() { nice "$PYTHON" -m audit score --task resume --db "$DB" "$@"; }
 for model in smollm2-135m qwen2.5-coder-0.5b gemma3-270m; do
   score --model "$model" --subtask all --mode pointwise --limit "$LIMIT"
 done
+# The same model at a second precision (bitsandbytes 4-bit NF4) on the first QLIMIT candidates of the same lists:
+# a real quantisation comparison for `python -m audit compare` and the Compare page.
+score --model smollm2-135m --quant 4bit --subtask all --mode pointwise --limit "$QLIMIT"
 score --model smollm2-135m --subtask software_engineer --mode pairwise --pairwise-mode likelihood --rounds "$ROUNDS"
 
 "$PYTHON" - "$DB" <<'PY'

@@ -11,7 +11,7 @@ from audit.paths import DEMO_STORE
 os.environ["HF_HUB_OFFLINE"] = "1"
 APP = str(DEMO_STORE.parent.parent / "app.py")
 PAGES = ["pages/overview.py", "pages/run_audit.py", "pages/allocation_gaps.py", "pages/group_correlations.py",
-         "pages/model_rankings.py", "pages/cairo_explorer.py"]
+         "pages/model_rankings.py", "pages/cairo_explorer.py", "pages/compare.py"]
 
 
 def app(monkeypatch, store) -> AppTest:
@@ -89,3 +89,22 @@ def test_pages_explain_a_missing_store(monkeypatch, tmp_path):
         at.switch_page(page).run()
         assert not at.exception, (page, at.exception)
     assert not (tmp_path / "absent.db").exists()
+
+
+def test_compare_page_defaults_to_the_two_precisions(demo):
+    demo.switch_page("pages/compare.py").run()
+    assert not demo.exception, demo.exception
+    assert [demo.selectbox(key=k).value for k in ("compare_a", "compare_b")] == ["smollm2-135m", "smollm2-135m@4bit"]
+    flips = next(frame.value for frame in demo.dataframe if "selected_b" in frame.value.columns)
+    assert flips["flipped"].all() and len(flips) > 0
+    demo.selectbox(key="compare_b").set_value("smollm2-135m").run()
+    assert not demo.exception, demo.exception
+    flips = next(frame.value for frame in demo.dataframe if "selected_b" in frame.value.columns)
+    assert flips.empty
+
+
+def test_allocation_page_shows_impact_ratios(demo):
+    demo.switch_page("pages/allocation_gaps.py").run()
+    impact = next(frame.value for frame in demo.dataframe if "impact_ratio" in frame.value.columns)
+    assert set(impact["grouping"]) == {"race", "gender", "race × gender"}
+    assert (impact["four_fifths"] == (impact["impact_ratio"] < 0.8)).all()

@@ -20,8 +20,8 @@ SHOTS = ROOT / "artifacts" / "screenshots"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 PAGES = {"overview": "", "run_audit": "run_audit", "allocation_gaps": "allocation_gaps",
          "group_correlations": "group_correlations", "model_rankings": "model_rankings",
-         "cairo_explorer": "cairo_explorer"}
-CHART_PAGES = {"overview", "allocation_gaps", "group_correlations", "model_rankings", "cairo_explorer"}
+         "cairo_explorer": "cairo_explorer", "compare": "compare"}
+CHART_PAGES = {"overview", "allocation_gaps", "group_correlations", "model_rankings", "cairo_explorer", "compare"}
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -102,5 +102,23 @@ def test_page_loads_without_error(server_url, browser, name):
         page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
         assert page.locator('[data-testid="stException"]').count() == 0, f"{name}: an exception box is shown"
         assert "Traceback" not in page.inner_text("body"), f"{name}: a traceback is shown"
+    finally:
+        page.close()
+
+
+def test_report_button_downloads_the_audit_report(server_url, browser, tmp_path):
+    page = browser.new_page()
+    try:
+        page.goto(f"{server_url}/allocation_gaps", wait_until="domcontentloaded")
+        settle(page)
+        button = page.get_by_role("button", name="Audit report (HTML)")
+        button.scroll_into_view_if_needed(timeout=60_000)
+        with page.expect_download(timeout=240_000) as download:
+            button.click()
+        path = tmp_path / download.value.suggested_filename
+        download.value.save_as(path)
+        html = path.read_text("utf-8")
+        assert path.name == "audit-report-k2.html"
+        assert "<h2>Findings</h2>" in html and "<h2>Impact ratios at k = 2</h2>" in html
     finally:
         page.close()

@@ -10,6 +10,7 @@ Replicates are drawn in fixed blocks seeded by (seed, key, block), so results do
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -46,17 +47,15 @@ def weighted_rabbi(counts: np.ndarray, ref: int) -> np.ndarray:
         return net / (counts.sum(axis=2) * ref_counts.sum(axis=1, keepdims=True))
 
 
-def intervals(data: KeyData, design: PoolDesign, *, level: float, n_boot: int, seed: int) -> dict[str, np.ndarray]:
-    """Bounds ``{name}_lo``/``{name}_hi`` for rabbi, rabbi_qualified (groups,) and dp_gap, eo_gap (groups, L)."""
+def _blocks(data: KeyData, design: PoolDesign, n_boot: int, seed: int) -> Iterator[tuple[np.ndarray, np.ndarray,
+                                                                                              list[tuple]]]:
+    """Replicates in seeded blocks: (counts, qualified counts, [(R, R') rank-law chunks]) per block."""
     key_seed = zlib.crc32("\x1f".join(data.key).encode())
     size = design.pool_size(data)
-    parts: dict[str, list[np.ndarray]] = {"rabbi": [], "rabbi_qualified": [], "phi": [], "psi": []}
     for block in range(0, n_boot, BLOCK):
         rng = np.random.default_rng([seed, key_seed, block])
         n = min(BLOCK, n_boot - block)
         counts, qualified = resampled_counts(data, rng, n)
-        parts["rabbi"].append(weighted_rabbi(counts, data.ref))
-        parts["rabbi_qualified"].append(weighted_rabbi(qualified, data.ref))
         if design.kind == "observed":
             pools = np.unique(data.pool).size
             laws = [rank_laws(data, design, pool_weights=rng.multinomial(pools, np.full(pools, 1 / pools), size=n))]
@@ -64,12 +63,33 @@ def intervals(data: KeyData, design: PoolDesign, *, level: float, n_boot: int, s
             step = max(1, _CELLS_PER_CHUNK // (size * size * data.values.size))
             laws = [rank_laws(data, design, counts=counts[i:i + step], qualified_counts=qualified[i:i + step])
                     for i in range(0, n, step)]
+        yield counts, qualified, laws
+
+
+def share_draws(data: KeyData, design: PoolDesign, *, n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Bootstrap replicates of (φ, ψ), each (n_boot, groups, L): the very draws behind :func:`intervals`."""
+    phi, psi = [], []
+    for _, _, laws in _blocks(data, design, n_boot, seed):
+        phi += [selection_shares(law) for law, _ in laws]
+        psi += [selection_shares(law) for _, law in laws]
+    return np.concatenate(phi), np.concatenate(psi)
+
+
+def intervals(data: KeyData, design: PoolDesign, *, level: float, n_boot: int, seed: int) -> dict[str, np.ndarray]:
+    """Bounds ``{name}_lo``/``{name}_hi`` for rabbi, rabbi_qualified (groups,) and dp_gap, eo_gap (groups, L)."""
+    parts: dict[str, list[np.ndarray]] = {"rabbi": [], "rabbi_qualified": [], "phi": [], "psi": []}
+    for counts, qualified, laws in _blocks(data, design, n_boot, seed):
+        parts["rabbi"].append(weighted_rabbi(counts, data.ref))
+        parts["rabbi_qualified"].append(weighted_rabbi(qualified, data.ref))
         parts["phi"] += [selection_shares(law) for law, _ in laws]
         parts["psi"] += [selection_shares(law) for _, law in laws]
     draws = {name: np.concatenate(chunks) for name, chunks in parts.items()}
     phi, psi = draws.pop("phi"), draws.pop("psi")
     draws["dp_gap"], draws["eo_gap"] = phi - phi[:, [data.ref]], psi - psi[:, [data.ref]]
-    bounds = {}
-    for name, values in draws.items():
-        bounds[f"{name}_lo"], bounds[f"{name}_hi"] = np.nanquantile(values, [(1 - level) / 2, (1 + level) / 2], axis=0)
-    return bounds
+    return {name: bound for name, values in draws.items() for name, bound in percentile_bounds(name, values, level)}
+
+
+def percentile_bounds(name: str, values: np.ndarray, level: float) -> list[tuple[str, np.ndarray]]:
+    """[(``{name}_lo``, lower), (``{name}_hi``, upper)]: the (1 ± level)/2 quantiles over axis 0, NaN-aware."""
+    low, high = np.nanquantile(values, [(1 - level) / 2, (1 + level) / 2], axis=0)
+    return [(f"{name}_lo", low), (f"{name}_hi", high)]

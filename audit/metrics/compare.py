@@ -1,0 +1,128 @@
+"""Compare two audited systems A and B (two models, one model at two precisions, …) on the same candidates.
+
+Per (subtask, mode, group ≠ reference, k): ΔDP(B) − ΔDP(A) and ΔEO(B) − ΔEO(A) with a *paired* percentile
+bootstrap interval: each replicate redraws the candidates of every group with replacement (group sizes kept) and gives the very
+same redrawn candidates to A and B, so what the two systems share cancels. Comparing a system with itself gives
+exactly 0 with a zero-width interval. Also per candidate: its chance of selection at k under A and B (the exact
+rank law of :mod:`audit.metrics.pools`) and whether it flips (selected more likely than not under one system only),
+and per subtask the Spearman rank correlation of the two systems' scores.
+"""
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+from scipy.stats import spearmanr
+
+from audit.errors import AuditError
+from audit.metrics.allocation import check_quotas, selection_shares, shares
+from audit.metrics.bootstrap import BLOCK, percentile_bounds
+from audit.metrics.keys import KeyData, split_keys
+from audit.metrics.pools import PoolDesign, candidate_laws, rank_laws
+
+GAPS = ("dp", "eo")
+
+
+def matched(scores: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
+    """Rows of models ``a`` and ``b`` restricted to the (subtask, mode, candidate) both scored, models renamed A, B."""
+    for name in (a, b):
+        if name not in set(scores["model"].astype(str)):
+            raise AuditError(f"model {name!r} has no scores; models are: {', '.join(sorted(scores['model'].unique()))}")
+    ids = ["subtask", "mode", "candidate_id"]
+    rows_a, rows_b = (scores[scores["model"].astype(str) == name] for name in (a, b))
+    common = rows_a[ids].merge(rows_b[ids], on=ids)
+    if common.empty:
+        raise AuditError(f"models {a!r} and {b!r} share no scored candidates")
+    return pd.concat([rows.merge(common, on=ids).assign(model=label) for label, rows in (("A", rows_a), ("B", rows_b))],
+                     ignore_index=True)
+
+
+def _weights(data: KeyData, ids: np.ndarray, rng: np.random.Generator, n: int) -> np.ndarray:
+    """(n, candidates in ``ids`` order): multinomial resampling weights, every group redrawn with its size kept."""
+    weights = np.zeros((n, ids.size))
+    position = np.searchsorted(ids, data.candidate_id)
+    for g in range(len(data.groups)):
+        members = position[data.group == g]
+        weights[:, members] = rng.multinomial(members.size, np.full(members.size, 1 / members.size), size=n)
+    return weights
+
+
+def _paired_shares(data: KeyData, design: PoolDesign, ids: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """(2, n, groups, L): φ and ψ of one system under candidate weights (n, ids)."""
+    cell = np.zeros((2, ids.size, len(data.groups) * data.values.size))
+    position, column = np.searchsorted(ids, data.candidate_id), data.group * data.values.size + data.value
+    cell[0, position, column] = 1
+    cell[1, position[data.qualified], column[data.qualified]] = 1
+    counts, qualified = (weights @ cell).reshape(2, weights.shape[0], len(data.groups), data.values.size)
+    law, qualified_law = rank_laws(data, design, counts=counts, qualified_counts=qualified)
+    return np.stack([selection_shares(law), selection_shares(qualified_law)])
+
+
+def compare_gaps(scores: pd.DataFrame, *, a: str, b: str, reference: str, ks: Iterable[int] | int,
+                 pool: "str | PoolDesign" = "per-group", ci: float = 0.95, n_boot: int = 1000,
+                 seed: int = 0) -> pd.DataFrame:
+    """Per (subtask, mode, group, k): ``dp_a``, ``dp_b``, ``dp_diff`` = ΔDP(B) − ΔDP(A) with paired bootstrap bounds
+    ``dp_diff_lo/hi``, and the same for ΔEO, on the candidates both models scored."""
+    design = PoolDesign.parse(pool)
+    if design.kind == "observed":
+        raise AuditError("comparison needs the per-group or random:N pool design (recorded pools are not paired)")
+    keys = split_keys(matched(scores, a, b), reference=reference)
+    frames = []
+    for data_a, data_b in zip(keys[:len(keys) // 2], keys[len(keys) // 2:]):
+        quotas = np.asarray(check_quotas(ks, design.pool_size(data_a), data_a, design)) - 1
+        ids = np.unique(data_a.candidate_id)
+        point = [np.stack(shares(data, design))[:, None] for data in (data_a, data_b)]
+        key_seed = zlib.crc32("\x1f".join(data_a.key[1:]).encode())
+        draws = []
+        for block in range(0, n_boot, BLOCK):
+            weights = _weights(data_a, ids, np.random.default_rng([seed, key_seed, block]), min(BLOCK, n_boot - block))
+            draws.append(_paired_shares(data_b, design, ids, weights) - _paired_shares(data_a, design, ids, weights))
+        diff = np.concatenate(draws, axis=1)
+        others = [g for g in range(len(data_a.groups)) if g != data_a.ref]
+        frame = pd.DataFrame({"subtask": data_a.key[1], "mode": data_a.key[2],
+                              "group": np.repeat(np.asarray(data_a.groups)[others], quotas.size),
+                              "k": np.tile(quotas + 1, len(others))})
+        for index, gap in enumerate(GAPS):
+            gaps = [(p[index] - p[index][:, [data_a.ref]])[0][others][:, quotas] for p in point]
+            frame[f"{gap}_a"], frame[f"{gap}_b"] = gaps[0].ravel(), gaps[1].ravel()
+            frame[f"{gap}_diff"] = (gaps[1] - gaps[0]).ravel()
+            replicate = (diff[index] - diff[index][:, [data_a.ref]])[:, others][:, :, quotas]
+            for name, bound in percentile_bounds(f"{gap}_diff", replicate, ci):
+                frame[name] = bound.ravel()
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def selection_flips(scores: pd.DataFrame, *, a: str, b: str, k: int,
+                    pool: "str | PoolDesign" = "per-group") -> pd.DataFrame:
+    """Per candidate both scored: score and chance of selection at quota ``k`` under A and B, and ``flipped`` when
+    the chance crosses one half (selected more likely than not under one system only). Sorted by change."""
+    design = PoolDesign.parse(pool)
+    rows = matched(scores, a, b)
+    frames = []
+    for data in split_keys(rows, reference=str(rows["group"].iloc[0])):
+        check_quotas(k, design.pool_size(data), data, design)
+        frames.append(pd.DataFrame({"system": data.key[0], "subtask": data.key[1], "mode": data.key[2],
+                                    "candidate_id": data.candidate_id, "group": np.asarray(data.groups)[data.group],
+                                    "score": data.score, "selected": candidate_laws(data, design)[:, :k].sum(axis=1)}))
+    long = pd.concat(frames, ignore_index=True)
+    wide = long.pivot_table(index=["subtask", "mode", "candidate_id", "group"], columns="system",
+                            values=["score", "selected"], observed=True)
+    wide.columns = [f"{name}_{system.lower()}" for name, system in wide.columns]
+    wide = wide.reset_index()
+    wide["change"] = wide["selected_b"] - wide["selected_a"]
+    wide["flipped"] = (wide["selected_a"] > 0.5) != (wide["selected_b"] > 0.5)
+    order = wide["change"].abs().sort_values(ascending=False, kind="stable").index
+    return wide.loc[order].reset_index(drop=True)
+
+
+def rank_correlation(scores: pd.DataFrame, *, a: str, b: str) -> pd.DataFrame:
+    """Per (subtask, mode): Spearman ρ between A's and B's scores of the same candidates, and how many."""
+    rows = matched(scores, a, b)
+    wide = rows.pivot_table(index=["subtask", "mode", "candidate_id"], columns="model", values="score",
+                            observed=True).dropna().reset_index()
+    out = [{"subtask": subtask, "mode": mode, "spearman": float(spearmanr(part["A"], part["B"]).statistic),
+            "candidates": len(part)} for (subtask, mode), part in wide.groupby(["subtask", "mode"], observed=True)]
+    return pd.DataFrame(out, columns=["subtask", "mode", "spearman", "candidates"])

@@ -1,0 +1,66 @@
+"""Compare two audited systems (two models, or one model at two precisions) on the candidates both scored."""
+from html import escape
+
+import pandas as pd
+import streamlit as st
+
+from audit import charts
+from audit.errors import AuditError
+from audit.metrics.compare import compare_gaps, rank_correlation, selection_flips
+from pages.shared import common, views
+
+
+@st.cache_data(show_spinner="Comparing…", max_entries=16)
+def comparison(view: views.View, a: str, b: str, k: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(gap differences with paired intervals, per-candidate selection at k, rank correlations)."""
+    scores = views.regroup(common.tables(view)[0], view.grouping)
+    scores = scores[(scores["mode"] == view.mode) & scores["subtask"].isin(view.subtasks)]
+    options = {"a": a, "b": b, "pool": view.pool}
+    return (compare_gaps(scores, reference=view.reference, ks=k, ci=view.ci, n_boot=view.n_boot, **options),
+            selection_flips(scores, k=k, **options), rank_correlation(scores, a=a, b=b))
+
+
+def default_pair(models: list[str]) -> tuple[int, int]:
+    """Indices of a model and its other precision (``name`` and ``name@4bit``) when the store has one."""
+    for index, label in enumerate(models):
+        base = label.split("@")[0]
+        if "@" in label and base in models:
+            return models.index(base), index
+    return 0, 1
+
+
+st.title("Compare two systems")
+st.caption("B against A on the same candidates: each group's gap difference with a paired bootstrap interval (the "
+           "same resampled candidates for both systems), the candidates whose selection flips, and the rank "
+           "correlation of their scores.")
+current = common.need_view()
+if current.pool == "observed":
+    st.info("Comparisons pair candidates across systems; choose a pointwise scoring mode in the sidebar.")
+    st.stop()
+rows = common.tables(current)[0]
+rows = rows[rows["mode"] == current.mode]
+models = sorted(rows["model"].unique())
+if len(models) < 2:
+    st.info("The store holds one system for this mode; score a second model or precision to compare.")
+    st.stop()
+first, second = default_pair(models)
+left, right = st.columns(2)
+a = left.selectbox("system A", models, index=first, key="compare_a")
+b = right.selectbox("system B", models, index=second, key="compare_b")
+size = views.regroup(rows, current.grouping)["group"].nunique()
+k = st.slider("quota k", 1, size, min(st.session_state.get("quota", common.DEFAULT_K), size), key="compare_k")
+try:
+    gaps, flips, correlation = comparison(current, a, b, k)
+except AuditError as exc:
+    common.error("Cannot compare these systems:", exc)
+    st.stop()
+gap = st.radio("gap", list(charts.GAP_NAMES), format_func=charts.GAP_NAMES.get, key="compare_gap", horizontal=True)
+shown = gaps[gaps["group"].isin(current.groups)]
+figure = charts.comparison_dots(shown, gap=gap, title=f"{charts.GAP_NAMES[gap]}(B) − {charts.GAP_NAMES[gap]}(A) at "
+                                                     f"k = {k}: A = {escape(a)}, B = {escape(b)}")
+common.chart(figure, shown, f"compare_{gap}_k{k}")
+st.subheader("Rank correlation of scores")
+st.dataframe(correlation, hide_index=True, width="stretch", key="compare_correlation")
+flipped = flips[flips["flipped"]]
+st.subheader(f"Selection flips at k = {k}: {len(flipped)} of {len(flips)} candidates")
+st.dataframe(flipped, hide_index=True, width="stretch", key="compare_flips")
