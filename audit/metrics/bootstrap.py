@@ -9,13 +9,13 @@ Replicates are drawn in fixed blocks seeded by (seed, key, block), so results do
 """
 from __future__ import annotations
 
-import zlib
-
 import numpy as np
 
 from audit.metrics.allocation import selection_shares
+from audit.metrics.inference import key_seed
 from audit.metrics.keys import KeyData
 from audit.metrics.pools import PoolDesign, rank_laws
+from audit.metrics.weighted import weighted_delta, weighted_emd, weighted_jsd, weighted_rabbi
 
 BLOCK = 25
 _CELLS_PER_CHUNK = 4_000_000
@@ -35,28 +35,20 @@ def resampled_counts(data: KeyData, rng: np.random.Generator, n: int) -> tuple[n
     return counts + qualified, qualified
 
 
-def weighted_rabbi(counts: np.ndarray, ref: int) -> np.ndarray:
-    """(batch, groups) RABBI of every group against ``ref`` from grid counts (batch, groups, distinct scores):
-    Σ_d c_A(d)·(#B below d − #B above d) / (n_A·n_B)."""
-    ref_counts = counts[:, ref]
-    below = np.cumsum(ref_counts, axis=1) - ref_counts
-    above = ref_counts.sum(axis=1, keepdims=True) - below - ref_counts
-    net = np.einsum("bgd,bd->bg", counts, below - above)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return net / (counts.sum(axis=2) * ref_counts.sum(axis=1, keepdims=True))
-
-
-def intervals(data: KeyData, design: PoolDesign, *, level: float, n_boot: int, seed: int) -> dict[str, np.ndarray]:
-    """Bounds ``{name}_lo``/``{name}_hi`` for rabbi, rabbi_qualified (groups,) and dp_gap, eo_gap (groups, L)."""
-    key_seed = zlib.crc32("\x1f".join(data.key).encode())
+def replicates(data: KeyData, design: PoolDesign, *, n_boot: int, seed: int, bins: int | None = None
+               ) -> dict[str, np.ndarray]:
+    """Bootstrap draws against the reference: rabbi, rabbi_qualified (n_boot, groups) and dp_gap, eo_gap
+    (n_boot, groups, L); with ``bins`` also delta, jsd, emd and their ``_qualified`` variants (n_boot, groups), δ
+    NaN for pairwise keys (its pair outcomes are not resampled)."""
     size = design.pool_size(data)
-    parts: dict[str, list[np.ndarray]] = {"rabbi": [], "rabbi_qualified": [], "phi": [], "psi": []}
+    parts: dict[str, list[np.ndarray]] = {}
     for block in range(0, n_boot, BLOCK):
-        rng = np.random.default_rng([seed, key_seed, block])
+        rng = np.random.default_rng([seed, key_seed(data), block])
         n = min(BLOCK, n_boot - block)
         counts, qualified = resampled_counts(data, rng, n)
-        parts["rabbi"].append(weighted_rabbi(counts, data.ref))
-        parts["rabbi_qualified"].append(weighted_rabbi(qualified, data.ref))
+        metrics = {"rabbi": weighted_rabbi(counts, data.ref), "rabbi_qualified": weighted_rabbi(qualified, data.ref)}
+        if bins is not None:
+            metrics.update(_distribution_metrics(data, counts, qualified, bins))
         if design.kind == "observed":
             pools = np.unique(data.pool).size
             laws = [rank_laws(data, design, pool_weights=rng.multinomial(pools, np.full(pools, 1 / pools), size=n))]
@@ -64,12 +56,30 @@ def intervals(data: KeyData, design: PoolDesign, *, level: float, n_boot: int, s
             step = max(1, _CELLS_PER_CHUNK // (size * size * data.values.size))
             laws = [rank_laws(data, design, counts=counts[i:i + step], qualified_counts=qualified[i:i + step])
                     for i in range(0, n, step)]
-        parts["phi"] += [selection_shares(law) for law, _ in laws]
-        parts["psi"] += [selection_shares(law) for _, law in laws]
+        metrics["phi"] = np.concatenate([selection_shares(law) for law, _ in laws])
+        metrics["psi"] = np.concatenate([selection_shares(law) for _, law in laws])
+        for name, values in metrics.items():
+            parts.setdefault(name, []).append(values)
     draws = {name: np.concatenate(chunks) for name, chunks in parts.items()}
     phi, psi = draws.pop("phi"), draws.pop("psi")
     draws["dp_gap"], draws["eo_gap"] = phi - phi[:, [data.ref]], psi - psi[:, [data.ref]]
+    return draws
+
+
+def _distribution_metrics(data: KeyData, counts: np.ndarray, qualified: np.ndarray, bins: int
+                          ) -> dict[str, np.ndarray]:
+    out = {}
+    for suffix, grid in (("", counts), ("_qualified", qualified)):
+        delta = weighted_delta(grid, data.ref, data.values)
+        out[f"delta{suffix}"] = delta if data.key[2] == "pointwise" else np.full_like(delta, np.nan)
+        out[f"jsd{suffix}"] = weighted_jsd(grid, data.ref, data.values, bins=bins)
+        out[f"emd{suffix}"] = weighted_emd(grid, data.ref, data.values)
+    return out
+
+
+def intervals(data: KeyData, design: PoolDesign, *, level: float, n_boot: int, seed: int) -> dict[str, np.ndarray]:
+    """Bounds ``{name}_lo``/``{name}_hi`` for rabbi, rabbi_qualified (groups,) and dp_gap, eo_gap (groups, L)."""
     bounds = {}
-    for name, values in draws.items():
+    for name, values in replicates(data, design, n_boot=n_boot, seed=seed).items():
         bounds[f"{name}_lo"], bounds[f"{name}_hi"] = np.nanquantile(values, [(1 - level) / 2, (1 + level) / 2], axis=0)
     return bounds
