@@ -21,14 +21,16 @@ BLOCK = 25
 _CELLS_PER_CHUNK = 4_000_000
 
 
-def resampled_counts(data: KeyData, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """(counts, qualified counts), each (n, groups, distinct scores): n resamples of every group's candidates."""
+def resampled_counts(data: KeyData, rng: np.random.Generator, n: int,
+                     size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(counts, qualified counts), each (n, groups, distinct scores): n resamples of every group's candidates, each
+    of the group's own size or of ``size`` candidates per group (a pilot grown or shrunk to that size)."""
     counts = np.zeros((n, len(data.groups), data.values.size))
     qualified = np.zeros_like(counts)
     for g in range(len(data.groups)):
         mask = data.group == g
         cells, sizes = np.unique(data.value[mask] * 2 + data.qualified[mask], return_counts=True)
-        draws = rng.multinomial(mask.sum(), sizes / mask.sum(), size=n)
+        draws = rng.multinomial(size or mask.sum(), sizes / mask.sum(), size=n)
         value, is_qualified = cells // 2, (cells % 2).astype(bool)
         counts[:, g, value[~is_qualified]] = draws[:, ~is_qualified]
         qualified[:, g, value[is_qualified]] = draws[:, is_qualified]
