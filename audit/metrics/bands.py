@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from audit.errors import AuditError
-from audit.metrics.allocation import gap_rows
+from audit.metrics.allocation import row_index
 from audit.metrics.bootstrap import replicates
 from audit.metrics.keys import split_keys
 from audit.metrics.pools import PoolDesign
@@ -35,8 +35,7 @@ def draws_table(scores: pd.DataFrame, *, reference: str, pool: "str | PoolDesign
     for data in split_keys(scores, reference=reference):
         size = design.pool_size(data)
         others = [g for g in range(len(data.groups)) if g != data.ref]
-        zeros = np.zeros((len(data.groups), size))
-        frames.append(gap_rows(data, zeros, zeros)[list(INDEX)])
+        frames.append(row_index(data, size))
         for name, values in replicates(data, design, n_boot=n_boot, seed=seed, bins=bins).items():
             values = values[:, others]
             rows = values.reshape(n_boot, -1) if values.ndim == 3 else values.repeat(size, axis=1)

@@ -14,7 +14,7 @@ from audit.errors import AuditError
 from audit.metrics.allocation import check_quotas, gap_rows, shares
 from audit.metrics.bias_table import BIAS_COLUMNS, key_bias, with_pair_deltas
 from audit.metrics.bootstrap import intervals
-from audit.metrics.inference import permutation_pvalues, permuted_gaps
+from audit.metrics.inference import key_pvalues
 from audit.metrics.keys import KeyData, split_keys
 from audit.metrics.pools import PoolDesign
 from audit.metrics.schema import KEY
@@ -55,14 +55,12 @@ class MetricEngine:
         self._rows = gaps.merge(bias, on=[*KEY, "group"], how="left")[columns]
 
     def _gaps(self, data: KeyData, ci: float | None, n_boot: int, seed: int, n_perm: int | None) -> pd.DataFrame:
-        phi, psi = shares(data, self.design)
-        rows = gap_rows(data, phi, psi)
+        rows = gap_rows(data, *shares(data, self.design))
         extra = {}
         if ci is not None:
             extra.update(intervals(data, self.design, level=ci, n_boot=n_boot, seed=seed))
         if n_perm is not None:
-            observed = {"dp_gap": phi - phi[data.ref], "eo_gap": psi - psi[data.ref]}
-            extra.update(permutation_pvalues(observed, permuted_gaps(data, self.design, n_perm=n_perm, seed=seed)))
+            extra.update(key_pvalues(data, self.design, n_perm=n_perm, seed=seed))
         if extra:
             others = [g for g in range(len(data.groups)) if g != data.ref]
             size = self.pool_sizes[data.key]

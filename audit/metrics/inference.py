@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from audit.errors import AuditError
-from audit.metrics.keys import KeyData
+from audit.metrics.allocation import row_index, shares
+from audit.metrics.keys import KeyData, split_keys
 from audit.metrics.pools import PoolDesign, candidate_laws
 
 METHODS = {"holm": "Holm (family-wise error)", "bh": "Benjamini–Hochberg (false discovery rate)"}
@@ -67,6 +68,29 @@ def permutation_pvalues(observed: dict[str, np.ndarray], null: dict[str, np.ndar
         exceed = (np.abs(null[name]) >= np.abs(value) - tolerance).sum(axis=0)
         out[f"{name}_p"] = np.where(np.isfinite(value), (1 + exceed) / (null[name].shape[0] + 1), np.nan)
     return out
+
+
+def key_pvalues(data: KeyData, design: PoolDesign, *, n_perm: int, seed: int) -> dict[str, np.ndarray]:
+    """``dp_gap_p`` and ``eo_gap_p`` (groups, L): permutation p-values of every group's gaps at k = 1..L."""
+    phi, psi = shares(data, design)
+    observed = {"dp_gap": phi - phi[data.ref], "eo_gap": psi - psi[data.ref]}
+    return permutation_pvalues(observed, permuted_gaps(data, design, n_perm=n_perm, seed=seed))
+
+
+def gap_pvalues(scores: pd.DataFrame, *, reference: str, pool: "str | PoolDesign" = "per-group", n_perm: int = 1000,
+                seed: int = 0) -> pd.DataFrame:
+    """Permutation p-values of ΔDP and ΔEO for every (model, subtask, mode), group ≠ reference and k up to the pool
+    size. Columns: model, subtask, mode, group, k, dp_gap_p, eo_gap_p."""
+    if n_perm < 1:
+        raise AuditError(f"permutations {n_perm} must be at least 1")
+    design = PoolDesign.parse(pool)
+    frames = []
+    for data in split_keys(scores, reference=reference):
+        others = [g for g in range(len(data.groups)) if g != data.ref]
+        pvalues = key_pvalues(data, design, n_perm=n_perm, seed=seed)
+        frames.append(row_index(data, design.pool_size(data)).assign(
+            **{name: values[others].ravel() for name, values in pvalues.items()}))
+    return pd.concat(frames, ignore_index=True)
 
 
 def adjust(pvalues: Sequence[float] | np.ndarray, method: str = "holm") -> np.ndarray:

@@ -20,7 +20,7 @@ from audit.metrics.bootstrap import resampled_counts
 from audit.metrics.inference import key_seed
 from audit.metrics.keys import KeyData, split_keys
 from audit.metrics.pools import PoolDesign, rank_laws
-from audit.metrics.schema import KEY
+from audit.metrics.schema import KEY, is_pairwise, key_label
 
 SIZES = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
 _CELLS_PER_CHUNK = 4_000_000
@@ -81,6 +81,9 @@ def plan(scores: pd.DataFrame, *, reference: str, k: int, target: float = 0.05, 
         raise AuditError("candidate counts per group must be at least 1")
     curves, rows = [], []
     for data in split_keys(scores, reference=reference):
+        if is_pairwise(data.key[2]):
+            raise AuditError(f"the planner needs pointwise pilot scores; {key_label(data.key)} is scored pairwise "
+                             "(its scores are relative to their pool)")
         check_quotas(k, design.pool_size(data), data, design)
         pilot = int(np.bincount(data.group).min())
         grid = sorted({*sizes, pilot})
