@@ -15,7 +15,7 @@ import pandas as pd
 
 from audit.errors import AuditError
 from audit.metrics.allocation import row_index
-from audit.metrics.bootstrap import replicates
+from audit.metrics.bootstrap import percentiles, replicates
 from audit.metrics.keys import split_keys
 from audit.metrics.pools import PoolDesign
 from audit.metrics.schema import KEY
@@ -72,7 +72,7 @@ def pearson_draws(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def _quantiles(values: np.ndarray, level: float) -> tuple[float, float]:
     if not np.isfinite(values).any():
         return float("nan"), float("nan")
-    low, high = np.nanquantile(values, [(1 - level) / 2, (1 + level) / 2])
+    low, high = percentiles(values, level)
     return float(low), float(high)
 
 

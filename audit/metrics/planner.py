@@ -16,7 +16,7 @@ import pandas as pd
 
 from audit.errors import AuditError
 from audit.metrics.allocation import check_quotas, selection_shares
-from audit.metrics.bootstrap import resampled_counts
+from audit.metrics.bootstrap import percentiles, resampled_counts
 from audit.metrics.inference import key_seed
 from audit.metrics.keys import KeyData, split_keys
 from audit.metrics.pools import PoolDesign, rank_laws
@@ -39,7 +39,7 @@ def half_widths(data: KeyData, design: PoolDesign, *, k: int, sizes: Sequence[in
         phi = np.concatenate([selection_shares(rank_laws(data, design, counts=counts[j:j + step],
                                                          qualified_counts=qualified[j:j + step])[0])[:, :, k - 1]
                               for j in range(0, n_boot, step)])
-        low, high = np.nanquantile(phi - phi[:, [data.ref]], [(1 - level) / 2, (1 + level) / 2], axis=0)
+        low, high = percentiles(phi - phi[:, [data.ref]], level)
         out[i] = (high - low) / 2
     out[:, data.ref] = np.nan
     return out
