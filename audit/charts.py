@@ -65,7 +65,34 @@ def _r_text(correlations: pd.DataFrame | None, gap: str, metric: str) -> str:
     row = correlations[(correlations["gap"] == gap) & (correlations["metric"] == metric)]
     if row.empty or pd.isna(row["r"].iloc[0]):
         return "r = n/a"
-    return f"r = {row['r'].iloc[0]:+.2f} (n = {int(row['n'].iloc[0])})"
+    band = ""
+    if "r_lo" in row and pd.notna(row["r_lo"].iloc[0]):
+        band = f" [{row['r_lo'].iloc[0]:+.2f}, {row['r_hi'].iloc[0]:+.2f}]"
+    return f"r = {row['r'].iloc[0]:+.2f}{band} (n = {int(row['n'].iloc[0])})"
+
+
+def _uncertainty_hover(table: pd.DataFrame, start: int) -> tuple[list[str], str]:
+    """Extra hover columns and lines for each gap's CI and adjusted p-value, where the table has them."""
+    columns, lines = [], []
+    for gap, (column, _) in PAIRINGS.items():
+        parts = []
+        if f"{column}_lo" in table:
+            at = start + len(columns)
+            columns += [f"{column}_lo", f"{column}_hi"]
+            parts.append(f"CI [%{{customdata[{at}]:.3f}}, %{{customdata[{at + 1}]:.3f}}]")
+        if f"{column}_padj" in table:
+            columns.append(f"{column}_padj")
+            parts.append(f"adjusted p = %{{customdata[{start + len(columns) - 1}]:.3g}}")
+        if parts:
+            lines.append(f"{GAP_NAMES[gap]} " + ", ".join(parts))
+    return columns, "".join(f"<br>{line}" for line in lines)
+
+
+def excludes_zero(table: pd.DataFrame, column: str) -> pd.Series:
+    """Rows whose CI of ``column`` (``*_lo``/``*_hi``) excludes 0 (all False without bounds)."""
+    if f"{column}_lo" not in table:
+        return pd.Series(False, index=table.index)
+    return (table[f"{column}_lo"] > 0) | (table[f"{column}_hi"] < 0)
 
 
 def gap_scatter(table: pd.DataFrame, *, k: int, correlations: pd.DataFrame | None = None,
@@ -83,19 +110,23 @@ def gap_scatter(table: pd.DataFrame, *, k: int, correlations: pd.DataFrame | Non
     fig = make_subplots(rows=2, cols=len(METRICS), subplot_titles=titles, vertical_spacing=0.2,
                         horizontal_spacing=0.06)
     colours = group_colours(table["group"].unique())
+    extra, extra_hover = _uncertainty_hover(table, 3 + len(HOVER_COLUMNS))
     hover = ("<b>%{customdata[0]}</b> · %{customdata[1]} · %{customdata[2]}<br>"
              + "<br>".join(f"{name} = %{{customdata[{i + 3}]:.3f}}" for i, name in enumerate(HOVER_COLUMNS))
-             + "<extra></extra>")
+             + extra_hover + "<extra></extra>")
     traces, rows, cols, axes = [], [], [], {}
     marker = dict(color=table["group"].map(colours).to_numpy(dtype=object), size=9,
                   line=dict(width=0.5, color="#333333"))
-    custom = table[["model", "subtask", "group", *HOVER_COLUMNS]].to_numpy(dtype=object)
+    custom = table[["model", "subtask", "group", *HOVER_COLUMNS, *extra]].to_numpy(dtype=object)
     for row, gap in enumerate(PAIRINGS, start=1):
         gap_column, pairs = PAIRINGS[gap]
+        marked = excludes_zero(table, gap_column).to_numpy()
+        gap_marker = dict(marker, symbol=["diamond" if m else "circle" for m in marked],
+                          line=dict(width=[2 if m else 0.5 for m in marked], color="#111111"))
         for col, (metric, column, absolute) in enumerate(pairs, start=1):
             y = table[gap_column].to_numpy()
             traces.append(go.Scatter(x=table[column].to_numpy(), y=abs(y) if absolute else y, mode="markers",
-                                     marker=marker, customdata=custom, hovertemplate=hover, showlegend=False))
+                                     marker=gap_marker, customdata=custom, hovertemplate=hover, showlegend=False))
             rows.append(row)
             cols.append(col)
             axis = (row - 1) * len(METRICS) + col
@@ -106,6 +137,12 @@ def gap_scatter(table: pd.DataFrame, *, k: int, correlations: pd.DataFrame | Non
     for group in sorted(colours):  # legend entries: one marker per group (points carry their colour themselves)
         traces.append(go.Scatter(x=[None], y=[None], mode="markers", name=group, marker=dict(color=colours[group],
                                  size=9, line=dict(width=0.5, color="#333333")), hoverinfo="skip"))
+        rows.append(1)
+        cols.append(1)
+    if f"{PAIRINGS['dp'][0]}_lo" in table:  # legend entry for the marks
+        traces.append(go.Scatter(x=[None], y=[None], mode="markers", name="◆ CI excludes 0", hoverinfo="skip",
+                                 marker=dict(symbol="diamond", color="#ffffff", size=9, line=dict(width=2,
+                                                                                              color="#111111"))))
         rows.append(1)
         cols.append(1)
     fig.add_traces(traces, rows=rows, cols=cols)
@@ -302,3 +339,21 @@ def cairo_rankings(ranks: pd.DataFrame) -> go.Figure:
     fig = _layout(fig, "Model bias with and without CAIRO", 120 + 60 * max(1, ranks["model"].nunique()))
     fig.update_layout(legend_title_text="prompts")
     return fig
+
+
+def planner_curve(curve: pd.DataFrame, *, target: float, k: int, title: str = "") -> go.Figure:
+    """CI half-width of ΔDP at k against candidates per group (log scale), one line per group, with the target.
+
+    ``curve``: rows of :func:`audit.metrics.planner.plan` for one (model, subtask, mode)."""
+    curve = _escaped(curve)
+    colours = group_colours(curve["group"].unique())
+    fig = go.Figure()
+    for group, part in curve.sort_values("n").groupby("group", sort=True, observed=True):
+        fig.add_trace(go.Scatter(x=part["n"], y=part["half_width"], mode="lines+markers", name=str(group),
+                                 line=dict(color=colours[group], width=2),
+                                 hovertemplate=f"{group}<br>n = %{{x}} per group<br>± %{{y:.3f}}<extra></extra>"))
+    fig.add_hline(y=target, line=dict(color="#888888", dash="dash", width=1),
+                  annotation_text=f"target ± {target:g}")
+    fig.update_xaxes(title_text="candidates per group", type="log")
+    fig.update_yaxes(title_text=f"CI half-width of ΔDP at k = {k}", rangemode="tozero")
+    return _layout(fig, title or f"Planned CI half-width of ΔDP at k = {k}", 420)

@@ -4,16 +4,17 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from audit import charts
-from audit.metrics import validity
-from pages.shared import common, views
+from pages.shared import common, uncertainty, views
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def at_quota(view: views.View, k: int, _table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, go.Figure]:
-    """Rows shown at quota k, the overall correlations and the scatter figure (shared, never mutated)."""
-    rows = views.shown(_table[_table["k"] == k], view)
-    correlations = validity(rows) if len(rows) else pd.DataFrame(columns=["scope", "gap", "metric", "r", "n"])
-    overall = correlations[correlations["scope"] == "overall"].reset_index(drop=True)
+def at_quota(view: views.View, k: int, method: str, _table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame,
+                                                                                    go.Figure]:
+    """Rows shown at quota k (with adjusted p-values and CI marks), the overall correlations with bootstrap bands and
+    the scatter figure (shared, never mutated)."""
+    pvalues, index, draws = uncertainty.tests(view, _table)
+    rows = uncertainty.tested(views.shown(_table[_table["k"] == k], view), pvalues, method)
+    overall = uncertainty.correlations(rows, index, draws, view.ci)
     return rows, overall, charts.gap_scatter(rows, k=k, correlations=overall, reference=view.reference)
 
 
@@ -31,10 +32,12 @@ st.title("Allocation gaps")
 st.caption("One point per (model, subtask, group). Pools hold one candidate per group; the k best-scored are "
            "selected. Gaps are signed against the reference group; JSD and EMD have no sign and face |gap|.")
 current, table, k = common.metric_view("k_gaps")
-at_k, overall, scatter = at_quota(current, k, table)
+method = uncertainty.method_choice()
+at_k, overall, scatter = at_quota(current, k, method, table)
 if at_k.empty:
     st.info("No rows for the selected models, subtasks and groups.")
     st.stop()
+st.caption(uncertainty.caption(current, at_k, method))
 common.chart(scatter, at_k, f"gaps_k{k}")
 st.subheader(f"Metrics and gaps at k = {k}")
 st.dataframe(at_k, hide_index=True, width="stretch", key="gap_table")
@@ -48,6 +51,8 @@ gap = right.radio("gap", list(charts.GAP_NAMES), format_func=charts.GAP_NAMES.ge
 model, subtask = keys.iloc[labels.index(choice)]
 rows, curve = curves(current, model, subtask, gap, table)
 common.chart(curve, rows, f"{gap}_curves_{model}_{subtask}")
-common.bundle_button("allocation_gaps", {f"gaps_k{k}": scatter, f"{gap}_curves": curve},
+planner = uncertainty.planner_panel(current, model, subtask, k)
+common.bundle_button("allocation_gaps", {f"gaps_k{k}": scatter, f"{gap}_curves": curve,
+                                         **({"planner": planner} if planner else {})},
                      {f"gaps_k{k}": at_k, "correlations": overall, f"{gap}_curves": rows}, current, k=k,
-                     curve_model=model, curve_subtask=subtask)
+                     curve_model=model, curve_subtask=subtask, p_adjust=method)
