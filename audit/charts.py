@@ -101,7 +101,9 @@ def gap_scatter(table: pd.DataFrame, *, k: int, correlations: pd.DataFrame | Non
     coloured by group (one trace per panel keeps the figure fast to build; hover names the group).
 
     ``table``: metric-table rows at one k. ``correlations``: the overall rows of :func:`audit.metrics.validity`
-    (columns gap, metric, r, n), printed on each panel. JSD and EMD have no sign, so they face |gap|, as in validity.
+    (columns gap, metric, r, n, optionally r_lo/r_hi), printed on each panel. Where the table has CI bounds, points
+    whose gap CI excludes 0 are drawn as diamonds; hover adds the CI and adjusted p-value (``*_padj``) if present.
+    JSD and EMD have no sign, so they face |gap|, as in validity.
     """
     table = _escaped(table)
     titles = [f"{METRIC_NAMES[m]} vs {'|' + GAP_NAMES[g] + '|' if absolute else GAP_NAMES[g]}<br>"
@@ -137,12 +139,6 @@ def gap_scatter(table: pd.DataFrame, *, k: int, correlations: pd.DataFrame | Non
     for group in sorted(colours):  # legend entries: one marker per group (points carry their colour themselves)
         traces.append(go.Scatter(x=[None], y=[None], mode="markers", name=group, marker=dict(color=colours[group],
                                  size=9, line=dict(width=0.5, color="#333333")), hoverinfo="skip"))
-        rows.append(1)
-        cols.append(1)
-    if f"{PAIRINGS['dp'][0]}_lo" in table:  # legend entry for the marks
-        traces.append(go.Scatter(x=[None], y=[None], mode="markers", name="◆ CI excludes 0", hoverinfo="skip",
-                                 marker=dict(symbol="diamond", color="#ffffff", size=9, line=dict(width=2,
-                                                                                              color="#111111"))))
         rows.append(1)
         cols.append(1)
     fig.add_traces(traces, rows=rows, cols=cols)
