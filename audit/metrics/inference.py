@@ -109,7 +109,7 @@ def adjust(pvalues: Sequence[float] | np.ndarray, method: str = "holm") -> np.nd
     if method == "holm":
         adjusted = np.maximum.accumulate(np.minimum(1, (m - np.arange(m)) * ranked))
     else:
-        adjusted = np.minimum.accumulate(np.minimum(1, ranked * m / np.arange(1, m + 1))[::-1])[::-1]
+        adjusted = np.minimum.accumulate(np.minimum(1, ranked * (m / np.arange(1, m + 1)))[::-1])[::-1]
     out[order] = adjusted
     return out
 
