@@ -174,10 +174,19 @@ def gap_curves(table: pd.DataFrame, *, gap: str = "dp", title: str = "") -> go.F
     return _layout(fig, title or f"{GAP_NAMES[gap]} against k", 460)
 
 
+def _error_bars(table: pd.DataFrame, column: str) -> dict | None:
+    """Plotly error bars from ``{column}_lo``/``{column}_hi`` (None without them)."""
+    if f"{column}_lo" not in table:
+        return None
+    return dict(type="data", symmetric=False, array=(table[f"{column}_hi"] - table[column]).to_numpy(),
+                arrayminus=(table[column] - table[f"{column}_lo"]).to_numpy(), thickness=1, width=2)
+
+
 def group_correlation_bars(correlations: pd.DataFrame, *, k: int) -> go.Figure:
     """Per-group Pearson r of each metric with ΔDP (top) and ΔEO (bottom) across models and subtasks (Figure 6).
 
-    ``correlations``: :func:`audit.metrics.validity` rows whose ``scope`` is a group.
+    ``correlations``: :func:`audit.metrics.validity` rows whose ``scope`` is a group; ``r_lo``/``r_hi`` (from
+    :func:`audit.metrics.bands.validity_bands`) become error bars.
     """
     correlations = _escaped(correlations)
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12,
@@ -190,6 +199,7 @@ def group_correlation_bars(correlations: pd.DataFrame, *, k: int) -> go.Figure:
             fig.add_trace(go.Bar(
                 x=part["metric"].map(METRIC_NAMES), y=part["r"], name=str(group), legendgroup=str(group),
                 showlegend=row == 1, marker_color=colours[group], customdata=part[["n", "pvalue"]].to_numpy(),
+                error_y=_error_bars(part, "r"),
                 hovertemplate=f"{group}<br>%{{x}}: r = %{{y:.2f}}<br>n = %{{customdata[0]}}, "
                               "p = %{customdata[1]:.3f}<extra></extra>"), row=row, col=1)
         fig.update_yaxes(title_text="Pearson r", range=[-1.05, 1.05], row=row, col=1)

@@ -67,3 +67,14 @@ def test_planner_answers_for_the_demo_store(gaps):
     assert not gaps.exception
     looser = next(m.value for m in gaps.markdown if "candidates per group" in m.value)
     assert int(re.search(r"about \*\*(\d+) candidates", looser).group(1)) < needed
+
+
+def test_group_correlations_carry_bootstrap_bands(gaps):
+    gaps.switch_page("pages/group_correlations.py").run()
+    assert not gaps.exception and not gaps.warning
+    table = next(frame.value for frame in gaps.dataframe if "r_lo" in frame.value.columns)
+    finite = table.dropna(subset=["r", "r_lo", "r_hi"])
+    assert len(finite) > len(table) / 2
+    assert ((finite["r_lo"] <= finite["r_hi"]) & finite["r_lo"].between(-1, 1)).all()
+    bars = json.loads(gaps.get("plotly_chart")[0].proto.spec)["data"]
+    assert all(bar["error_y"]["arrayminus"] for bar in bars)
