@@ -15,7 +15,7 @@ import pandas as pd
 
 from audit.errors import AuditError
 from audit.metrics.allocation import row_index
-from audit.metrics.bootstrap import percentiles, replicates
+from audit.metrics.bootstrap import percentiles, replicates, row_draws
 from audit.metrics.keys import split_keys
 from audit.metrics.pools import PoolDesign
 from audit.metrics.schema import KEY
@@ -34,12 +34,9 @@ def draws_table(scores: pd.DataFrame, *, reference: str, pool: "str | PoolDesign
     frames, parts = [], {}
     for data in split_keys(scores, reference=reference):
         size = design.pool_size(data)
-        others = [g for g in range(len(data.groups)) if g != data.ref]
         frames.append(row_index(data, size))
-        for name, values in replicates(data, design, n_boot=n_boot, seed=seed, bins=bins).items():
-            values = values[:, others]
-            rows = values.reshape(n_boot, -1) if values.ndim == 3 else values.repeat(size, axis=1)
-            parts.setdefault(name, []).append(rows.T)
+        for name, rows in row_draws(data, size, replicates(data, design, n_boot=n_boot, seed=seed, bins=bins)).items():
+            parts.setdefault(name, []).append(rows)
     return pd.concat(frames, ignore_index=True), {name: np.concatenate(rows) for name, rows in parts.items()}
 
 

@@ -86,9 +86,21 @@ def percentiles(values: np.ndarray, level: float) -> np.ndarray:
     return quantile(values, [(1 - level) / 2, (1 + level) / 2], axis=0)
 
 
-def intervals(data: KeyData, design: PoolDesign, *, level: float, n_boot: int, seed: int) -> dict[str, np.ndarray]:
-    """Bounds ``{name}_lo``/``{name}_hi`` for rabbi, rabbi_qualified (groups,) and dp_gap, eo_gap (groups, L)."""
-    bounds = {}
-    for name, values in replicates(data, design, n_boot=n_boot, seed=seed).items():
-        bounds[f"{name}_lo"], bounds[f"{name}_hi"] = percentiles(values, level)
-    return bounds
+def bounds(draws: dict[str, np.ndarray], level: float) -> dict[str, np.ndarray]:
+    """``{name}_lo``/``{name}_hi`` of rabbi, rabbi_qualified (groups,) and dp_gap, eo_gap (groups, L) from the draws
+    of :func:`replicates`."""
+    out = {}
+    for name in ("rabbi", "rabbi_qualified", "dp_gap", "eo_gap"):
+        out[f"{name}_lo"], out[f"{name}_hi"] = percentiles(draws[name], level)
+    return out
+
+
+def row_draws(data: KeyData, size: int, draws: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The draws of :func:`replicates` as (rows, replicates) per column, rows in the metric table's order of one key
+    (every non-reference group, k = 1..size; metrics that do not depend on k repeated)."""
+    others = [g for g in range(len(data.groups)) if g != data.ref]
+    out = {}
+    for name, values in draws.items():
+        values = values[:, others]
+        out[name] = (values.reshape(values.shape[0], -1) if values.ndim == 3 else values.repeat(size, axis=1)).T
+    return out

@@ -37,7 +37,9 @@ def weighted_jsd(counts: np.ndarray, ref: int, values: np.ndarray, *, bins: int 
     bin if there are at most ``bins``, else ``bins`` equal-width bins over [min(A ∪ B), max(A ∪ B)]."""
     p, q = np.broadcast_arrays(_shares(counts), _shares(counts[:, [ref]]))
     union = (p > 0) | (q > 0)
-    own = _js_bits(p, q)
+    own_bins = union.sum(axis=2) <= bins
+    if own_bins.all():
+        return _js_bits(p, q)
     last = values.size - 1
     low = values[np.argmax(union, axis=2)]
     high = values[last - np.argmax(union[:, :, ::-1], axis=2)]
@@ -47,7 +49,7 @@ def weighted_jsd(counts: np.ndarray, ref: int, values: np.ndarray, *, bins: int 
     offset = np.arange(p.shape[0] * p.shape[1]).reshape(p.shape[:2])[:, :, None] * bins + index
     binned = [np.bincount(offset.ravel(), weights=w.ravel(), minlength=offset.size // values.size * bins)
               .reshape(*p.shape[:2], bins) for w in (p, q)]
-    return np.where(union.sum(axis=2) <= bins, own, _js_bits(*binned))
+    return np.where(own_bins, _js_bits(p, q) if own_bins.any() else np.nan, _js_bits(*binned))
 
 
 def weighted_rabbi(counts: np.ndarray, ref: int) -> np.ndarray:
