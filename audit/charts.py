@@ -147,6 +147,14 @@ def gap_scatter(table: pd.DataFrame, *, k: int, correlations: pd.DataFrame | Non
     return _layout(fig, f"Bias metrics against allocation gaps at k = {k}{suffix}", 720)
 
 
+def _band(part: pd.DataFrame, x: str, column: str, colour: str, name: str) -> go.Scatter:
+    """A filled band between ``{column}_lo`` and ``{column}_hi`` along ``x`` (no hover, grouped with ``name``)."""
+    return go.Scatter(x=list(part[x]) + list(part[x])[::-1],
+                      y=list(part[f"{column}_hi"]) + list(part[f"{column}_lo"])[::-1], fill="toself", mode="lines",
+                      fillcolor=_rgba(colour, 0.12), line=dict(width=0), hoverinfo="skip", legendgroup=name,
+                      showlegend=False, name=f"{name} band")
+
+
 def gap_curves(table: pd.DataFrame, *, gap: str = "dp", title: str = "") -> go.Figure:
     """ΔDP (or ΔEO) against the quota k, one line per group, with its bootstrap band where ``*_lo``/``*_hi`` exist.
 
@@ -159,11 +167,7 @@ def gap_curves(table: pd.DataFrame, *, gap: str = "dp", title: str = "") -> go.F
     banded = f"{column}_lo" in table
     for group, part in table.sort_values("k").groupby("group", sort=True, observed=True):
         if banded:
-            fig.add_trace(go.Scatter(
-                x=list(part["k"]) + list(part["k"])[::-1],
-                y=list(part[f"{column}_hi"]) + list(part[f"{column}_lo"])[::-1], fill="toself",
-                mode="lines", fillcolor=_rgba(colours[group], 0.12), line=dict(width=0), hoverinfo="skip",
-                legendgroup=str(group), showlegend=False, name=f"{group} band"))
+            fig.add_trace(_band(part, "k", column, colours[group], str(group)))
         fig.add_trace(go.Scatter(
             x=part["k"], y=part[column], mode="lines+markers", name=str(group), legendgroup=str(group),
             line=dict(color=colours[group], width=2), marker=dict(size=6),
@@ -240,13 +244,16 @@ def bump_chart(rankings: pd.DataFrame, *, gap: str = "dp") -> go.Figure:
 def ndcg_curves(ndcg: pd.DataFrame) -> go.Figure:
     """NDCG@N of each metric's model ranking against the true-gap ranking, per gap (Figure 4).
 
-    ``ndcg``: :func:`audit.metrics.ndcg_table` rows.
+    ``ndcg``: :func:`audit.metrics.ndcg_table` rows; ``ndcg_lo``/``ndcg_hi`` (from
+    :func:`audit.metrics.bands.ndcg_bands`) become bands.
     """
     ndcg = _escaped(ndcg)
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, subplot_titles=[GAP_NAMES[g] for g in PAIRINGS])
     colours = series_colours(METRICS)
     for col, gap in enumerate(PAIRINGS, start=1):
         for metric, part in ndcg[ndcg["gap"] == gap].groupby("metric", sort=True, observed=True):
+            if "ndcg_lo" in part:
+                fig.add_trace(_band(part.sort_values("n"), "n", "ndcg", colours[metric], metric), row=1, col=col)
             fig.add_trace(go.Scatter(
                 x=part["n"], y=part["ndcg"], mode="lines+markers", name=METRIC_NAMES[metric], legendgroup=metric,
                 showlegend=col == 1, line=dict(color=colours[metric], width=2),

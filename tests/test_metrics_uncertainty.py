@@ -152,5 +152,5 @@ def test_bands_on_a_small_table_and_ndcg_bands():
     assert {"r_lo", "r_hi"} <= set(bands.columns)
     finite = bands.dropna(subset=["r", "r_lo"])
     assert len(finite) and ((finite["r_lo"] <= finite["r_hi"]) & finite["r_lo"].between(-1, 1)).all()
-    ndcg = ndcg_bands(table, index, draws, replicates_used=20)
+    ndcg = ndcg_bands(table, index, draws)
     assert (ndcg["ndcg_lo"] <= ndcg["ndcg_hi"]).all() and ndcg["ndcg_hi"].le(1 + 1e-9).all()

@@ -8,6 +8,7 @@ for all replicates at once. Pairings (which metric faces which gap) come from :d
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -96,20 +97,56 @@ def validity_bands(table: pd.DataFrame, index: pd.DataFrame, draws: dict[str, np
     return out
 
 
+def _rms(values: np.ndarray, model: np.ndarray, models: int) -> np.ndarray:
+    """(models, replicates): √ of the NaN-skipping mean square of each model's rows of ``values`` (rows, replicates)."""
+    member = (model[None, :] == np.arange(models)[:, None]).astype(float)
+    finite = np.isfinite(values)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.sqrt(member @ np.where(finite, values ** 2, 0) / (member @ finite))
+
+
+def _subtask_ndcg(rows: dict[str, np.ndarray], points: np.ndarray, model: np.ndarray, models: int
+                  ) -> dict[tuple[str, str], np.ndarray]:
+    """{(gap, metric): (models, replicates)} NDCG@1..models of one subtask's replicate rankings (NaN where a ranking
+    is incomplete), models ranked by ascending RMS with ties by name, relevance = models − ideal rank."""
+    discount = 1 / np.log2(np.arange(2, models + 2))
+    ideal = np.cumsum((models - 1 - np.arange(models)) * discount)
+    out = {}
+    for gap, (gap_column, pairs) in PAIRINGS.items():
+        true = _rms(rows[gap_column][points], model, models)
+        relevance = models - 1 - np.argsort(np.argsort(true, axis=0, kind="stable"), axis=0, kind="stable")
+        for metric, column, _ in pairs:
+            if column not in rows:
+                continue
+            rms = _rms(rows[column][points], model, models)
+            gained = np.take_along_axis(relevance, np.argsort(rms, axis=0, kind="stable"), axis=0)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                ndcg = np.cumsum(gained * discount[:, None], axis=0) / ideal[:, None]
+            ndcg[:, ~(np.isfinite(true).all(axis=0) & np.isfinite(rms).all(axis=0))] = np.nan
+            out[(gap, metric)] = ndcg
+    return out
+
+
 def ndcg_bands(table: pd.DataFrame, index: pd.DataFrame, draws: dict[str, np.ndarray], *, level: float = 0.95,
-               by: Sequence[str] = BY, replicates_used: int = 100) -> pd.DataFrame:
-    """:func:`audit.metrics.ndcg_table` of ``table`` with ``ndcg_lo``/``ndcg_hi`` from the first ``replicates_used``
-    bootstrap replicates (each replicate's metric table re-ranked and re-scored)."""
+               by: Sequence[str] = BY) -> pd.DataFrame:
+    """:func:`audit.metrics.ndcg_table` of ``table`` with ``ndcg_lo``/``ndcg_hi``: every replicate's metric table
+    re-ranked and re-scored at once, NDCG@N averaged over subtasks per replicate, then the percentile interval."""
     out = ndcg_table(table, by=by)
     rows = aligned(table, index, draws)
-    columns = [c for c in table.columns if c in rows]
-    n = min(replicates_used, next(iter(rows.values())).shape[1]) if rows else 0
-    if not n or out.empty:
+    if out.empty or not rows:
         return out.assign(ndcg_lo=np.nan, ndcg_hi=np.nan)
-    stacked = pd.concat([table.assign(**{c: rows[c][:, b] for c in columns}, _replicate=b) for b in range(n)],
-                        ignore_index=True)
-    scores = ndcg_table(stacked, by=[*by, "_replicate"])
+    scores: dict[tuple, list[np.ndarray]] = {}
+    names = table["model"].astype(str).to_numpy()
+    for key, points in table.groupby([*by, "subtask"], sort=True).indices.items():
+        models, model = np.unique(names[points], return_inverse=True)
+        for (gap, metric), ndcg in _subtask_ndcg(rows, points, model, models.size).items():
+            for n in range(models.size):
+                scores.setdefault((*key[:-1], gap, metric, n + 1), []).append(ndcg[n])
+    bands = []
+    for key, per_subtask in scores.items():
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            mean = np.nanmean(np.stack(per_subtask), axis=0)
+        bands.append((*key, *_quantiles(mean, level)))
     keys = [*by, "gap", "metric", "n"]
-    bands = scores.groupby(keys)["ndcg"].quantile([(1 - level) / 2, (1 + level) / 2]).unstack()
-    bands.columns = ["ndcg_lo", "ndcg_hi"]
-    return out.merge(bands.reset_index(), on=keys, how="left")
+    return out.merge(pd.DataFrame(bands, columns=[*keys, "ndcg_lo", "ndcg_hi"]), on=keys, how="left")
