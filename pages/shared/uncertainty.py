@@ -25,17 +25,28 @@ def _scores(view: views.View, keys: tuple[tuple[str, str], ...]) -> pd.DataFrame
     return scores[pairs.isin(keys)]
 
 
-@st.cache_data(show_spinner="Permutation tests and bootstrap bands…", max_entries=16)
-def _tests(view: views.View, keys: tuple[tuple[str, str], ...]) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
-    scores = _scores(view, keys)
-    index, draws = draws_table(scores, reference=view.reference, pool=view.pool, n_boot=view.n_boot)
-    return gap_pvalues(scores, reference=view.reference, pool=view.pool, n_perm=N_PERM), index, draws
+def _keys(table: pd.DataFrame) -> tuple[tuple[str, str], ...]:
+    return tuple(map(tuple, table[["model", "subtask"]].drop_duplicates().astype(str).to_numpy()))
 
 
-def tests(view: views.View, table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
-    """(permutation p-values, bootstrap draw index, draws) for every (model, subtask) of the metric table."""
-    keys = tuple(map(tuple, table[["model", "subtask"]].drop_duplicates().astype(str).to_numpy()))
-    return _tests(view, keys)
+@st.cache_data(show_spinner="Permutation tests…", max_entries=16)
+def _pvalues(view: views.View, keys: tuple[tuple[str, str], ...]) -> pd.DataFrame:
+    return gap_pvalues(_scores(view, keys), reference=view.reference, pool=view.pool, n_perm=N_PERM)
+
+
+@st.cache_data(show_spinner="Bootstrap bands…", max_entries=16)
+def _draws(view: views.View, keys: tuple[tuple[str, str], ...]) -> tuple[pd.DataFrame, dict]:
+    return draws_table(_scores(view, keys), reference=view.reference, pool=view.pool, n_boot=view.n_boot)
+
+
+def pvalues(view: views.View, table: pd.DataFrame) -> pd.DataFrame:
+    """Permutation p-values of every gap, for every (model, subtask) of the metric table and every k."""
+    return _pvalues(view, _keys(table))
+
+
+def draws(view: views.View, table: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+    """(index, draws): bootstrap replicates of every metric and gap for the metric table's (model, subtask) keys."""
+    return _draws(view, _keys(table))
 
 
 def method_choice() -> str:
