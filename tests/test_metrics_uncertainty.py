@@ -154,3 +154,28 @@ def test_bands_on_a_small_table_and_ndcg_bands():
     assert len(finite) and ((finite["r_lo"] <= finite["r_hi"]) & finite["r_lo"].between(-1, 1)).all()
     ndcg = ndcg_bands(table, index, draws)
     assert (ndcg["ndcg_lo"] <= ndcg["ndcg_hi"]).all() and ndcg["ndcg_hi"].le(1 + 1e-9).all()
+
+
+def test_pvalues_do_not_depend_on_memory_chunking(monkeypatch):
+    rng = np.random.default_rng(10)
+    scores = pd.concat([frame("m", "s", g, rng.random(20), np.arange(20) % 2) for g in "RAB"], ignore_index=True)
+    whole = gap_pvalues(scores, reference="R", n_perm=150, seed=3)
+    monkeypatch.setattr("audit.metrics.inference._CELLS_PER_CHUNK", 500)
+    chunked = gap_pvalues(scores, reference="R", n_perm=150, seed=3)
+    pd.testing.assert_frame_equal(whole, chunked)
+
+
+def test_engine_keeps_the_draws_behind_its_intervals():
+    rng = np.random.default_rng(11)
+    scores = pd.concat([frame("m", s, g, rng.random(15), np.arange(15) % 2) for s in ("s1", "s2") for g in "RAB"],
+                       ignore_index=True)
+    engine = MetricEngine(scores, reference="R", ci=0.9, n_boot=60, seed=4, keep_draws=True)
+    index, draws = engine.draws
+    alone_index, alone = draws_table(scores, reference="R", n_boot=60, seed=4)
+    pd.testing.assert_frame_equal(index.reset_index(drop=True), alone_index)
+    for name in alone:
+        np.testing.assert_array_equal(draws[name], alone[name])
+    table = engine.table(range(1, 4))
+    assert np.allclose(np.quantile(draws["dp_gap"], 0.05, axis=1), table["dp_gap_lo"])
+    with pytest.raises(AuditError, match="confidence level"):
+        MetricEngine(scores, reference="R", keep_draws=True)

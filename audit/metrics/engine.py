@@ -45,6 +45,8 @@ class MetricEngine:
             raise AuditError(f"confidence level {ci} must lie strictly between 0 and 1")
         if n_boot < 1:
             raise AuditError(f"bootstrap replicates {n_boot} must be at least 1")
+        if keep_draws and ci is None:
+            raise AuditError("keeping bootstrap draws needs a confidence level (ci)")
         if n_perm is not None and n_perm < 1:
             raise AuditError(f"permutations {n_perm} must be at least 1")
         self.design = PoolDesign.parse(pool)

@@ -46,16 +46,17 @@ def permuted_gaps(data: KeyData, design: PoolDesign, *, n_perm: int, seed: int) 
     rows = data.group.size
     size = design.pool_size(data)
     starts = np.searchsorted(data.group, np.arange(len(data.groups)))  # rows are sorted by group
-    step = max(1, min(_BLOCK, _CELLS_PER_CHUNK // (size * size * rows)))
+    step = max(1, _CELLS_PER_CHUNK // (size * size * rows))  # shuffles per law computation (memory)
     phi, psi = [], []
-    for block in range(0, n_perm, step):
+    for block in range(0, n_perm, _BLOCK):  # seeded per fixed block: results do not depend on ``step``
         rng = np.random.default_rng([seed, key_seed(data), block])
-        order = np.argsort(rng.random((min(step, n_perm - block), rows)), axis=1)
-        labels = np.empty_like(order)
-        np.put_along_axis(labels, order, data.group[None], axis=1)
-        chances = np.cumsum(candidate_laws(data, design, labels), axis=2)
-        phi.append(group_shares(order, chances, np.ones(rows), starts))
-        psi.append(group_shares(order, chances, data.qualified.astype(float), starts))
+        orders = np.argsort(rng.random((min(_BLOCK, n_perm - block), rows)), axis=1)
+        for order in np.array_split(orders, -(-len(orders) // step)):
+            labels = np.empty_like(order)
+            np.put_along_axis(labels, order, data.group[None], axis=1)
+            chances = np.cumsum(candidate_laws(data, design, labels), axis=2)
+            phi.append(group_shares(order, chances, np.ones(rows), starts))
+            psi.append(group_shares(order, chances, data.qualified.astype(float), starts))
     phi, psi = np.concatenate(phi), np.concatenate(psi)
     return {"dp_gap": phi - phi[:, [data.ref]], "eo_gap": psi - psi[:, [data.ref]]}
 
