@@ -17,10 +17,19 @@ N_PERM = 1000
 INDEX = [*KEY, "group", "k"]
 
 
-def _scores(view: views.View, keys: tuple[tuple[str, str], ...]) -> pd.DataFrame:
-    """The view's regrouped score rows of the given (model, subtask) keys."""
-    scores = common.tables(view)[0]
-    scores = views.regroup(scores[scores["mode"] == view.mode], view.grouping)
+#: what the tests depend on: store, its version, mode, grouping, reference (not the models or groups shown)
+Source = tuple[str, tuple, str, str, str]
+
+
+def _source(view: views.View) -> Source:
+    return view.store, view.version, view.mode, view.grouping, view.reference
+
+
+def _scores(source: Source, keys: tuple[tuple[str, str], ...]) -> pd.DataFrame:
+    """The regrouped score rows of one mode for the given (model, subtask) keys."""
+    path, version, mode, grouping, _ = source
+    scores = common.load_tables(path, version)[0]
+    scores = views.regroup(scores[scores["mode"] == mode], grouping)
     pairs = pd.MultiIndex.from_frame(scores[["model", "subtask"]].astype(str))
     return scores[pairs.isin(keys)]
 
@@ -30,23 +39,23 @@ def _keys(table: pd.DataFrame) -> tuple[tuple[str, str], ...]:
 
 
 @st.cache_data(show_spinner="Permutation tests…", max_entries=16)
-def _pvalues(view: views.View, keys: tuple[tuple[str, str], ...]) -> pd.DataFrame:
-    return gap_pvalues(_scores(view, keys), reference=view.reference, pool=view.pool, n_perm=N_PERM)
+def _pvalues(source: Source, keys: tuple[tuple[str, str], ...]) -> pd.DataFrame:
+    return gap_pvalues(_scores(source, keys), reference=source[4], pool=views.MODES[source[2]], n_perm=N_PERM)
 
 
 @st.cache_data(show_spinner="Bootstrap bands…", max_entries=16)
-def _draws(view: views.View, keys: tuple[tuple[str, str], ...]) -> tuple[pd.DataFrame, dict]:
-    return draws_table(_scores(view, keys), reference=view.reference, pool=view.pool, n_boot=view.n_boot)
+def _draws(source: Source, keys: tuple[tuple[str, str], ...], n_boot: int) -> tuple[pd.DataFrame, dict]:
+    return draws_table(_scores(source, keys), reference=source[4], pool=views.MODES[source[2]], n_boot=n_boot)
 
 
 def pvalues(view: views.View, table: pd.DataFrame) -> pd.DataFrame:
     """Permutation p-values of every gap, for every (model, subtask) of the metric table and every k."""
-    return _pvalues(view, _keys(table))
+    return _pvalues(_source(view), _keys(table))
 
 
 def draws(view: views.View, table: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     """(index, draws): bootstrap replicates of every metric and gap for the metric table's (model, subtask) keys."""
-    return _draws(view, _keys(table))
+    return _draws(_source(view), _keys(table), view.n_boot)
 
 
 def method_choice() -> str:
@@ -85,9 +94,10 @@ def caption(view: views.View, rows: pd.DataFrame, method: str) -> str:
 
 
 @st.cache_data(show_spinner="Planning…", max_entries=32)
-def _plan(view: views.View, model: str, subtask: str, k: int, target: float) -> tuple[pd.DataFrame, pd.DataFrame]:
-    return plan(_scores(view, ((model, subtask),)), reference=view.reference, k=k, target=target, pool=view.pool,
-                level=view.ci)
+def _plan(source: Source, model: str, subtask: str, k: int, target: float, level: float
+          ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    return plan(_scores(source, ((model, subtask),)), reference=source[4], k=k, target=target,
+                pool=views.MODES[source[2]], level=level)
 
 
 def planner_panel(view: views.View, model: str, subtask: str, k: int) -> go.Figure | None:
@@ -99,7 +109,7 @@ def planner_panel(view: views.View, model: str, subtask: str, k: int) -> go.Figu
     target = st.number_input("target CI half-width of ΔDP", 0.005, 0.5, 0.05, 0.005, format="%.3f",
                              key="plan_target")
     try:
-        curve, summary = _plan(view, model, subtask, k, target)
+        curve, summary = _plan(_source(view), model, subtask, k, target, view.ci)
     except AuditError as exc:
         common.error("Cannot plan from this pilot:", exc)
         return None
