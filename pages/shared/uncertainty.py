@@ -1,4 +1,4 @@
-"""Uncertainty on the Allocation page: permutation p-values (adjusted), CI marks, bootstrap bands on r, the planner."""
+"""Uncertainty on the pages: permutation p-values (adjusted), CI marks, bootstrap bands on r and NDCG, the planner."""
 from __future__ import annotations
 
 import pandas as pd
@@ -9,7 +9,7 @@ from audit import charts
 from audit.errors import AuditError
 from audit.metrics.bands import draws_table, validity_bands
 from audit.metrics.inference import METHODS, adjusted, gap_pvalues
-from audit.metrics.planner import plan
+from audit.metrics.planner import plan_at, plan_curves
 from audit.metrics.schema import KEY, is_pairwise
 from pages.shared import common, views
 
@@ -94,10 +94,9 @@ def caption(view: views.View, rows: pd.DataFrame, method: str) -> str:
 
 
 @st.cache_data(show_spinner="Planning…", max_entries=32)
-def _plan(source: Source, model: str, subtask: str, k: int, target: float, level: float
-          ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    return plan(_scores(source, ((model, subtask),)), reference=source[4], k=k, target=target,
-                pool=views.MODES[source[2]], level=level)
+def _curves(source: Source, model: str, subtask: str, level: float) -> pd.DataFrame:
+    return plan_curves(_scores(source, ((model, subtask),)), reference=source[4], pool=views.MODES[source[2]],
+                       level=level)
 
 
 def planner_panel(view: views.View, model: str, subtask: str, k: int) -> go.Figure | None:
@@ -109,7 +108,7 @@ def planner_panel(view: views.View, model: str, subtask: str, k: int) -> go.Figu
     target = st.number_input("target CI half-width of ΔDP", 0.005, 0.5, 0.05, 0.005, format="%.3f",
                              key="plan_target")
     try:
-        curve, summary = _plan(_source(view), model, subtask, k, target, view.ci)
+        curve, summary = plan_at(_curves(_source(view), model, subtask, view.ci), k=k, target=target)
     except AuditError as exc:
         common.error("Cannot plan from this pilot:", exc)
         return None
