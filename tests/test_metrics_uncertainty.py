@@ -179,3 +179,27 @@ def test_engine_keeps_the_draws_behind_its_intervals():
     assert np.allclose(np.quantile(draws["dp_gap"], 0.05, axis=1), table["dp_gap_lo"])
     with pytest.raises(AuditError, match="confidence level"):
         MetricEngine(scores, reference="R", keep_draws=True)
+
+
+@pytest.mark.parametrize("pool", ["per-group", "random:4"])
+def test_shuffled_label_gaps_equal_the_exact_gaps_of_the_relabelled_table(pool):
+    from audit.metrics.inference import group_shares
+    from audit.metrics.pools import PoolDesign, candidate_laws
+    rng = np.random.default_rng(12)
+    scores = pd.concat([frame("m", "s", g, rng.choice(VALUES, 9), np.arange(9) % 2) for g in "RABC"],
+                       ignore_index=True)
+    data = split_keys(scores, reference="R")[0]
+    design = PoolDesign.parse(pool)
+    labels = np.stack([rng.permutation(data.group) for _ in range(3)])
+    chances = np.cumsum(candidate_laws(data, design, labels), axis=0)
+    phi = group_shares(labels, chances, np.ones(data.group.size), len(data.groups))
+    psi = group_shares(labels, chances, data.qualified.astype(float), len(data.groups))
+    size = design.pool_size(data)
+    for b in range(3):
+        relabelled = pd.DataFrame({"model": "m", "task": "t", "subtask": "s", "mode": "pointwise",
+                                   "candidate_id": data.candidate_id, "group": np.asarray(data.groups)[labels[b]],
+                                   "qualified": data.qualified, "score": data.score})
+        exact = allocation_gaps(relabelled, reference="R", ks=range(1, size + 1), pool=pool)
+        others = [g for g in range(len(data.groups)) if g != data.ref]
+        assert np.allclose((phi[b] - phi[b, data.ref])[others].ravel(), exact["dp_gap"], atol=1e-12)
+        assert np.allclose((psi[b] - psi[b, data.ref])[others].ravel(), exact["eo_gap"], atol=1e-12)

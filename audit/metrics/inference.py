@@ -29,34 +29,33 @@ def key_seed(data: KeyData) -> int:
     return zlib.crc32("\x1f".join(data.key).encode())
 
 
-def group_shares(order: np.ndarray, chances: np.ndarray, weight: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """(batch, groups, L): the ``weight``-weighted mean selection chance over the rows given each group.
+def group_shares(labels: np.ndarray, chances: np.ndarray, weight: np.ndarray, groups: int) -> np.ndarray:
+    """(batch, groups, L): the ``weight``-weighted mean selection chance over the rows labelled with each group.
 
-    ``order`` (batch, rows) lists the rows by their new group (group g takes the rows order[b, starts[g]:…]);
-    ``chances`` (batch or 1, rows, L) is each row's chance of being selected at k = 1..L; ``weight`` (rows,)."""
-    batch = np.arange(chances.shape[0])[:, None]
-    ranked, weights = chances[batch, order], weight[order]
+    ``labels`` (batch, rows) gives each row's group; ``chances`` (L, batch or 1, rows) each row's chance of being
+    selected at k = 1..L; ``weight`` (rows,) stays with its row (1, or whether the candidate is qualified)."""
+    n = labels.shape[0]
+    cell = (np.arange(n)[:, None] * groups + labels).ravel()
+    weights = np.broadcast_to(weight, labels.shape).ravel()
+    total = np.stack([np.bincount(cell, np.broadcast_to(chance, labels.shape).ravel() * weights, n * groups)
+                      for chance in chances], axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return (np.add.reduceat(ranked * weights[:, :, None], starts, axis=1)
-                / np.add.reduceat(weights, starts, axis=1)[:, :, None])
+        return (total / np.bincount(cell, weights, n * groups)[:, None]).reshape(n, groups, -1)
 
 
 def permuted_gaps(data: KeyData, design: PoolDesign, *, n_perm: int, seed: int) -> dict[str, np.ndarray]:
     """``dp_gap`` and ``eo_gap``, each (n_perm, groups, L): the exact gaps under shuffled group labels."""
-    rows = data.group.size
+    rows, groups = data.group.size, len(data.groups)
     size = design.pool_size(data)
-    starts = np.searchsorted(data.group, np.arange(len(data.groups)))  # rows are sorted by group
     step = max(1, _CELLS_PER_CHUNK // (size * size * rows))  # shuffles per law computation (memory)
     phi, psi = [], []
     for block in range(0, n_perm, _BLOCK):  # seeded per fixed block: results do not depend on ``step``
         rng = np.random.default_rng([seed, key_seed(data), block])
-        orders = np.argsort(rng.random((min(_BLOCK, n_perm - block), rows)), axis=1)
-        for order in np.array_split(orders, -(-len(orders) // step)):
-            labels = np.empty_like(order)
-            np.put_along_axis(labels, order, data.group[None], axis=1)
-            chances = np.cumsum(candidate_laws(data, design, labels), axis=2)
-            phi.append(group_shares(order, chances, np.ones(rows), starts))
-            psi.append(group_shares(order, chances, data.qualified.astype(float), starts))
+        shuffled = data.group[np.argsort(rng.random((min(_BLOCK, n_perm - block), rows)), axis=1)]
+        for labels in np.array_split(shuffled, -(-len(shuffled) // step)):
+            chances = np.cumsum(candidate_laws(data, design, labels), axis=0)
+            phi.append(group_shares(labels, chances, np.ones(rows), groups))
+            psi.append(group_shares(labels, chances, data.qualified.astype(float), groups))
     phi, psi = np.concatenate(phi), np.concatenate(psi)
     return {"dp_gap": phi - phi[:, [data.ref]], "eo_gap": psi - psi[:, [data.ref]]}
 

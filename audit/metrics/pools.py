@@ -118,12 +118,16 @@ def _per_group(counts: np.ndarray, unit_group: np.ndarray, unit_value: np.ndarra
     law = np.ones((1, nodes.size) + (counts.shape[0], unit_value.size))
     for step in range(m - 1):
         other = step + (step >= unit_group)
-        chance = above[batch, other, unit_value] + tied[batch, other, unit_value] * label
-        grown = np.zeros((step + 2,) + law.shape[1:])
-        grown[:-1] = law * (1 - chance)
-        grown[1:] += law * chance
+        chance = above[batch, other, unit_value]
+        if shared:
+            chance = chance + tied[batch, other, unit_value] * label
+        moved = law * chance
+        grown = np.empty((step + 2,) + law.shape[1:])
+        grown[:-1] = law - moved
+        grown[-1] = 0
+        grown[1:] += moved
         law = grown
-    return np.einsum("jqbu,q->jbu", law, weights / 2)
+    return law[:, 0] if nodes.size == 1 else np.einsum("jqbu,q->jbu", law, weights / 2)
 
 
 def _random(total: np.ndarray, unit_value: np.ndarray, size: int) -> np.ndarray:
@@ -148,20 +152,20 @@ def _random(total: np.ndarray, unit_value: np.ndarray, size: int) -> np.ndarray:
 
 
 def candidate_laws(data: KeyData, design: PoolDesign, labels: np.ndarray) -> np.ndarray:
-    """(batch, rows, L): the rank law of every candidate (row of ``data``) when the group of row i is
+    """(L, batch or 1, rows): the rank law of every candidate (row of ``data``) when the group of row i is
     ``labels[b, i]`` (shuffled labels, group sizes kept). Only the per-group design depends on the labels."""
     size = design.pool_size(data)
     if design.kind == "per-group":
         flat = (np.arange(labels.shape[0])[:, None] * len(data.groups) + labels) * data.values.size + data.value
         counts = np.bincount(flat.ravel(), minlength=labels.shape[0] * len(data.groups) * data.values.size)
         counts = counts.reshape(labels.shape[0], len(data.groups), data.values.size).astype(float)
-        return _per_group(counts, labels, data.value).transpose(1, 2, 0)
+        return _per_group(counts, labels, data.value)
     if design.kind == "random":
         law = _random(data.counts.sum(axis=0)[None], np.arange(data.values.size), size)
-        return law[:, 0, data.value].T[None]
+        return law[:, :, data.value]
     _, first, ties, _ = _pool_ranks(data)
-    j = np.arange(size)
-    return (((j >= first[:, None]) & (j <= (first + ties)[:, None])) / (ties[:, None] + 1.0))[None]
+    j = np.arange(size)[:, None]
+    return (((j >= first) & (j <= first + ties)) / (ties + 1.0))[:, None]
 
 
 def _pool_ranks(data: KeyData) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:

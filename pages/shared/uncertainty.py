@@ -102,6 +102,8 @@ def _curves(source: Source, model: str, subtask: str, level: float) -> pd.DataFr
 def planner_panel(view: views.View, model: str, subtask: str, k: int) -> go.Figure | None:
     """The audit planner for one (model, subtask) as pilot: the target half-width, the answer and the curve."""
     st.subheader("Audit planner")
+    if not st.toggle("plan an audit from this pilot: candidates per group for a target CI", key="plan_on"):
+        return None
     if is_pairwise(view.mode):
         st.info("The planner resizes pointwise pilots; choose the pointwise scoring mode in the sidebar.")
         return None
