@@ -2,8 +2,9 @@
 
 A replicate resamples, with replacement, the candidates of every group separately (group sizes kept): each group's
 multiset of (score, qualified) cells is redrawn as one multinomial count vector, so no candidate list is ever
-materialised. RABBI is then a weighted count on the grid of distinct scores and the gaps reuse the exact pool
-computation with the resampled counts. For the ``observed`` design, whose scores are relative to their pool, the
+materialised. RABBI (and, for the validity bands, δ, JSD and EMD: :mod:`audit.metrics.weighted`) is then a
+weighted count on the grid of distinct scores and the gaps reuse the exact pool computation with the resampled
+counts. For the ``observed`` design, whose scores are relative to their pool, the
 recorded pools are resampled instead. The interval is the (1 ± level)/2 quantiles of the replicates (NaN-aware).
 Replicates are drawn in fixed blocks seeded by (seed, key, block), so results do not depend on memory chunking.
 """
