@@ -65,7 +65,34 @@ def _r_text(correlations: pd.DataFrame | None, gap: str, metric: str) -> str:
     row = correlations[(correlations["gap"] == gap) & (correlations["metric"] == metric)]
     if row.empty or pd.isna(row["r"].iloc[0]):
         return "r = n/a"
-    return f"r = {row['r'].iloc[0]:+.2f} (n = {int(row['n'].iloc[0])})"
+    band = ""
+    if "r_lo" in row and pd.notna(row["r_lo"].iloc[0]):
+        band = f" [{row['r_lo'].iloc[0]:+.2f}, {row['r_hi'].iloc[0]:+.2f}]"
+    return f"r = {row['r'].iloc[0]:+.2f}{band} (n = {int(row['n'].iloc[0])})"
+
+
+def _uncertainty_hover(table: pd.DataFrame, start: int) -> tuple[list[str], str]:
+    """Extra hover columns and lines for each gap's CI and adjusted p-value, where the table has them."""
+    columns, lines = [], []
+    for gap, (column, _) in PAIRINGS.items():
+        parts = []
+        if f"{column}_lo" in table:
+            at = start + len(columns)
+            columns += [f"{column}_lo", f"{column}_hi"]
+            parts.append(f"CI [%{{customdata[{at}]:.3f}}, %{{customdata[{at + 1}]:.3f}}]")
+        if f"{column}_padj" in table:
+            columns.append(f"{column}_padj")
+            parts.append(f"adjusted p = %{{customdata[{start + len(columns) - 1}]:.3g}}")
+        if parts:
+            lines.append(f"{GAP_NAMES[gap]} " + ", ".join(parts))
+    return columns, "".join(f"<br>{line}" for line in lines)
+
+
+def excludes_zero(table: pd.DataFrame, column: str) -> pd.Series:
+    """Rows whose CI of ``column`` (``*_lo``/``*_hi``) excludes 0 (all False without bounds)."""
+    if f"{column}_lo" not in table:
+        return pd.Series(False, index=table.index)
+    return (table[f"{column}_lo"] > 0) | (table[f"{column}_hi"] < 0)
 
 
 def gap_scatter(table: pd.DataFrame, *, k: int, correlations: pd.DataFrame | None = None,
@@ -74,7 +101,9 @@ def gap_scatter(table: pd.DataFrame, *, k: int, correlations: pd.DataFrame | Non
     coloured by group (one trace per panel keeps the figure fast to build; hover names the group).
 
     ``table``: metric-table rows at one k. ``correlations``: the overall rows of :func:`audit.metrics.validity`
-    (columns gap, metric, r, n), printed on each panel. JSD and EMD have no sign, so they face |gap|, as in validity.
+    (columns gap, metric, r, n, optionally r_lo/r_hi), printed on each panel. Where the table has CI bounds, points
+    whose gap CI excludes 0 are drawn as diamonds; hover adds the CI and adjusted p-value (``*_padj``) if present.
+    JSD and EMD have no sign, so they face |gap|, as in validity.
     """
     table = _escaped(table)
     titles = [f"{METRIC_NAMES[m]} vs {'|' + GAP_NAMES[g] + '|' if absolute else GAP_NAMES[g]}<br>"
@@ -83,19 +112,23 @@ def gap_scatter(table: pd.DataFrame, *, k: int, correlations: pd.DataFrame | Non
     fig = make_subplots(rows=2, cols=len(METRICS), subplot_titles=titles, vertical_spacing=0.2,
                         horizontal_spacing=0.06)
     colours = group_colours(table["group"].unique())
+    extra, extra_hover = _uncertainty_hover(table, 3 + len(HOVER_COLUMNS))
     hover = ("<b>%{customdata[0]}</b> · %{customdata[1]} · %{customdata[2]}<br>"
              + "<br>".join(f"{name} = %{{customdata[{i + 3}]:.3f}}" for i, name in enumerate(HOVER_COLUMNS))
-             + "<extra></extra>")
+             + extra_hover + "<extra></extra>")
     traces, rows, cols, axes = [], [], [], {}
     marker = dict(color=table["group"].map(colours).to_numpy(dtype=object), size=9,
                   line=dict(width=0.5, color="#333333"))
-    custom = table[["model", "subtask", "group", *HOVER_COLUMNS]].to_numpy(dtype=object)
+    custom = table[["model", "subtask", "group", *HOVER_COLUMNS, *extra]].to_numpy(dtype=object)
     for row, gap in enumerate(PAIRINGS, start=1):
         gap_column, pairs = PAIRINGS[gap]
+        marked = excludes_zero(table, gap_column).to_numpy()
+        gap_marker = dict(marker, symbol=["diamond" if m else "circle" for m in marked],
+                          line=dict(width=[2 if m else 0.5 for m in marked], color="#111111"))
         for col, (metric, column, absolute) in enumerate(pairs, start=1):
             y = table[gap_column].to_numpy()
             traces.append(go.Scatter(x=table[column].to_numpy(), y=abs(y) if absolute else y, mode="markers",
-                                     marker=marker, customdata=custom, hovertemplate=hover, showlegend=False))
+                                     marker=gap_marker, customdata=custom, hovertemplate=hover, showlegend=False))
             rows.append(row)
             cols.append(col)
             axis = (row - 1) * len(METRICS) + col
@@ -114,6 +147,14 @@ def gap_scatter(table: pd.DataFrame, *, k: int, correlations: pd.DataFrame | Non
     return _layout(fig, f"Bias metrics against allocation gaps at k = {k}{suffix}", 720)
 
 
+def _band(part: pd.DataFrame, x: str, column: str, colour: str, name: str) -> go.Scatter:
+    """A filled band between ``{column}_lo`` and ``{column}_hi`` along ``x`` (no hover, grouped with ``name``)."""
+    return go.Scatter(x=list(part[x]) + list(part[x])[::-1],
+                      y=list(part[f"{column}_hi"]) + list(part[f"{column}_lo"])[::-1], fill="toself", mode="lines",
+                      fillcolor=_rgba(colour, 0.12), line=dict(width=0), hoverinfo="skip", legendgroup=name,
+                      showlegend=False, name=f"{name} band")
+
+
 def gap_curves(table: pd.DataFrame, *, gap: str = "dp", title: str = "") -> go.Figure:
     """ΔDP (or ΔEO) against the quota k, one line per group, with its bootstrap band where ``*_lo``/``*_hi`` exist.
 
@@ -126,11 +167,7 @@ def gap_curves(table: pd.DataFrame, *, gap: str = "dp", title: str = "") -> go.F
     banded = f"{column}_lo" in table
     for group, part in table.sort_values("k").groupby("group", sort=True, observed=True):
         if banded:
-            fig.add_trace(go.Scatter(
-                x=list(part["k"]) + list(part["k"])[::-1],
-                y=list(part[f"{column}_hi"]) + list(part[f"{column}_lo"])[::-1], fill="toself",
-                mode="lines", fillcolor=_rgba(colours[group], 0.12), line=dict(width=0), hoverinfo="skip",
-                legendgroup=str(group), showlegend=False, name=f"{group} band"))
+            fig.add_trace(_band(part, "k", column, colours[group], str(group)))
         fig.add_trace(go.Scatter(
             x=part["k"], y=part[column], mode="lines+markers", name=str(group), legendgroup=str(group),
             line=dict(color=colours[group], width=2), marker=dict(size=6),
@@ -141,10 +178,19 @@ def gap_curves(table: pd.DataFrame, *, gap: str = "dp", title: str = "") -> go.F
     return _layout(fig, title or f"{GAP_NAMES[gap]} against k", 460)
 
 
+def _error_bars(table: pd.DataFrame, column: str) -> dict | None:
+    """Plotly error bars from ``{column}_lo``/``{column}_hi`` (None without them)."""
+    if f"{column}_lo" not in table:
+        return None
+    return dict(type="data", symmetric=False, array=(table[f"{column}_hi"] - table[column]).to_numpy(),
+                arrayminus=(table[column] - table[f"{column}_lo"]).to_numpy(), thickness=1, width=2)
+
+
 def group_correlation_bars(correlations: pd.DataFrame, *, k: int) -> go.Figure:
     """Per-group Pearson r of each metric with ΔDP (top) and ΔEO (bottom) across models and subtasks (Figure 6).
 
-    ``correlations``: :func:`audit.metrics.validity` rows whose ``scope`` is a group.
+    ``correlations``: :func:`audit.metrics.validity` rows whose ``scope`` is a group; ``r_lo``/``r_hi`` (from
+    :func:`audit.metrics.bands.validity_bands`) become error bars.
     """
     correlations = _escaped(correlations)
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12,
@@ -157,6 +203,7 @@ def group_correlation_bars(correlations: pd.DataFrame, *, k: int) -> go.Figure:
             fig.add_trace(go.Bar(
                 x=part["metric"].map(METRIC_NAMES), y=part["r"], name=str(group), legendgroup=str(group),
                 showlegend=row == 1, marker_color=colours[group], customdata=part[["n", "pvalue"]].to_numpy(),
+                error_y=_error_bars(part, "r"),
                 hovertemplate=f"{group}<br>%{{x}}: r = %{{y:.2f}}<br>n = %{{customdata[0]}}, "
                               "p = %{customdata[1]:.3f}<extra></extra>"), row=row, col=1)
         fig.update_yaxes(title_text="Pearson r", range=[-1.05, 1.05], row=row, col=1)
@@ -197,13 +244,16 @@ def bump_chart(rankings: pd.DataFrame, *, gap: str = "dp") -> go.Figure:
 def ndcg_curves(ndcg: pd.DataFrame) -> go.Figure:
     """NDCG@N of each metric's model ranking against the true-gap ranking, per gap (Figure 4).
 
-    ``ndcg``: :func:`audit.metrics.ndcg_table` rows.
+    ``ndcg``: :func:`audit.metrics.ndcg_table` rows; ``ndcg_lo``/``ndcg_hi`` (from
+    :func:`audit.metrics.bands.ndcg_bands`) become bands.
     """
     ndcg = _escaped(ndcg)
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, subplot_titles=[GAP_NAMES[g] for g in PAIRINGS])
     colours = series_colours(METRICS)
     for col, gap in enumerate(PAIRINGS, start=1):
         for metric, part in ndcg[ndcg["gap"] == gap].groupby("metric", sort=True, observed=True):
+            if "ndcg_lo" in part:
+                fig.add_trace(_band(part.sort_values("n"), "n", "ndcg", colours[metric], metric), row=1, col=col)
             fig.add_trace(go.Scatter(
                 x=part["n"], y=part["ndcg"], mode="lines+markers", name=METRIC_NAMES[metric], legendgroup=metric,
                 showlegend=col == 1, line=dict(color=colours[metric], width=2),
@@ -337,3 +387,21 @@ def comparison_dots(gaps: pd.DataFrame, *, gap: str = "dp", title: str = "") -> 
     fig.update_yaxes(title_text=f"{GAP_NAMES[gap]}(B) − {GAP_NAMES[gap]}(A)")
     fig.update_layout(scattermode="group")
     return _layout(fig, title or f"{GAP_NAMES[gap]}(B) − {GAP_NAMES[gap]}(A)", 460)
+
+
+def planner_curve(curve: pd.DataFrame, *, target: float, k: int, title: str = "") -> go.Figure:
+    """CI half-width of ΔDP at k against candidates per group (log scale), one line per group, with the target.
+
+    ``curve``: rows of :func:`audit.metrics.planner.plan` for one (model, subtask, mode)."""
+    curve = _escaped(curve)
+    colours = group_colours(curve["group"].unique())
+    fig = go.Figure()
+    for group, part in curve.sort_values("n").groupby("group", sort=True, observed=True):
+        fig.add_trace(go.Scatter(x=part["n"], y=part["half_width"], mode="lines+markers", name=str(group),
+                                 line=dict(color=colours[group], width=2),
+                                 hovertemplate=f"{group}<br>n = %{{x}} per group<br>± %{{y:.3f}}<extra></extra>"))
+    fig.add_hline(y=target, line=dict(color="#888888", dash="dash", width=1),
+                  annotation_text=f"target ± {target:g}")
+    fig.update_xaxes(title_text="candidates per group", type="log")
+    fig.update_yaxes(title_text=f"CI half-width of ΔDP at k = {k}", rangemode="tozero")
+    return _layout(fig, title or f"Planned CI half-width of ΔDP at k = {k}", 420)

@@ -10,14 +10,14 @@ from audit.errors import AuditError
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m audit`` parser with every sub-command registered."""
-    from audit.commands import scoring_commands
+    from audit.commands import plan_commands, scoring_commands
     from audit.metrics import cli as metrics_commands
     from audit.cairo import cli as cairo_commands
     from audit.commands import report_commands
 
     parser = argparse.ArgumentParser(prog="python -m audit", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    for module in (scoring_commands, metrics_commands, cairo_commands, report_commands):
+    for module in (scoring_commands, metrics_commands, cairo_commands, plan_commands, report_commands):
         module.add_commands(sub)
     return parser
 

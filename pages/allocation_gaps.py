@@ -3,20 +3,17 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from audit import charts, report
-from audit.errors import AuditError
-from audit.metrics import validity
-from audit.metrics.impact import impact_ratios
-from audit.reporting import ReportSettings, build_report
-from pages.shared import common, views
+from audit import charts
+from pages.shared import common, report_panel, uncertainty, views
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def at_quota(view: views.View, k: int, _table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, go.Figure]:
-    """Rows shown at quota k, the overall correlations and the scatter figure (shared, never mutated)."""
-    rows = views.shown(_table[_table["k"] == k], view)
-    correlations = validity(rows) if len(rows) else pd.DataFrame(columns=["scope", "gap", "metric", "r", "n"])
-    overall = correlations[correlations["scope"] == "overall"].reset_index(drop=True)
+def at_quota(view: views.View, k: int, method: str, _table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame,
+                                                                                    go.Figure]:
+    """Rows shown at quota k (with adjusted p-values and CI marks), the overall correlations with bootstrap bands and
+    the scatter figure (shared, never mutated)."""
+    rows = uncertainty.tested(views.shown(_table[_table["k"] == k], view), uncertainty.pvalues(view, _table), method)
+    overall = uncertainty.correlations(rows, *uncertainty.draws(view, _table), view.ci)
     return rows, overall, charts.gap_scatter(rows, k=k, correlations=overall, reference=view.reference)
 
 
@@ -30,34 +27,16 @@ def curves(view: views.View, model: str, subtask: str, gap: str, _table: pd.Data
     return rows, charts.gap_curves(rows, gap=gap, title=title)
 
 
-@st.cache_data(show_spinner="Computing impact ratios…", max_entries=16)
-def impact(view: views.View, k: int) -> pd.DataFrame:
-    """Impact ratios at k for every grouping of the selected models and subtasks (the task's own group codes)."""
-    scores = common.tables(view)[0]
-    scores = scores[(scores["mode"] == view.mode) & scores["model"].isin(view.models)
-                    & scores["subtask"].isin(view.subtasks)]
-    return impact_ratios(scores, ks=k, pool=view.pool, ci=view.ci, n_boot=view.n_boot)
-
-
-def report_settings(view: views.View, k: int) -> ReportSettings:
-    """The audit report of the current view: its models, mode, quota and intervals; the reference group as a code of
-    the task (the first whose grouped name is the view's reference)."""
-    scores = common.tables(view)[0]
-    rows = scores[(scores["mode"] == view.mode) & scores["model"].isin(view.models)]
-    codes = sorted(rows["group"].unique())
-    reference = next(c for c in codes if views.regroup_code(c, view.grouping) == view.reference)
-    return ReportSettings(store=view.store, task=str(rows["task"].iloc[0]), models=view.models, mode=view.mode,
-                          reference=reference, k=k, pool=view.pool, ci=view.ci, n_boot=view.n_boot)
-
-
 st.title("Allocation gaps")
 st.caption("One point per (model, subtask, group). Pools hold one candidate per group; the k best-scored are "
            "selected. Gaps are signed against the reference group; JSD and EMD have no sign and face |gap|.")
 current, table, k = common.metric_view("k_gaps")
-at_k, overall, scatter = at_quota(current, k, table)
+method = uncertainty.method_choice()
+at_k, overall, scatter = at_quota(current, k, method, table)
 if at_k.empty:
     st.info("No rows for the selected models, subtasks and groups.")
     st.stop()
+st.caption(uncertainty.caption(current, at_k, method))
 common.chart(scatter, at_k, f"gaps_k{k}")
 st.subheader(f"Metrics and gaps at k = {k}")
 st.dataframe(at_k, hide_index=True, width="stretch", key="gap_table")
@@ -71,23 +50,10 @@ gap = right.radio("gap", list(charts.GAP_NAMES), format_func=charts.GAP_NAMES.ge
 model, subtask = keys.iloc[labels.index(choice)]
 rows, curve = curves(current, model, subtask, gap, table)
 common.chart(curve, rows, f"{gap}_curves_{model}_{subtask}")
-common.bundle_button("allocation_gaps", {f"gaps_k{k}": scatter, f"{gap}_curves": curve},
+planner = uncertainty.planner_panel(current, model, subtask, k)
+common.bundle_button("allocation_gaps", {f"gaps_k{k}": scatter, f"{gap}_curves": curve,
+                                         **({"planner": planner} if planner else {})},
                      {f"gaps_k{k}": at_k, "correlations": overall, f"{gap}_curves": rows}, current, k=k,
-                     curve_model=model, curve_subtask=subtask)
-
-st.subheader(f"Impact ratios at k = {k}")
-st.caption("Selection rate ÷ the most-selected category's rate (NYC Local Law 144), per grouping; four_fifths flags "
-           "a ratio below 0.8 (EEOC).")
-try:
-    ratios = impact(current, k)
-except AuditError as exc:
-    common.error("No impact ratios for this selection:", exc)
-else:
-    st.dataframe(ratios, hide_index=True, width="stretch", key="impact_table")
-st.subheader("Audit report")
-settings = report_settings(current, k)
-html_column, pdf_column = st.columns(2)
-for column, fmt in ((html_column, "html"), (pdf_column, "pdf")):
-    column.download_button(f"Audit report ({fmt.upper()})", data=lambda fmt=fmt: build_report(settings, fmt),
-                           file_name=f"audit-report-k{k}.{fmt}", mime=report.MIME[fmt], on_click="ignore",
-                           key=f"audit_report_{fmt}", icon=":material/description:")
+                     curve_model=model, curve_subtask=subtask, p_adjust=method)
+report_panel.impact_section(current, k)
+report_panel.report_buttons(current, k)

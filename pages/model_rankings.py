@@ -4,22 +4,25 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from audit import charts
-from audit.metrics import model_rankings, ndcg_table
-from pages.shared import common, views
+from audit.metrics import model_rankings
+from audit.metrics.bands import ndcg_bands
+from pages.shared import common, uncertainty, views
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def at_quota(view: views.View, k: int, gap: str, _table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame,
                                                                                   go.Figure, go.Figure]:
-    """Rankings and NDCG@N at quota k with their bump chart and NDCG curves."""
+    """Rankings and NDCG@N (with bootstrap bands) at quota k with their bump chart and NDCG curves."""
     rows = views.shown(_table[_table["k"] == k], view)
-    rankings, ndcg = model_rankings(rows), ndcg_table(rows)
+    index, draws = uncertainty.draws(view, _table)
+    rankings, ndcg = model_rankings(rows), ndcg_bands(rows, index, draws, level=view.ci)
     return rankings, ndcg, charts.bump_chart(rankings, gap=gap), charts.ndcg_curves(ndcg)
 
 
 st.title("Model rankings")
 st.caption("Per subtask, models are ranked by the root mean square over groups of each metric and of the true gap "
-           "(1 = least biased). NDCG@N scores how well a metric's ranking finds the truly fairest models.")
+           "(1 = least biased). NDCG@N scores how well a metric's ranking finds the truly fairest models; its "
+           "bands are bootstrap intervals (candidates resampled within groups, every ranking recomputed).")
 current, table, k = common.metric_view("k_rank")
 if views.shown(table[table["k"] == k], current)["model"].nunique() < 2:
     st.info("Select at least two models to rank.")

@@ -49,19 +49,21 @@ def check_quotas(ks: Iterable[int] | int, size: int, data: KeyData, design: Pool
     return quotas
 
 
-def gap_rows(data: KeyData, phi: np.ndarray, psi: np.ndarray) -> pd.DataFrame:
-    """Long table of (key, group, k, dp_gap, eo_gap) for every non-reference group and k = 1..L."""
+def row_index(data: KeyData, size: int) -> pd.DataFrame:
+    """(model, subtask, mode, group, k) for every non-reference group and k = 1..size: the row order of the tables."""
     others = [g for g in range(len(data.groups)) if g != data.ref]
-    size = phi.shape[1]
-    frame = pd.DataFrame({
-        "group": np.repeat(np.asarray(data.groups)[others], size),
-        "k": np.tile(np.arange(1, size + 1), len(others)),
-        "dp_gap": (phi[others] - phi[data.ref]).ravel(),
-        "eo_gap": (psi[others] - psi[data.ref]).ravel(),
-    })
+    frame = pd.DataFrame({"group": np.repeat(np.asarray(data.groups)[others], size),
+                          "k": np.tile(np.arange(1, size + 1), len(others))})
     for position, (name, value) in enumerate(zip(KEY, data.key)):
         frame.insert(position, name, value)
     return frame
+
+
+def gap_rows(data: KeyData, phi: np.ndarray, psi: np.ndarray) -> pd.DataFrame:
+    """Long table of (key, group, k, dp_gap, eo_gap) for every non-reference group and k = 1..L."""
+    others = [g for g in range(len(data.groups)) if g != data.ref]
+    return row_index(data, phi.shape[1]).assign(dp_gap=(phi[others] - phi[data.ref]).ravel(),
+                                                eo_gap=(psi[others] - psi[data.ref]).ravel())
 
 
 def allocation_gaps(scores: pd.DataFrame, *, reference: str, ks: Iterable[int] | int,

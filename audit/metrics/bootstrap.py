@@ -2,60 +2,57 @@
 
 A replicate resamples, with replacement, the candidates of every group separately (group sizes kept): each group's
 multiset of (score, qualified) cells is redrawn as one multinomial count vector, so no candidate list is ever
-materialised. RABBI is then a weighted count on the grid of distinct scores and the gaps reuse the exact pool
-computation with the resampled counts. For the ``observed`` design, whose scores are relative to their pool, the
+materialised. RABBI (and, for the validity bands, δ, JSD and EMD: :mod:`audit.metrics.weighted`) is then a
+weighted count on the grid of distinct scores and the gaps reuse the exact pool computation with the resampled
+counts. For the ``observed`` design, whose scores are relative to their pool, the
 recorded pools are resampled instead. The interval is the (1 ± level)/2 quantiles of the replicates (NaN-aware).
 Replicates are drawn in fixed blocks seeded by (seed, key, block), so results do not depend on memory chunking.
 """
 from __future__ import annotations
 
-import zlib
-from collections.abc import Iterator
-
 import numpy as np
 
 from audit.metrics.allocation import selection_shares
+from audit.metrics.inference import key_seed
 from audit.metrics.keys import KeyData
 from audit.metrics.pools import PoolDesign, rank_laws
+from audit.metrics.weighted import weighted_delta, weighted_emd, weighted_jsd, weighted_rabbi
 
 BLOCK = 25
 _CELLS_PER_CHUNK = 4_000_000
 
 
-def resampled_counts(data: KeyData, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """(counts, qualified counts), each (n, groups, distinct scores): n resamples of every group's candidates."""
+def resampled_counts(data: KeyData, rng: np.random.Generator, n: int,
+                     size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(counts, qualified counts), each (n, groups, distinct scores): n resamples of every group's candidates, each
+    of the group's own size or of ``size`` candidates per group (a pilot grown or shrunk to that size)."""
     counts = np.zeros((n, len(data.groups), data.values.size))
     qualified = np.zeros_like(counts)
     for g in range(len(data.groups)):
         mask = data.group == g
         cells, sizes = np.unique(data.value[mask] * 2 + data.qualified[mask], return_counts=True)
-        draws = rng.multinomial(mask.sum(), sizes / mask.sum(), size=n)
+        draws = rng.multinomial(size or mask.sum(), sizes / mask.sum(), size=n)
         value, is_qualified = cells // 2, (cells % 2).astype(bool)
         counts[:, g, value[~is_qualified]] = draws[:, ~is_qualified]
         qualified[:, g, value[is_qualified]] = draws[:, is_qualified]
     return counts + qualified, qualified
 
 
-def weighted_rabbi(counts: np.ndarray, ref: int) -> np.ndarray:
-    """(batch, groups) RABBI of every group against ``ref`` from grid counts (batch, groups, distinct scores):
-    Σ_d c_A(d)·(#B below d − #B above d) / (n_A·n_B)."""
-    ref_counts = counts[:, ref]
-    below = np.cumsum(ref_counts, axis=1) - ref_counts
-    above = ref_counts.sum(axis=1, keepdims=True) - below - ref_counts
-    net = np.einsum("bgd,bd->bg", counts, below - above)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return net / (counts.sum(axis=2) * ref_counts.sum(axis=1, keepdims=True))
-
-
-def _blocks(data: KeyData, design: PoolDesign, n_boot: int, seed: int) -> Iterator[tuple[np.ndarray, np.ndarray,
-                                                                                              list[tuple]]]:
-    """Replicates in seeded blocks: (counts, qualified counts, [(R, R') rank-law chunks]) per block."""
-    key_seed = zlib.crc32("\x1f".join(data.key).encode())
+def replicates(data: KeyData, design: PoolDesign, *, n_boot: int, seed: int, bins: int | None = None,
+               shares: bool = False) -> dict[str, np.ndarray]:
+    """Bootstrap draws against the reference: rabbi, rabbi_qualified (n_boot, groups) and dp_gap, eo_gap
+    (n_boot, groups, L); with ``bins`` also delta, jsd, emd and their ``_qualified`` variants (n_boot, groups), δ
+    NaN for pairwise keys (its pair outcomes are not resampled); with ``shares`` also the selection shares φ, ψ
+    themselves (n_boot, groups, L) as ``phi`` and ``psi``."""
     size = design.pool_size(data)
+    parts: dict[str, list[np.ndarray]] = {}
     for block in range(0, n_boot, BLOCK):
-        rng = np.random.default_rng([seed, key_seed, block])
+        rng = np.random.default_rng([seed, key_seed(data), block])
         n = min(BLOCK, n_boot - block)
         counts, qualified = resampled_counts(data, rng, n)
+        metrics = {"rabbi": weighted_rabbi(counts, data.ref), "rabbi_qualified": weighted_rabbi(qualified, data.ref)}
+        if bins is not None:
+            metrics.update(_distribution_metrics(data, counts, qualified, bins))
         if design.kind == "observed":
             pools = np.unique(data.pool).size
             laws = [rank_laws(data, design, pool_weights=rng.multinomial(pools, np.full(pools, 1 / pools), size=n))]
@@ -63,33 +60,61 @@ def _blocks(data: KeyData, design: PoolDesign, n_boot: int, seed: int) -> Iterat
             step = max(1, _CELLS_PER_CHUNK // (size * size * data.values.size))
             laws = [rank_laws(data, design, counts=counts[i:i + step], qualified_counts=qualified[i:i + step])
                     for i in range(0, n, step)]
-        yield counts, qualified, laws
+        metrics["phi"] = np.concatenate([selection_shares(law) for law, _ in laws])
+        metrics["psi"] = np.concatenate([selection_shares(law) for _, law in laws])
+        for name, values in metrics.items():
+            parts.setdefault(name, []).append(values)
+    draws = {name: np.concatenate(chunks) for name, chunks in parts.items()}
+    phi, psi = (draws["phi"], draws["psi"]) if shares else (draws.pop("phi"), draws.pop("psi"))
+    draws["dp_gap"], draws["eo_gap"] = phi - phi[:, [data.ref]], psi - psi[:, [data.ref]]
+    return draws
 
 
 def share_draws(data: KeyData, design: PoolDesign, *, n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Bootstrap replicates of (φ, ψ), each (n_boot, groups, L): the very draws behind :func:`intervals`."""
-    phi, psi = [], []
-    for _, _, laws in _blocks(data, design, n_boot, seed):
-        phi += [selection_shares(law) for law, _ in laws]
-        psi += [selection_shares(law) for _, law in laws]
-    return np.concatenate(phi), np.concatenate(psi)
+    """Bootstrap replicates of (φ, ψ), each (n_boot, groups, L): the very draws behind the gaps' intervals."""
+    draws = replicates(data, design, n_boot=n_boot, seed=seed, shares=True)
+    return draws["phi"], draws["psi"]
 
 
-def intervals(data: KeyData, design: PoolDesign, *, level: float, n_boot: int, seed: int) -> dict[str, np.ndarray]:
-    """Bounds ``{name}_lo``/``{name}_hi`` for rabbi, rabbi_qualified (groups,) and dp_gap, eo_gap (groups, L)."""
-    parts: dict[str, list[np.ndarray]] = {"rabbi": [], "rabbi_qualified": [], "phi": [], "psi": []}
-    for counts, qualified, laws in _blocks(data, design, n_boot, seed):
-        parts["rabbi"].append(weighted_rabbi(counts, data.ref))
-        parts["rabbi_qualified"].append(weighted_rabbi(qualified, data.ref))
-        parts["phi"] += [selection_shares(law) for law, _ in laws]
-        parts["psi"] += [selection_shares(law) for _, law in laws]
-    draws = {name: np.concatenate(chunks) for name, chunks in parts.items()}
-    phi, psi = draws.pop("phi"), draws.pop("psi")
-    draws["dp_gap"], draws["eo_gap"] = phi - phi[:, [data.ref]], psi - psi[:, [data.ref]]
-    return {name: bound for name, values in draws.items() for name, bound in percentile_bounds(name, values, level)}
+def _distribution_metrics(data: KeyData, counts: np.ndarray, qualified: np.ndarray, bins: int
+                          ) -> dict[str, np.ndarray]:
+    out = {}
+    for suffix, grid in (("", counts), ("_qualified", qualified)):
+        delta = weighted_delta(grid, data.ref, data.values)
+        out[f"delta{suffix}"] = delta if data.key[2] == "pointwise" else np.full_like(delta, np.nan)
+        out[f"jsd{suffix}"] = weighted_jsd(grid, data.ref, data.values, bins=bins)
+        out[f"emd{suffix}"] = weighted_emd(grid, data.ref, data.values)
+    return out
+
+
+def percentiles(values: np.ndarray, level: float) -> np.ndarray:
+    """(2, …): the (1 ± level)/2 quantiles over the first axis, ignoring NaNs (the NaN-aware path only when needed:
+    NumPy's is a slow per-column loop)."""
+    quantile = np.nanquantile if np.isnan(values).any() else np.quantile
+    return quantile(values, [(1 - level) / 2, (1 + level) / 2], axis=0)
 
 
 def percentile_bounds(name: str, values: np.ndarray, level: float) -> list[tuple[str, np.ndarray]]:
-    """[(``{name}_lo``, lower), (``{name}_hi``, upper)]: the (1 ± level)/2 quantiles over axis 0, NaN-aware."""
-    low, high = np.nanquantile(values, [(1 - level) / 2, (1 + level) / 2], axis=0)
+    """[(``{name}_lo``, lower), (``{name}_hi``, upper)]: :func:`percentiles` of ``values`` by name."""
+    low, high = percentiles(values, level)
     return [(f"{name}_lo", low), (f"{name}_hi", high)]
+
+
+def bounds(draws: dict[str, np.ndarray], level: float) -> dict[str, np.ndarray]:
+    """``{name}_lo``/``{name}_hi`` of rabbi, rabbi_qualified (groups,) and dp_gap, eo_gap (groups, L) from the draws
+    of :func:`replicates`."""
+    out = {}
+    for name in ("rabbi", "rabbi_qualified", "dp_gap", "eo_gap"):
+        out[f"{name}_lo"], out[f"{name}_hi"] = percentiles(draws[name], level)
+    return out
+
+
+def row_draws(data: KeyData, size: int, draws: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The draws of :func:`replicates` as (rows, replicates) per column, rows in the metric table's order of one key
+    (every non-reference group, k = 1..size; metrics that do not depend on k repeated)."""
+    others = [g for g in range(len(data.groups)) if g != data.ref]
+    out = {}
+    for name, values in draws.items():
+        values = values[:, others]
+        out[name] = (values.reshape(values.shape[0], -1) if values.ndim == 3 else values.repeat(size, axis=1)).T
+    return out

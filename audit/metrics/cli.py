@@ -11,7 +11,9 @@ import numpy as np
 import pandas as pd
 
 from audit.errors import AuditError
+from audit.metrics.bands import draws_table, ndcg_bands, validity_bands
 from audit.metrics.engine import MetricEngine
+from audit.metrics.inference import METHODS, adjusted
 from audit.metrics.schema import is_pairwise
 from audit.metrics.validity import model_rankings, ndcg_table, validity
 
@@ -27,13 +29,21 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     _common(metrics)
     metrics.add_argument("--ci", type=float, help="confidence level of bootstrap bounds, e.g. 0.95 (adds *_lo/*_hi)")
     metrics.add_argument("--bootstrap", type=int, default=1000, metavar="B", help="bootstrap replicates (default 1000)")
-    metrics.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    metrics.add_argument("--seed", type=int, default=0, help="bootstrap and permutation seed (default 0)")
+    metrics.add_argument("--permutations", type=int, metavar="B",
+                         help="permutation test of no gap with B label shuffles (adds dp_gap_p, eo_gap_p and, "
+                              "adjusted per model, mode and k, dp_gap_padj, eo_gap_padj)")
+    metrics.add_argument("--adjust", choices=tuple(METHODS), default="holm",
+                         help="multiple-comparison adjustment of the p-values: holm (default) or bh")
     metrics.add_argument("--format", choices=("json", "csv"), default="json")
     metrics.set_defaults(handler=run_metrics)
     check = sub.add_parser("validity", help="Pearson r of bias metrics with allocation gaps, model rankings, NDCG@N",
                            description="Correlations overall and per group (paper Table 1, Figure 6) and model-"
                                        "ranking NDCG@N averaged over subtasks (Figure 4), per task, mode and k.")
     _common(check)
+    check.add_argument("--ci", type=float, help="confidence level of bootstrap bands on r and NDCG (adds r_lo/r_hi, "
+                                                "ndcg_lo/ndcg_hi; candidates resampled within groups)")
+    check.add_argument("--bootstrap", type=int, default=200, metavar="B", help="bootstrap replicates (default 200)")
     check.add_argument("--format", choices=("json",), default="json")
     check.set_defaults(handler=run_validity)
 
@@ -111,7 +121,9 @@ def run_metrics(args: argparse.Namespace) -> int:
     """Handler of ``metrics``."""
     scores, pairs, quotas = _inputs(args)
     table = MetricEngine(scores, reference=args.reference, pool=args.pool, pairs=pairs, ci=args.ci,
-                         n_boot=args.bootstrap, seed=args.seed).table(quotas)
+                         n_boot=args.bootstrap, seed=args.seed, n_perm=args.permutations).table(quotas)
+    if args.permutations is not None:
+        table = adjusted(table, args.adjust)
     _note_missing_pairs(scores, pairs)
     _emit(table.to_csv(index=False) if args.format == "csv" else json.dumps(_records(table), indent=1) + "\n", args.out)
     return 0
@@ -123,10 +135,16 @@ def run_validity(args: argparse.Namespace) -> int:
     parts: dict[str, list[pd.DataFrame]] = {"correlations": [], "ndcg": [], "rankings": []}
     tasks = scores["task"].astype(str) if "task" in scores else pd.Series("", index=scores.index)
     for task in sorted(tasks.unique()):
-        table = MetricEngine(scores[tasks == task], reference=args.reference, pool=args.pool,
-                             pairs=pairs).table(quotas)
-        for name, frame in (("correlations", validity(table)), ("ndcg", ndcg_table(table)),
-                            ("rankings", model_rankings(table))):
+        rows = scores[tasks == task]
+        table = MetricEngine(rows, reference=args.reference, pool=args.pool, pairs=pairs).table(quotas)
+        correlations, ndcg = validity(table), ndcg_table(table)
+        if args.ci is not None:
+            if not 0 < args.ci < 1:
+                raise AuditError(f"confidence level {args.ci} must lie strictly between 0 and 1")
+            index, draws = draws_table(rows, reference=args.reference, pool=args.pool, n_boot=args.bootstrap)
+            correlations = validity_bands(table, index, draws, level=args.ci)
+            ndcg = ndcg_bands(table, index, draws, level=args.ci)
+        for name, frame in (("correlations", correlations), ("ndcg", ndcg), ("rankings", model_rankings(table))):
             parts[name].append(frame.assign(task=task)[["task", *frame.columns]])
     _note_missing_pairs(scores, pairs)
     result = {"reference": args.reference, "pool": args.pool, "k": quotas,

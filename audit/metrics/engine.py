@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import numpy as np
 import pandas as pd
 
 from audit.errors import AuditError
 from audit.metrics.allocation import check_quotas, gap_rows, shares
 from audit.metrics.bias_table import BIAS_COLUMNS, key_bias, with_pair_deltas
-from audit.metrics.bootstrap import intervals
+from audit.metrics.bootstrap import bounds, replicates, row_draws
+from audit.metrics.inference import key_pvalues
 from audit.metrics.keys import KeyData, split_keys
 from audit.metrics.pools import PoolDesign
 from audit.metrics.schema import KEY
@@ -21,6 +23,7 @@ from audit.metrics.schema import KEY
 COLUMNS = (*KEY, "group", "k", *BIAS_COLUMNS, "dp_gap", "eo_gap")
 CI_COLUMNS = tuple(f"{name}_{end}" for name in ("rabbi", "rabbi_qualified", "dp_gap", "eo_gap")
                    for end in ("lo", "hi"))
+P_COLUMNS = ("dp_gap_p", "eo_gap_p")
 
 
 class MetricEngine:
@@ -28,33 +31,52 @@ class MetricEngine:
 
     ``pool``: ``per-group`` | ``random:N`` | ``observed``. ``pairs``: pair outcomes for pairwise δ (NaN without).
     ``ci``: confidence level (e.g. 0.95) for percentile bootstrap bounds on RABBI and the gaps, from ``n_boot``
-    replicates seeded by ``seed``. ``bins``: JSD binning (see :func:`audit.metrics.bias.histograms`).
+    replicates seeded by ``seed``. ``n_perm``: permutations for the p-values ``dp_gap_p``/``eo_gap_p`` of "no gap"
+    (see :mod:`audit.metrics.inference`). ``bins``: JSD binning (see :func:`audit.metrics.bias.histograms`).
+    ``keep_draws`` (with ``ci``): keep every replicate of every metric and gap as ``draws`` = (index, {column: (rows,
+    n_boot)}), the input of :func:`audit.metrics.bands.validity_bands`, from the same replicates as the bounds.
     ``pool_sizes`` maps each (model, subtask, mode) to its pool size, the largest valid k.
     """
 
     def __init__(self, scores: pd.DataFrame, *, reference: str, pool: "str | PoolDesign" = "per-group",
                  pairs: pd.DataFrame | None = None, ci: float | None = None, n_boot: int = 1000, seed: int = 0,
-                 bins: int = 20) -> None:
+                 bins: int = 20, n_perm: int | None = None, keep_draws: bool = False) -> None:
         if ci is not None and not 0 < ci < 1:
             raise AuditError(f"confidence level {ci} must lie strictly between 0 and 1")
         if n_boot < 1:
             raise AuditError(f"bootstrap replicates {n_boot} must be at least 1")
+        if keep_draws and ci is None:
+            raise AuditError("keeping bootstrap draws needs a confidence level (ci)")
+        if n_perm is not None and n_perm < 1:
+            raise AuditError(f"permutations {n_perm} must be at least 1")
         self.design = PoolDesign.parse(pool)
         self.keys = split_keys(scores, reference=reference)
         self.pool_sizes = {d.key: self.design.pool_size(d) for d in self.keys}
         bias = pd.concat([key_bias(d, bins=bins) for d in self.keys], ignore_index=True)
         bias = with_pair_deltas(bias, self.keys, pairs, reference=reference)
-        gaps = pd.concat([self._gaps(d, ci, n_boot, seed) for d in self.keys], ignore_index=True)
-        columns = list(COLUMNS) + (list(CI_COLUMNS) if ci is not None else [])
+        self._bins = bins if keep_draws else None
+        self._draws: list[dict[str, np.ndarray]] = []
+        gaps = pd.concat([self._gaps(d, ci, n_boot, seed, n_perm) for d in self.keys], ignore_index=True)
+        columns = list(COLUMNS) + (list(CI_COLUMNS) if ci is not None else []) + (
+            list(P_COLUMNS) if n_perm is not None else [])
         self._rows = gaps.merge(bias, on=[*KEY, "group"], how="left")[columns]
+        self.draws = (self._rows[[*KEY, "group", "k"]], {name: np.concatenate([d[name] for d in self._draws])
+                                                         for name in self._draws[0]}) if self._draws else None
 
-    def _gaps(self, data: KeyData, ci: float | None, n_boot: int, seed: int) -> pd.DataFrame:
+    def _gaps(self, data: KeyData, ci: float | None, n_boot: int, seed: int, n_perm: int | None) -> pd.DataFrame:
         rows = gap_rows(data, *shares(data, self.design))
+        extra = {}
         if ci is not None:
-            bounds = intervals(data, self.design, level=ci, n_boot=n_boot, seed=seed)
+            draws = replicates(data, self.design, n_boot=n_boot, seed=seed, bins=self._bins)
+            extra.update(bounds(draws, ci))
+            if self._bins is not None:
+                self._draws.append(row_draws(data, self.pool_sizes[data.key], draws))
+        if n_perm is not None:
+            extra.update(key_pvalues(data, self.design, n_perm=n_perm, seed=seed))
+        if extra:
             others = [g for g in range(len(data.groups)) if g != data.ref]
             size = self.pool_sizes[data.key]
-            for name, values in bounds.items():
+            for name, values in extra.items():
                 values = values[others]
                 rows[name] = values.ravel() if values.ndim == 2 else values.repeat(size)
         return rows
@@ -68,9 +90,10 @@ class MetricEngine:
 
 def metric_table(scores: pd.DataFrame, *, reference: str, ks: Iterable[int] | int,
                  pool: "str | PoolDesign" = "per-group", pairs: pd.DataFrame | None = None, ci: float | None = None,
-                 n_boot: int = 1000, seed: int = 0, bins: int = 20) -> pd.DataFrame:
+                 n_boot: int = 1000, seed: int = 0, bins: int = 20, n_perm: int | None = None) -> pd.DataFrame:
     """One row per (model, subtask, mode, group ≠ reference, k) with δ, JSD, EMD, RABBI and its p-value, qualified δ
-    and RABBI, ΔDP and ΔEO (+ ``*_lo``/``*_hi`` bounds when ``ci`` is set). For repeated calls with other quotas build
+    and RABBI, ΔDP and ΔEO (+ ``*_lo``/``*_hi`` bounds when ``ci`` is set, permutation p-values ``*_p`` when
+    ``n_perm`` is). For repeated calls with other quotas build
     a :class:`MetricEngine` once and call ``engine.table(ks)``."""
     return MetricEngine(scores, reference=reference, pool=pool, pairs=pairs, ci=ci, n_boot=n_boot, seed=seed,
-                        bins=bins).table(ks)
+                        bins=bins, n_perm=n_perm).table(ks)

@@ -10,7 +10,8 @@ each design reduces to R_X[j] = mean_{x∈X} P(rank of x = j + 1), ties broken a
   Given x's label v, the other members rank above x independently, member of group h with chance
   q_h(v) = p_h + t_h·(1 − v) (p_h, t_h: shares of group h scoring above / equal to x), so #above is a
   Poisson-binomial, expanded one group at a time. Its law is a polynomial of degree ≤ m − 1 in v, so integrating
-  v over [0, 1] with ⌈m/2⌉-point Gauss–Legendre quadrature is exact (up to float rounding).
+  v over [0, 1] with ⌈m/2⌉-point Gauss–Legendre quadrature is exact (up to float rounding); one point suffices
+  when no score is shared across groups (no other member can tie with x, so the law does not depend on v).
 - ``random:N`` (N drawn without replacement from the M candidates of the subtask): a of the other M − 1
   candidates above x, c − 1 tied and the rest below, (H, T) is multivariate hypergeometric, expanded one draw at a
   time, then spread uniformly over ranks H + 1 … H + T + 1.
@@ -103,22 +104,30 @@ def _normalise(total: np.ndarray, weights: np.ndarray) -> np.ndarray:
 
 
 def _per_group(counts: np.ndarray, unit_group: np.ndarray, unit_value: np.ndarray) -> np.ndarray:
-    """(m, batch, units): rank law of a candidate of group ``unit_group`` scoring ``values[unit_value]``."""
+    """(m, batch, units): rank law of a candidate of group ``unit_group`` scoring ``values[unit_value]``.
+
+    ``unit_group`` is (units,) or (batch, units): a group per replicate, for shuffled group labels."""
     m = counts.shape[1]
+    batch = np.arange(counts.shape[0])[:, None]
     size = counts.sum(axis=2, keepdims=True)
     above = (size - np.cumsum(counts, axis=2)) / size
     tied = counts / size
-    nodes, weights = np.polynomial.legendre.leggauss((m + 1) // 2)
+    shared = ((counts > 0).sum(axis=1) > 1).any()  # without scores shared across groups the law is constant in v
+    nodes, weights = np.polynomial.legendre.leggauss((m + 1) // 2 if shared else 1)
     label = (1 - nodes[:, None, None]) / 2
-    law = np.ones((1, nodes.size) + (counts.shape[0], unit_group.size))
+    law = np.ones((1, nodes.size) + (counts.shape[0], unit_value.size))
     for step in range(m - 1):
         other = step + (step >= unit_group)
-        chance = above[:, other, unit_value] + tied[:, other, unit_value] * label
-        grown = np.zeros((step + 2,) + law.shape[1:])
-        grown[:-1] = law * (1 - chance)
-        grown[1:] += law * chance
+        chance = above[batch, other, unit_value]
+        if shared:
+            chance = chance + tied[batch, other, unit_value] * label
+        moved = law * chance
+        grown = np.empty((step + 2,) + law.shape[1:])
+        grown[:-1] = law - moved
+        grown[-1] = 0
+        grown[1:] += moved
         law = grown
-    return np.einsum("jqbu,q->jbu", law, weights / 2)
+    return law[:, 0] if nodes.size == 1 else np.einsum("jqbu,q->jbu", law, weights / 2)
 
 
 def _random(total: np.ndarray, unit_value: np.ndarray, size: int) -> np.ndarray:
@@ -142,13 +151,35 @@ def _random(total: np.ndarray, unit_value: np.ndarray, size: int) -> np.ndarray:
     return np.einsum("jht,htbu->jbu", spread, table)
 
 
-def _observed(data: KeyData, pool_weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+def candidate_laws(data: KeyData, design: PoolDesign, labels: np.ndarray) -> np.ndarray:
+    """(L, batch or 1, rows): the rank law of every candidate (row of ``data``) when the group of row i is
+    ``labels[b, i]`` (shuffled labels, group sizes kept). Only the per-group design depends on the labels."""
+    size = design.pool_size(data)
+    if design.kind == "per-group":
+        flat = (np.arange(labels.shape[0])[:, None] * len(data.groups) + labels) * data.values.size + data.value
+        counts = np.bincount(flat.ravel(), minlength=labels.shape[0] * len(data.groups) * data.values.size)
+        counts = counts.reshape(labels.shape[0], len(data.groups), data.values.size).astype(float)
+        return _per_group(counts, labels, data.value)
+    if design.kind == "random":
+        law = _random(data.counts.sum(axis=0)[None], np.arange(data.values.size), size)
+        return law[:, :, data.value]
+    _, first, ties, _ = _pool_ranks(data)
+    j = np.arange(size)[:, None]
+    return (((j >= first) & (j <= first + ties)) / (ties + 1.0))[:, None]
+
+
+def _pool_ranks(data: KeyData) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """(pool index, members above, others tied, largest pool size) of every row, for the ``observed`` design."""
     pools = _pools(data)
-    n_pools, m = pools.max() + 1, len(data.groups)
-    size = int(np.bincount(pools).max())
     by_pool = pd.Series(data.score).groupby(pools)
     first = by_pool.rank(method="min", ascending=False).to_numpy(dtype=int) - 1
     ties = by_pool.rank(method="max", ascending=False).to_numpy(dtype=int) - 1 - first
+    return pools, first, ties, int(np.bincount(pools).max())
+
+
+def _observed(data: KeyData, pool_weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    pools, first, ties, size = _pool_ranks(data)
+    n_pools, m = pools.max() + 1, len(data.groups)
     weights = np.ones((1, n_pools)) if pool_weights is None else pool_weights
 
     def average(mask: np.ndarray) -> np.ndarray:

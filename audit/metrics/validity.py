@@ -115,9 +115,9 @@ def ndcg_table(table: pd.DataFrame, *, by: Sequence[str] = BY) -> pd.DataFrame:
     rows = []
     for (*level, subtask, gap), part in ranks.groupby([*by, "subtask", "gap"], sort=True):
         orders = {metric: list(rows_["model"]) for metric, rows_ in part.groupby("metric", sort=True)}
-        ideal = orders.pop("true")
+        ideal = orders.pop("true", None)  # None where no model has a finite true gap (e.g. a bootstrap replicate)
         for metric, order in orders.items():
-            if len(order) == len(ideal):
+            if ideal is not None and len(order) == len(ideal):
                 rows += [(*level, subtask, gap, metric, n, ndcg_at(order, ideal, n)) for n in range(1, len(ideal) + 1)]
     frame = pd.DataFrame(rows, columns=[*by, "subtask", "gap", "metric", "n", "ndcg"])
     return (frame.groupby([*by, "gap", "metric", "n"], sort=True)

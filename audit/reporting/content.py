@@ -14,6 +14,7 @@ import pandas as pd
 
 from audit.errors import AuditError
 from audit.metrics import MetricEngine, model_rankings, validity
+from audit.metrics.inference import adjusted
 from audit.metrics.compare import compare_gaps, rank_correlation, selection_flips
 from audit.metrics.impact import impact_ratios
 from audit.metrics.schema import is_pairwise
@@ -161,9 +162,9 @@ def collect(settings: ReportSettings) -> ReportData:
         models, prompts = _models(store, scores), _prompts(store, task, scores, settings.mode)
         diagnostics = _diagnostics(store, scores, settings.mode)
     engine = MetricEngine(scores, reference=settings.reference, pool=settings.design, ci=settings.ci,
-                          n_boot=settings.n_boot, seed=settings.seed)
+                          n_boot=settings.n_boot, seed=settings.seed, n_perm=settings.n_boot)
     engine.table(settings.k)  # the engine's own message for a quota outside 1 … pool size
-    metrics = engine.table(range(1, min(engine.pool_sizes.values()) + 1))
+    metrics = adjusted(engine.table(range(1, min(engine.pool_sizes.values()) + 1)), "holm")
     at_k = metrics[metrics["k"] == settings.k]
     sizes = (scores.groupby(["subtask", "group"])["candidate_id"].nunique().rename("candidates").reset_index())
     data = ReportData(
@@ -193,7 +194,9 @@ def limitations(data: ReportData) -> list[str]:
            "from zero.",
            f"Intervals are percentile bootstrap intervals over {data.settings.n_boot} resamples of "
            f"{'the recorded pools' if data.settings.design == 'observed' else 'each group’s candidates'} (seed "
-           f"{data.settings.seed}); they are not adjusted for the number of comparisons."]
+           f"{data.settings.seed}); they are not adjusted for the number of comparisons. p-values are permutation tests "
+           f"of \"no gap\" ({data.settings.n_boot} shuffles of the group labels), Holm-adjusted across the groups × "
+           f"subtasks of each model."]
     if data.task in COUNTERFACTUAL_TASKS:
         out.append("Counterfactual design: groups differ only by the name on otherwise identical resumes, so a gap is "
                    "caused by the name (and what the model infers from it).")

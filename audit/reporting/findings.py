@@ -12,8 +12,8 @@ import pandas as pd
 RACES = {"W": "White", "B": "Black", "A": "Asian", "H": "Hispanic"}
 GENDERS = {"M": "men", "F": "women"}
 MAX_FINDINGS = 12
-#: metric-table column of a gap's multiplicity-adjusted permutation p-value; quoted in the finding when present
-P_COLUMN = "dp_gap_p_adjusted"
+#: metric-table column of a gap's Holm-adjusted permutation p-value (audit.metrics.inference); quoted when present
+P_COLUMN = "dp_gap_padj"
 
 
 def group_name(code: str, named: bool = True) -> str:

@@ -1,0 +1,126 @@
+"""Permutation p-values for the allocation gaps, and multiple-comparison adjustment (Holm, Benjamini–Hochberg).
+
+Null hypothesis of "no gap": within one (model, subtask, mode) the group labels are exchangeable. A permutation
+shuffles the labels over the key's candidates (group sizes kept) and recomputes every group's exact ΔDP and ΔEO
+against the reference for every k, as :mod:`audit.metrics.allocation` does; permutations are processed in blocks as
+one batch (rank laws of every candidate under each shuffled labelling, then one matrix product per block), never in
+a Python loop over permutations. The two-sided p-value is p = (1 + #{b : |gap_b| ≥ |gap|}) / (B + 1), never 0.
+"""
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from audit.errors import AuditError
+from audit.metrics.allocation import row_index, shares
+from audit.metrics.keys import KeyData, split_keys
+from audit.metrics.pools import PoolDesign, candidate_laws
+
+METHODS = {"holm": "Holm (family-wise error)", "bh": "Benjamini–Hochberg (false discovery rate)"}
+_CELLS_PER_CHUNK = 4_000_000
+_BLOCK = 100
+
+
+def key_seed(data: KeyData) -> int:
+    """A stable per-key seed component, so every key draws its own stream whatever the key order."""
+    return zlib.crc32("\x1f".join(data.key).encode())
+
+
+def group_shares(labels: np.ndarray, chances: np.ndarray, weight: np.ndarray, groups: int) -> np.ndarray:
+    """(batch, groups, L): the ``weight``-weighted mean selection chance over the rows labelled with each group.
+
+    ``labels`` (batch, rows) gives each row's group; ``chances`` (L, batch or 1, rows) each row's chance of being
+    selected at k = 1..L; ``weight`` (rows,) stays with its row (1, or whether the candidate is qualified)."""
+    n = labels.shape[0]
+    cell = (np.arange(n)[:, None] * groups + labels).ravel()
+    weights = np.broadcast_to(weight, labels.shape).ravel()
+    total = np.stack([np.bincount(cell, np.broadcast_to(chance, labels.shape).ravel() * weights, n * groups)
+                      for chance in chances], axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (total / np.bincount(cell, weights, n * groups)[:, None]).reshape(n, groups, -1)
+
+
+def permuted_gaps(data: KeyData, design: PoolDesign, *, n_perm: int, seed: int) -> dict[str, np.ndarray]:
+    """``dp_gap`` and ``eo_gap``, each (n_perm, groups, L): the exact gaps under shuffled group labels."""
+    rows, groups = data.group.size, len(data.groups)
+    size = design.pool_size(data)
+    step = max(1, _CELLS_PER_CHUNK // (size * size * rows))  # shuffles per law computation (memory)
+    phi, psi = [], []
+    for block in range(0, n_perm, _BLOCK):  # seeded per fixed block: results do not depend on ``step``
+        rng = np.random.default_rng([seed, key_seed(data), block])
+        shuffled = data.group[np.argsort(rng.random((min(_BLOCK, n_perm - block), rows)), axis=1)]
+        for labels in np.array_split(shuffled, -(-len(shuffled) // step)):
+            chances = np.cumsum(candidate_laws(data, design, labels), axis=0)
+            phi.append(group_shares(labels, chances, np.ones(rows), groups))
+            psi.append(group_shares(labels, chances, data.qualified.astype(float), groups))
+    phi, psi = np.concatenate(phi), np.concatenate(psi)
+    return {"dp_gap": phi - phi[:, [data.ref]], "eo_gap": psi - psi[:, [data.ref]]}
+
+
+def permutation_pvalues(observed: dict[str, np.ndarray], null: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``{name}_p`` (groups, L) for each gap: the two-sided permutation p-value of the observed gap (groups, L)."""
+    out = {}
+    for name, value in observed.items():
+        tolerance = 1e-12 * np.maximum(1, np.abs(value))
+        exceed = (np.abs(null[name]) >= np.abs(value) - tolerance).sum(axis=0)
+        out[f"{name}_p"] = np.where(np.isfinite(value), (1 + exceed) / (null[name].shape[0] + 1), np.nan)
+    return out
+
+
+def key_pvalues(data: KeyData, design: PoolDesign, *, n_perm: int, seed: int) -> dict[str, np.ndarray]:
+    """``dp_gap_p`` and ``eo_gap_p`` (groups, L): permutation p-values of every group's gaps at k = 1..L."""
+    phi, psi = shares(data, design)
+    observed = {"dp_gap": phi - phi[data.ref], "eo_gap": psi - psi[data.ref]}
+    return permutation_pvalues(observed, permuted_gaps(data, design, n_perm=n_perm, seed=seed))
+
+
+def gap_pvalues(scores: pd.DataFrame, *, reference: str, pool: "str | PoolDesign" = "per-group", n_perm: int = 1000,
+                seed: int = 0) -> pd.DataFrame:
+    """Permutation p-values of ΔDP and ΔEO for every (model, subtask, mode), group ≠ reference and k up to the pool
+    size. Columns: model, subtask, mode, group, k, dp_gap_p, eo_gap_p."""
+    if n_perm < 1:
+        raise AuditError(f"permutations {n_perm} must be at least 1")
+    design = PoolDesign.parse(pool)
+    frames = []
+    for data in split_keys(scores, reference=reference):
+        others = [g for g in range(len(data.groups)) if g != data.ref]
+        pvalues = key_pvalues(data, design, n_perm=n_perm, seed=seed)
+        frames.append(row_index(data, design.pool_size(data)).assign(
+            **{name: values[others].ravel() for name, values in pvalues.items()}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def adjust(pvalues: Sequence[float] | np.ndarray, method: str = "holm") -> np.ndarray:
+    """Adjusted p-values of one family: ``holm`` (step-down, controls the family-wise error) or ``bh``
+    (Benjamini–Hochberg step-up, controls the false discovery rate). NaNs stay NaN and do not count."""
+    if method not in METHODS:
+        raise AuditError(f"multiple-comparison method {method!r} not known; use {' or '.join(METHODS)}")
+    p = np.asarray(pvalues, dtype=float)
+    out = np.full(p.shape, np.nan)
+    valid = np.flatnonzero(np.isfinite(p))
+    m = valid.size
+    if m == 0:
+        return out
+    order = valid[np.argsort(p[valid], kind="stable")]
+    ranked = p[order]
+    if method == "holm":
+        adjusted = np.maximum.accumulate(np.minimum(1, (m - np.arange(m)) * ranked))
+    else:
+        adjusted = np.minimum.accumulate(np.minimum(1, ranked * (m / np.arange(1, m + 1)))[::-1])[::-1]
+    out[order] = adjusted
+    return out
+
+
+def adjusted(table: pd.DataFrame, method: str = "holm", *, by: Sequence[str] = ("model", "mode", "k"),
+             columns: Sequence[str] = ("dp_gap_p", "eo_gap_p")) -> pd.DataFrame:
+    """``table`` with ``{column}adj`` (e.g. ``dp_gap_padj``): each p-value column adjusted within every family ``by``
+    (default: the groups × subtasks of one model, mode and k), gap by gap."""
+    out = table.copy()
+    for column in columns:
+        out[f"{column}adj"] = np.nan
+        for _, index in out.groupby(list(by), sort=False, observed=True).groups.items():
+            out.loc[index, f"{column}adj"] = adjust(out.loc[index, column].to_numpy(), method)
+    return out

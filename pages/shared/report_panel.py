@@ -1,0 +1,55 @@
+"""The Allocation page's impact-ratio table and audit-report buttons."""
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from audit import report
+from audit.errors import AuditError
+from audit.metrics.impact import impact_ratios
+from audit.reporting import ReportSettings, build_report
+from pages.shared import common, views
+
+
+@st.cache_data(show_spinner="Computing impact ratios…", max_entries=16)
+def impact(view: views.View, k: int) -> pd.DataFrame:
+    """Impact ratios at k for every grouping of the selected models and subtasks (the task's own group codes)."""
+    scores = common.tables(view)[0]
+    scores = scores[(scores["mode"] == view.mode) & scores["model"].isin(view.models)
+                    & scores["subtask"].isin(view.subtasks)]
+    return impact_ratios(scores, ks=k, pool=view.pool, ci=view.ci, n_boot=view.n_boot)
+
+
+def report_settings(view: views.View, k: int) -> ReportSettings:
+    """The audit report of the current view: its models, mode, quota and intervals; the reference group as a code of
+    the task (the first whose grouped name is the view's reference)."""
+    scores = common.tables(view)[0]
+    rows = scores[(scores["mode"] == view.mode) & scores["model"].isin(view.models)]
+    codes = sorted(rows["group"].unique())
+    reference = next(c for c in codes if views.regroup_code(c, view.grouping) == view.reference)
+    return ReportSettings(store=view.store, task=str(rows["task"].iloc[0]), models=view.models, mode=view.mode,
+                          reference=reference, k=k, pool=view.pool, ci=view.ci, n_boot=view.n_boot)
+
+
+def impact_section(view: views.View, k: int) -> None:
+    """The impact-ratio table at quota k (NYC Local Law 144, EEOC four-fifths)."""
+    st.subheader(f"Impact ratios at k = {k}")
+    st.caption("Selection rate ÷ the most-selected category's rate (NYC Local Law 144), per grouping; four_fifths "
+               "flags a ratio below 0.8 (EEOC).")
+    try:
+        ratios = impact(view, k)
+    except AuditError as exc:
+        common.error("No impact ratios for this selection:", exc)
+    else:
+        st.dataframe(ratios, hide_index=True, width="stretch", key="impact_table")
+
+
+def report_buttons(view: views.View, k: int) -> None:
+    """HTML and PDF download buttons for the audit report of the current view."""
+    st.subheader("Audit report")
+    settings = report_settings(view, k)
+    html_column, pdf_column = st.columns(2)
+    for column, fmt in ((html_column, "html"), (pdf_column, "pdf")):
+        column.download_button(f"Audit report ({fmt.upper()})", data=lambda fmt=fmt: build_report(settings, fmt),
+                               file_name=f"audit-report-k{k}.{fmt}", mime=report.MIME[fmt], on_click="ignore",
+                               key=f"audit_report_{fmt}", icon=":material/description:")

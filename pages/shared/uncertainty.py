@@ -1,0 +1,125 @@
+"""Uncertainty on the pages: permutation p-values (adjusted), CI marks, bootstrap bands on r and NDCG, the planner."""
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from audit import charts
+from audit.errors import AuditError
+from audit.metrics.bands import draws_table, validity_bands
+from audit.metrics.inference import METHODS, adjusted, gap_pvalues
+from audit.metrics.planner import plan_at, plan_curves
+from audit.metrics.schema import KEY, is_pairwise
+from pages.shared import common, views
+
+N_PERM = 1000
+INDEX = [*KEY, "group", "k"]
+
+
+#: what the tests depend on: store, its version, mode, grouping, reference (not the models or groups shown)
+Source = tuple[str, tuple, str, str, str]
+
+
+def _source(view: views.View) -> Source:
+    return view.store, view.version, view.mode, view.grouping, view.reference
+
+
+def _scores(source: Source, keys: tuple[tuple[str, str], ...]) -> pd.DataFrame:
+    """The regrouped score rows of one mode for the given (model, subtask) keys."""
+    path, version, mode, grouping, _ = source
+    scores = common.load_tables(path, version)[0]
+    scores = views.regroup(scores[scores["mode"] == mode], grouping)
+    pairs = pd.MultiIndex.from_frame(scores[["model", "subtask"]].astype(str))
+    return scores[pairs.isin(keys)]
+
+
+def _keys(table: pd.DataFrame) -> tuple[tuple[str, str], ...]:
+    return tuple(map(tuple, table[["model", "subtask"]].drop_duplicates().astype(str).to_numpy()))
+
+
+@st.cache_data(show_spinner="Permutation tests…", max_entries=16)
+def _pvalues(source: Source, keys: tuple[tuple[str, str], ...]) -> pd.DataFrame:
+    return gap_pvalues(_scores(source, keys), reference=source[4], pool=views.MODES[source[2]], n_perm=N_PERM)
+
+
+@st.cache_data(show_spinner="Bootstrap bands…", max_entries=16)
+def _draws(source: Source, keys: tuple[tuple[str, str], ...], n_boot: int) -> tuple[pd.DataFrame, dict]:
+    return draws_table(_scores(source, keys), reference=source[4], pool=views.MODES[source[2]], n_boot=n_boot)
+
+
+def pvalues(view: views.View, table: pd.DataFrame) -> pd.DataFrame:
+    """Permutation p-values of every gap, for every (model, subtask) of the metric table and every k."""
+    return _pvalues(_source(view), _keys(table))
+
+
+def draws(view: views.View, table: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+    """(index, draws): bootstrap replicates of every metric and gap for the metric table's (model, subtask) keys."""
+    return _draws(_source(view), _keys(table), view.n_boot)
+
+
+def method_choice() -> str:
+    """The multiple-comparison method chosen on the page (Holm by default)."""
+    return st.radio("multiple comparisons", list(METHODS), format_func=METHODS.get, key="p_adjust", horizontal=True)
+
+
+def tested(rows: pd.DataFrame, pvalues: pd.DataFrame, method: str) -> pd.DataFrame:
+    """``rows`` with permutation p-values, their adjustment across the groups × subtasks shown per model and k
+    (``*_padj``), and whether each gap's CI excludes 0."""
+    if rows.empty:
+        return rows
+    text = {c: str for c in (*KEY, "group")}
+    out = adjusted(rows.astype(text).merge(pvalues.astype(text), on=INDEX, how="left"), method)
+    for column in ("dp_gap", "eo_gap"):
+        out[f"{column}_ci_excludes_0"] = charts.excludes_zero(out, column)
+    return out
+
+
+def correlations(rows: pd.DataFrame, index: pd.DataFrame, draws: dict, level: float) -> pd.DataFrame:
+    """Overall Pearson r of each panel with its bootstrap band (candidates resampled within groups)."""
+    if rows.empty:
+        return pd.DataFrame(columns=["scope", "gap", "metric", "r", "n", "r_lo", "r_hi"])
+    bands = validity_bands(rows, index, draws, level=level)
+    return bands[bands["scope"] == "overall"].reset_index(drop=True)
+
+
+def caption(view: views.View, rows: pd.DataFrame, method: str) -> str:
+    """How the intervals and p-values were made, for the page."""
+    family = rows.groupby("model", observed=True).size().max() if len(rows) else 0
+    return (f"Intervals: {round(view.ci * 100)} % percentile bootstrap ({view.n_boot} replicates, candidates resampled "
+            f"within each group; r recomputed from the resampled metrics and gaps). p: permutation test of no gap "
+            f"({N_PERM} shuffles of the group labels within each model · subtask, exact gaps), adjusted by "
+            f"{METHODS[method]} across the {family} groups × subtasks shown per model and k. "
+            "◆ marks gaps whose interval excludes 0.")
+
+
+@st.cache_data(show_spinner="Planning…", max_entries=32)
+def _curves(source: Source, model: str, subtask: str, level: float) -> pd.DataFrame:
+    return plan_curves(_scores(source, ((model, subtask),)), reference=source[4], pool=views.MODES[source[2]],
+                       level=level)
+
+
+def planner_panel(view: views.View, model: str, subtask: str, k: int) -> go.Figure | None:
+    """The audit planner for one (model, subtask) as pilot: the target half-width, the answer and the curve."""
+    st.subheader("Audit planner")
+    if not st.toggle("plan an audit from this pilot: candidates per group for a target CI", key="plan_on"):
+        return None
+    if is_pairwise(view.mode):
+        st.info("The planner resizes pointwise pilots; choose the pointwise scoring mode in the sidebar.")
+        return None
+    target = st.number_input("target CI half-width of ΔDP", 0.005, 0.5, 0.05, 0.005, format="%.3f",
+                             key="plan_target")
+    try:
+        curve, summary = plan_at(_curves(_source(view), model, subtask, view.ci), k=k, target=target)
+    except AuditError as exc:
+        common.error("Cannot plan from this pilot:", exc)
+        return None
+    row = summary.iloc[0]
+    beyond = " (extrapolated beyond the largest size simulated)" if row["extrapolated"] else ""
+    st.markdown(f"With the model · subtask chosen above as pilot, about **{int(row['needed_n'])} candidates per group** give "
+                f"a {round(view.ci * 100)} % CI of ΔDP at k = {k} no wider than ± {target:g} for every group"
+                f"{beyond}; the pilot's {int(row['pilot_n'])} per group give ± {row['pilot_half_width']:.3f}. "
+                "From the exact engine on pilots resampled to each size.")
+    fig = charts.planner_curve(curve, target=target, k=k)
+    st.plotly_chart(fig, width="stretch", key="chart_planner")
+    return fig
