@@ -28,7 +28,8 @@ METRIC_NAMES = {"true": "true gap", "delta": "δ", "jsd": "JSD", "emd": "EMD", "
 GAP_NAMES = {"dp": "ΔDP", "eo": "ΔEO"}
 TEMPLATE = "plotly_white"
 METRICS = tuple(metric for metric, _, _ in PAIRINGS["dp"][1])
-HOVER_COLUMNS = ("delta", "jsd", "emd", "rabbi", "delta_qualified", "rabbi_qualified", "dp_gap", "eo_gap")
+HOVER_COLUMNS = ("delta", "jsd", "emd", "rabbi", "delta_qualified", "jsd_qualified", "emd_qualified", "rabbi_qualified",
+                 "dp_gap", "eo_gap")
 
 
 def group_colours(groups: Sequence[str]) -> dict[str, str]:

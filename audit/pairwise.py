@@ -70,7 +70,8 @@ def pair_outcomes(prompts: pd.DataFrame) -> pd.DataFrame:
     """One row per unordered pair with both orders answered.
 
     ``outcome`` is ``a`` or ``b`` for a consistent preference (both orders chose that candidate) and
-    ``inconsistent`` otherwise; ``flipped`` marks pairs where both answers were regular but disagree.
+    ``inconsistent`` otherwise; ``wins_a``/``wins_b`` count the two prompts whose answer chose a / b (the signed
+    pairwise δ counts these); ``flipped`` marks pairs where both answers were regular but disagree.
     """
     frame = prompts.assign(
         candidate_a=prompts[["first_id", "second_id"]].min(axis=1),
@@ -82,11 +83,12 @@ def pair_outcomes(prompts: pd.DataFrame) -> pd.DataFrame:
     frame["group_b"] = np.where(frame["first_id"] == frame["candidate_a"], frame["second_group"], frame["first_group"])
     pair_keys = KEYS + ["candidate_a", "candidate_b", "group_a", "group_b"]
     grouped = frame.groupby(pair_keys, dropna=False)
+    frame["won_a"], frame["won_b"] = frame["chosen"] == frame["candidate_a"], frame["chosen"] == frame["candidate_b"]
     summary = grouped.agg(prompts=("choice", "size"), chosen_first=("chosen", "first"), chosen_last=("chosen", "last"),
-                          regular=("chosen", lambda c: int((c != "").sum()))).reset_index()
+                          wins_a=("won_a", "sum"), wins_b=("won_b", "sum")).reset_index()
     summary = summary[summary["prompts"] == 2]
     consistent = (summary["chosen_first"] == summary["chosen_last"]) & (summary["chosen_first"] != "")
     summary["outcome"] = np.where(consistent & (summary["chosen_first"] == summary["candidate_a"]), "a",
                                   np.where(consistent, "b", "inconsistent"))
-    summary["flipped"] = (summary["regular"] == 2) & ~consistent
-    return summary.drop(columns=["prompts", "chosen_first", "chosen_last", "regular"])
+    summary["flipped"] = (summary["wins_a"] + summary["wins_b"] == 2) & ~consistent
+    return summary.drop(columns=["prompts", "chosen_first", "chosen_last"])

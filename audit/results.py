@@ -11,7 +11,7 @@ SCORE_COLUMNS = ["model", "task", "subtask", "mode", "candidate_id", "group", "q
 ANSWER_COLUMNS = ["model", "task", "subtask", "mode", "pool", "first_id", "second_id", "first_group", "second_group",
                   "answer", "choice", "regular", "tie", "fingerprint"]
 PAIR_COLUMNS = ["model", "task", "subtask", "mode", "pool", "candidate_a", "candidate_b", "group_a", "group_b",
-                "outcome", "flipped", "fingerprint"]
+                "outcome", "wins_a", "wins_b", "flipped", "fingerprint"]
 
 
 def pairwise_mode(method: pd.Series) -> pd.Series:

@@ -17,7 +17,7 @@ from audit.errors import AuditError
 from audit.metrics import cli
 
 KEYS = ["model", "subtask", "mode", "group", "k", "delta", "jsd", "emd", "rabbi", "rabbi_pvalue", "delta_qualified",
-        "rabbi_qualified", "dp_gap", "eo_gap"]
+        "jsd_qualified", "emd_qualified", "rabbi_qualified", "dp_gap", "eo_gap"]
 GROUPS = ["W_M", "W_F", "B_M", "B_F"]
 
 

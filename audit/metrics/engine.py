@@ -16,6 +16,7 @@ from audit.metrics.bias_table import BIAS_COLUMNS, key_bias, with_pair_deltas
 from audit.metrics.bootstrap import intervals
 from audit.metrics.keys import KeyData, split_keys
 from audit.metrics.pools import PoolDesign
+from audit.metrics.presets import Preset
 from audit.metrics.schema import KEY
 
 COLUMNS = (*KEY, "group", "k", *BIAS_COLUMNS, "dp_gap", "eo_gap")
@@ -28,13 +29,14 @@ class MetricEngine:
 
     ``pool``: ``per-group`` | ``random:N`` | ``observed``. ``pairs``: pair outcomes for pairwise δ (NaN without).
     ``ci``: confidence level (e.g. 0.95) for percentile bootstrap bounds on RABBI and the gaps, from ``n_boot``
-    replicates seeded by ``seed``. ``bins``: JSD binning (see :func:`audit.metrics.bias.histograms`).
+    replicates seeded by ``seed``. ``preset``: ``default`` or ``paper-exact`` estimators (:mod:`audit.metrics.presets`);
+    ``bins`` overrides the preset's JSD bin count.
     ``pool_sizes`` maps each (model, subtask, mode) to its pool size, the largest valid k.
     """
 
     def __init__(self, scores: pd.DataFrame, *, reference: str, pool: "str | PoolDesign" = "per-group",
                  pairs: pd.DataFrame | None = None, ci: float | None = None, n_boot: int = 1000, seed: int = 0,
-                 bins: int = 20) -> None:
+                 preset: "str | Preset" = "default", bins: int | None = None) -> None:
         if ci is not None and not 0 < ci < 1:
             raise AuditError(f"confidence level {ci} must lie strictly between 0 and 1")
         if n_boot < 1:
@@ -42,7 +44,7 @@ class MetricEngine:
         self.design = PoolDesign.parse(pool)
         self.keys = split_keys(scores, reference=reference)
         self.pool_sizes = {d.key: self.design.pool_size(d) for d in self.keys}
-        bias = pd.concat([key_bias(d, bins=bins) for d in self.keys], ignore_index=True)
+        bias = pd.concat([key_bias(d, preset=preset, bins=bins) for d in self.keys], ignore_index=True)
         bias = with_pair_deltas(bias, self.keys, pairs, reference=reference)
         gaps = pd.concat([self._gaps(d, ci, n_boot, seed) for d in self.keys], ignore_index=True)
         columns = list(COLUMNS) + (list(CI_COLUMNS) if ci is not None else [])
@@ -68,9 +70,10 @@ class MetricEngine:
 
 def metric_table(scores: pd.DataFrame, *, reference: str, ks: Iterable[int] | int,
                  pool: "str | PoolDesign" = "per-group", pairs: pd.DataFrame | None = None, ci: float | None = None,
-                 n_boot: int = 1000, seed: int = 0, bins: int = 20) -> pd.DataFrame:
-    """One row per (model, subtask, mode, group ≠ reference, k) with δ, JSD, EMD, RABBI and its p-value, qualified δ
-    and RABBI, ΔDP and ΔEO (+ ``*_lo``/``*_hi`` bounds when ``ci`` is set). For repeated calls with other quotas build
-    a :class:`MetricEngine` once and call ``engine.table(ks)``."""
+                 n_boot: int = 1000, seed: int = 0, preset: "str | Preset" = "default",
+                 bins: int | None = None) -> pd.DataFrame:
+    """One row per (model, subtask, mode, group ≠ reference, k) with δ, JSD, EMD, RABBI and its p-value, qualified δ,
+    JSD, EMD and RABBI, ΔDP and ΔEO (+ ``*_lo``/``*_hi`` bounds when ``ci`` is set). For repeated calls with other
+    quotas build a :class:`MetricEngine` once and call ``engine.table(ks)``."""
     return MetricEngine(scores, reference=reference, pool=pool, pairs=pairs, ci=ci, n_boot=n_boot, seed=seed,
-                        bins=bins).table(ks)
+                        preset=preset, bins=bins).table(ks)
