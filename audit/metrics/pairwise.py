@@ -49,3 +49,26 @@ def _lookup(table: pd.DataFrame, column: str, qualified: pd.Series) -> np.ndarra
         raise AuditError(f"pair table: {column} {row[column]!r} is not in the score table for "
                          f"{key_label(tuple(row[list(KEY)]))}")
     return found.to_numpy(dtype=bool)
+
+
+def inconsistent_rates(pairs: pd.DataFrame) -> pd.DataFrame:
+    """Share of pairs without a consistent preference per (model, task, mode): columns model, task, mode, pairs,
+    inconsistent (the paper's Table 2 "Inconsistent")."""
+    table = check_pairs(pairs)
+    table["_inconsistent"] = table["outcome"] == "inconsistent"
+    return (table.groupby(["model", "task", "mode"], observed=True)["_inconsistent"]
+            .agg(pairs="size", inconsistent="mean").reset_index())
+
+
+def drop_unreliable(scores: pd.DataFrame, pairs: pd.DataFrame, *, max_inconsistent: float
+                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``scores`` without the pairwise (model, task, mode) whose inconsistent-pair rate exceeds ``max_inconsistent``
+    (the paper drops models above 55 % in its Figure 3 and 50 % in Figure 4), and the rates of those dropped."""
+    if not 0 <= max_inconsistent <= 1:
+        raise AuditError(f"inconsistent-answer threshold {max_inconsistent} must lie between 0 and 1")
+    rates = inconsistent_rates(pairs)
+    dropped = rates[rates["inconsistent"] > max_inconsistent].reset_index(drop=True)
+    columns = ["model", "task", "mode"]
+    keys = pd.MultiIndex.from_frame(scores[columns].astype(str))
+    gone = keys.isin(pd.MultiIndex.from_frame(dropped[columns].astype(str)))
+    return scores[~gone], dropped
