@@ -77,8 +77,8 @@ def pair_outcomes(prompts: pd.DataFrame) -> pd.DataFrame:
     frame["group_a"] = np.where(frame["first_id"] == frame["candidate_a"], frame["first_group"], frame["second_group"])
     frame["group_b"] = np.where(frame["first_id"] == frame["candidate_a"], frame["second_group"], frame["first_group"])
     pair_keys = KEYS + ["candidate_a", "candidate_b", "group_a", "group_b"]
-    grouped = frame.groupby(pair_keys, dropna=False)
     frame["won_a"], frame["won_b"] = frame["chosen"] == frame["candidate_a"], frame["chosen"] == frame["candidate_b"]
+    grouped = frame.groupby(pair_keys, dropna=False)
     summary = grouped.agg(prompts=("choice", "size"), chosen_first=("chosen", "first"), chosen_last=("chosen", "last"),
                           wins_a=("won_a", "sum"), wins_b=("won_b", "sum")).reset_index()
     summary = summary[summary["prompts"] == 2]

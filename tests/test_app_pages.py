@@ -88,3 +88,19 @@ def test_pages_explain_a_missing_store(monkeypatch, tmp_path):
         at.switch_page(page).run()
         assert not at.exception, (page, at.exception)
     assert not (tmp_path / "absent.db").exists()
+
+
+def test_paper_settings_switch_the_jsd_estimator_and_leave_out_inconsistent_models(demo):
+    demo.switch_page("pages/allocation_gaps.py").run()
+    before = gap_table(demo)
+    demo.sidebar.radio(key="preset").set_value("paper-exact").run()
+    after = gap_table(demo)
+    assert not demo.exception
+    assert not after["jsd"].equals(before["jsd"]) and after["rabbi"].equals(before["rabbi"])
+    demo.sidebar.selectbox(key="mode").set_value("pairwise").run()  # SmolLM2's generate run on the demo store
+    table = gap_table(demo)
+    assert table["delta"].between(-1, 1).all() and (table["delta"] < 0).any()  # signed pairwise δ
+    demo.sidebar.radio(key="max_inconsistent").set_value("50 % (paper Fig. 4)").run()
+    assert not demo.exception
+    left_out = [t.value for t in demo.text if "pairs inconsistent" in t.value]
+    assert left_out or len(gap_table(demo)) == len(table)
