@@ -1,7 +1,8 @@
 """Read a free-text pairwise answer: which of the two options it chooses (RABBI paper, section 3.2).
 
-The answer is read sentence by sentence (lines, and text after ``.``, ``!``, ``?``, ``;`` or ``:``); the first
-sentence that decides gives the choice:
+The answer is read sentence by sentence (lines, and text after ``.``, ``!``, ``?``, ``;`` or ``:``). When it opens
+with headings for both options ("Essay A:", "Essay B:", the prompt's layout echoed back) it is irregular; otherwise
+the first sentence that decides gives the choice:
 
 * a tie phrase at the start ("Both …", "Neither …", "Equally …", "They are equally …", "It's a tie") → ``tie``;
 * both options named: a comparison between the two mentions decides ("X over Y", "X is better / a better fit / more
@@ -29,13 +30,24 @@ BETTER = re.compile(r"\b(over|than|rather than|instead of)\b", re.IGNORECASE)
 WORSE = re.compile(r"\b(less|worse|weaker|lower|not)\b", re.IGNORECASE)
 #: words after a sentence-opening "A" that make it the essay's letter, not the article
 LETTER_VERBS = re.compile(r"^A\s+(is|was|has|wins|seems|shows|would|should|and|or|better|over|rather|vs\.?)\b")
+HEADING = re.compile(r"^(?:essay|candidate|option)?\s*(.+?)\s*:$", re.IGNORECASE)
 
 
 def parse_choice(answer: str, options: Sequence[str]) -> str:
     """``first``, ``second``, ``tie`` or ``none`` (irregular) for ``answer`` to a prompt with two ``options``."""
     patterns = [_option_pattern(option, other) for option, other in ((options[0], options[1]),
                                                                       (options[1], options[0]))]
-    for sentence in filter(None, (s.strip() for s in SENTENCES.split(str(answer)))):
+    sentences = [s for s in (part.strip() for part in SENTENCES.split(str(answer))) if s]
+    headed = set()
+    for sentence in sentences:
+        heading = HEADING.match(sentence)
+        named = [i for i, p in enumerate(patterns) if heading and p.fullmatch(heading.group(1))]
+        if not named:
+            break
+        headed.update(named)
+    if len(headed) == 2:
+        return NONE
+    for sentence in sentences:
         choice = _sentence_choice(sentence, patterns)
         if choice is not None:
             return choice
