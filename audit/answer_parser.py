@@ -26,7 +26,7 @@ SENTENCES = re.compile(r"\n+|(?<=[.!?;:])\s+")
 TIE_START = re.compile(r"^\W*(both|neither|equally|none of|it'?s a tie|they are (both|equally)|they'?re (both|"
                        r"equally)|the two)\b", re.IGNORECASE)
 TIE_WORDS = re.compile(r"\b(both|equally|neither|tie|tied|same)\b", re.IGNORECASE)
-BETTER = re.compile(r"\b(over|than|rather than|instead of)\b", re.IGNORECASE)
+BETTER = re.compile(r"\b(over|than|instead of)\b", re.IGNORECASE)
 WORSE = re.compile(r"\b(less|worse|weaker|lower|not)\b", re.IGNORECASE)
 #: words after a sentence-opening "A" that make it the essay's letter, not the article
 LETTER_VERBS = re.compile(r"^A\s+(is|was|has|wins|seems|shows|would|should|and|or|better|over|rather|vs\.?)\b")
@@ -38,20 +38,25 @@ def parse_choice(answer: str, options: Sequence[str]) -> str:
     patterns = [_option_pattern(option, other) for option, other in ((options[0], options[1]),
                                                                       (options[1], options[0]))]
     sentences = [s for s in (part.strip() for part in SENTENCES.split(str(answer))) if s]
-    headed = set()
-    for sentence in sentences:
-        heading = HEADING.match(sentence)
-        named = [i for i, p in enumerate(patterns) if heading and p.fullmatch(heading.group(1))]
-        if not named:
-            break
-        headed.update(named)
-    if len(headed) == 2:
+    if len(_opening_headings(sentences, patterns)) == 2:
         return NONE
     for sentence in sentences:
         choice = _sentence_choice(sentence, patterns)
         if choice is not None:
             return choice
     return NONE
+
+
+def _opening_headings(sentences: list[str], patterns: list[re.Pattern]) -> set[int]:
+    """Options named by the headings ("Essay A:", "B:") the answer opens with."""
+    named: set[int] = set()
+    for sentence in sentences:
+        heading = HEADING.match(sentence)
+        found = {i for i, pattern in enumerate(patterns) if heading and pattern.fullmatch(heading.group(1))}
+        if not found:
+            break
+        named |= found
+    return named
 
 
 def _sentence_choice(sentence: str, patterns: list[re.Pattern]) -> str | None:

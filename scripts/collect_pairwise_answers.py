@@ -42,6 +42,7 @@ VARIANTS = {
     "essay/task": (ESSAY_END, ""),
     "essay/explain": ("Start with the letter of the better essay, then explain why in one sentence.", ""),
     "essay/compare": ("Answer in the form 'Essay <letter> is better than Essay <letter>'.", ""),
+    "essay/compare-letters": ("Answer in the form 'A is better than B' or 'B is better than A'.", ""),
     "essay/tie": ("If both essays are equally good, say that both are equally good.", ""),
     "essay/letter-first": ("Compare the essays in one sentence.", "Essay"),
 }

@@ -21,9 +21,18 @@ ANSWERS = pd.read_csv(Path(__file__).parent / "data" / "pairwise_answers.csv", k
 
 
 def test_the_labelled_set_is_real_and_covers_every_phrasing():
-    assert len(ANSWERS) >= 60
+    assert len(ANSWERS) >= 60 and not ANSWERS.duplicated(["answer", "first", "second"]).any()
     assert set(ANSWERS["expected"]) == {"first", "second", "tie", "none"}
-    assert ANSWERS["variant"].str.startswith("essay/").sum() >= 10
+    text, chosen = ANSWERS["answer"], ANSWERS["expected"].isin(["first", "second"])
+    for phrase in (r"\bover\b", r"\bis a better fit\b.*\bthan\b", r"^I would recommend", r"^Both\b"):
+        assert text.str.contains(phrase).any(), phrase
+    letters = ANSWERS["first"] == "A"
+    assert (letters & chosen).sum() >= 3 and (letters & ~chosen).sum() >= 3  # letters, and the article "A …"
+    assert text.str.match(r"^[AB][:.)]").any()
+    names = ANSWERS[~letters & chosen]
+    by_one_word = [not any(o.lower() in a.lower() for o in (f, s)) for a, f, s in
+                   zip(names["answer"], names["first"], names["second"])]
+    assert any(by_one_word)  # named by first name or surname alone
 
 
 @pytest.mark.parametrize("row", ANSWERS.to_dict("records"), ids=lambda r: f"{r['variant']}:{r['answer'][:30]!r}")
