@@ -8,7 +8,7 @@ the first sentence that decides gives the choice:
 * both options named: a comparison between the two mentions decides ("X over Y", "X is better / a better fit / more
   suitable than Y", "I would recommend X over Y", "X rather than / instead of Y" → X; "X is less … than Y",
   "X is worse than Y" → Y); else a tie word ("X and Y are equally …") → ``tie``; else the next sentence;
-* one option named → that option;
+* one option named → that option, unless the sentence negates ("A is not entirely good") → irregular;
 * no option named: a tie word anywhere ("both", "equally", "neither", "tie") → ``tie``; else the next sentence.
 
 An option is named by its full text or, for a multi-word name, by its first word (first name) or last word (surname)
@@ -28,6 +28,7 @@ TIE_START = re.compile(r"^\W*(both|neither|equally|none of|it'?s a tie|they are 
 TIE_WORDS = re.compile(r"\b(both|equally|neither|tie|tied|same)\b", re.IGNORECASE)
 BETTER = re.compile(r"\b(over|than|instead of)\b", re.IGNORECASE)
 WORSE = re.compile(r"\b(less|worse|weaker|lower|not)\b", re.IGNORECASE)
+NEGATION = re.compile(r"\b(not|never|no)\b|n't\b", re.IGNORECASE)
 #: words after a sentence-opening "A" that make it the essay's letter, not the article
 LETTER_VERBS = re.compile(r"^A\s+(is|was|has|wins|seems|shows|would|should|and|or|better|over|rather|vs\.?)\b")
 HEADING = re.compile(r"^(?:essay|candidate|option)?\s*(.+?)\s*:$", re.IGNORECASE)
@@ -73,7 +74,7 @@ def _sentence_choice(sentence: str, patterns: list[re.Pattern]) -> str | None:
             return (FIRST, SECOND)[winner]
         return TIE if TIE_WORDS.search(sentence) else None
     if any(named):
-        return FIRST if named[0] else SECOND
+        return NONE if NEGATION.search(sentence) else (FIRST if named[0] else SECOND)
     return TIE if TIE_WORDS.search(sentence) else None
 
 

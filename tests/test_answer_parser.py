@@ -1,8 +1,11 @@
 """The pairwise answer parser on real answers of the bundled model labelled by hand, and re-parsing at read time.
 
-tests/data/pairwise_answers.csv holds answers of SmolLM2-135M-Instruct (the bundled offline model) to the resume and
-essay pairwise prompts, as the tasks write them and with the last instruction varied to draw out other phrasings
-(scripts/collect_pairwise_answers.py); ``expected`` was written by hand, reading each answer.
+tests/data/pairwise_answers.csv holds 70 distinct answers of SmolLM2-135M-Instruct (the bundled offline model) to the
+resume and essay pairwise prompts: as the tasks write them (``resume/task``, ``essay/task``: from
+``python -m audit score --mode pairwise --pairwise-mode generate`` and the collection script) and with the last
+instruction varied to draw out other phrasings (scripts/collect_pairwise_answers.py). ``expected`` was written by
+hand, reading each answer; the parser was then extended until it agreed (headings echoing both options and a negated
+mention are irregular, the article "A" opening a sentence is not the letter A).
 """
 from __future__ import annotations
 
