@@ -7,6 +7,7 @@ import pytest
 from scipy import stats
 from scipy.spatial.distance import jensenshannon
 
+from audit.errors import AuditError
 from audit.metrics import bias_metrics, delta, emd, histograms, jsd, pair_preferences, rabbi, rabbi_test
 
 
@@ -107,6 +108,10 @@ def test_pairwise_delta_of_the_reference_always_winning_is_negative():
     assert pair_preferences(no_wins, reference="W_M", qualified=qualified)["delta"].iloc[0] == pytest.approx(-10 / 12)
     mirrored = pair_rows([(w, "W_M", b, "B_M", "a", 2, 0) for b, _, w, *_ in rows[:5]])
     assert pair_preferences(mirrored, reference="W_M", qualified=qualified)["delta"].iloc[0] == pytest.approx(-1)
+    with pytest.raises(AuditError, match="wins_a \\+ wins_b exceeds the pair's 2 prompts"):
+        pair_preferences(pair_rows([("b0", "B_M", "w0", "W_M", "b", 1, 2)]), reference="W_M", qualified=qualified)
+    with pytest.raises(AuditError, match="column 'wins_b' has value 3; expected 0, 1 or 2"):
+        pair_preferences(pair_rows([("b0", "B_M", "w0", "W_M", "b", 0, 3)]), reference="W_M", qualified=qualified)
 
 
 def score_rows(groups, n, mode="pointwise", seed=0):

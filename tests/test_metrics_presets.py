@@ -30,7 +30,8 @@ PAPER_JSD = 0.5 * (0.5 * math.log(0.5 / 0.35) + 0.25 * math.log(0.25 / 0.325) + 
 PAPER_JSD_QUALIFIED = math.log(2 / 3) / 6 + math.log(4 / 3) / 3
 # default JSD: A ∪ R holds 8 distinct values (≤ 20), each its own bin; A and R share none → disjoint → 1 bit,
 #   on all candidates and on qualified ones alike.
-# EMD (the same under both presets): ∫|F_A − F_R| over the sorted points 0.1 | 0.2 | 0.22 | 0.62 | 0.65 | 0.66 | 0.99 | 1
+# EMD (the same under both presets): ∫|F_A − F_R| over the sorted points 0.1 | 0.2 | 0.22 | 0.62 | 0.65 | 0.66 |
+#   0.99 | 1
 #   = 0.2·0.1 + 0.3·0.02 + 0.1·0.4 + 0.1·0.03 + 0.15·0.01 + 0.05·0.33 + 0.25·0.01 = 0.0895
 EMD = 0.0895
 # δ = mean A − mean R = 2.05/4 − 2.59/5 = −0.0055; RABBI: per a, #{r < a} − #{r > a}: 0.2 → 1 − 4 (twice), 0.65 → 3 − 2,
