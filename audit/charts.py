@@ -28,7 +28,8 @@ METRIC_NAMES = {"true": "true gap", "delta": "δ", "jsd": "JSD", "emd": "EMD", "
 GAP_NAMES = {"dp": "ΔDP", "eo": "ΔEO"}
 TEMPLATE = "plotly_white"
 METRICS = tuple(metric for metric, _, _ in PAIRINGS["dp"][1])
-HOVER_COLUMNS = ("delta", "jsd", "emd", "rabbi", "delta_qualified", "rabbi_qualified", "dp_gap", "eo_gap")
+HOVER_COLUMNS = ("delta", "jsd", "emd", "rabbi", "delta_qualified", "jsd_qualified", "emd_qualified", "rabbi_qualified",
+                 "dp_gap", "eo_gap")
 
 
 def group_colours(groups: Sequence[str]) -> dict[str, str]:
@@ -277,6 +278,25 @@ def score_distributions(scores: pd.DataFrame) -> go.Figure:
                                  marker_color=colours[group], boxmean=True), row=1, col=col)
     fig.update_yaxes(title_text="score", row=1, col=1)
     return _layout(fig, "Candidate scores per group", 420)
+
+
+def score_shape_scatter(shape: pd.DataFrame) -> go.Figure:
+    """Skewness against excess kurtosis of each group's scores, one point per (model, subtask, group), coloured by
+    model (the paper's Figure 13). ``shape``: :func:`audit.metrics.shape.score_shape` rows."""
+    shape = _escaped(shape)
+    colours = series_colours(shape["model"].unique())
+    fig = go.Figure()
+    for model, part in shape.groupby("model", sort=True, observed=True):
+        fig.add_trace(go.Scatter(
+            x=part["skewness"], y=part["kurtosis"], mode="markers", name=str(model), marker=dict(
+                color=colours[model], size=8), customdata=part[["subtask", "group", "n"]].to_numpy(dtype=object),
+            hovertemplate=f"{model}<br>%{{customdata[0]}} · %{{customdata[1]}} (n = %{{customdata[2]}})<br>"
+                          "skewness %{x:.2f}, kurtosis %{y:.2f}<extra></extra>"))
+    fig.update_xaxes(title_text="skewness")
+    fig.update_yaxes(title_text="excess kurtosis")
+    fig = _layout(fig, "Shape of each group's score distribution", 400)
+    fig.update_layout(legend_title_text="model")
+    return fig
 
 
 # ---- CAIRO ---------------------------------------------------------------------------------------------------------

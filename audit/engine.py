@@ -16,7 +16,8 @@ from typing import Any, Callable, Generator, Protocol, Sequence
 
 from audit.backend import CausalLM, ModelRef
 from audit.errors import AuditError
-from audit.pairwise import choice_from_logprobs, pair_outcomes, parse_choice
+from audit.answer_parser import parse_choice
+from audit.pairwise import choice_from_logprobs, pair_outcomes, with_choices
 from audit.store import Store
 from audit.tasks.base import Candidate, ChatPrompt, Task
 
@@ -196,7 +197,7 @@ def _pairwise(store, task, ref, executor, method, limit, rounds, batch_size, pro
 
 def pairwise_quality(store: Store, fingerprint: str, task: Task, method: str) -> dict[str, float]:
     """Shares of irregular answers, ties, and flipped pairs (the paper's Table 2) for one model and subtask."""
-    table = store.pairwise_table()
+    table = with_choices(store.pairwise_table())
     mine = table[(table["fingerprint"] == fingerprint) & (table["task"] == task.name)
                  & (table["subtask"] == task.subtask) & (table["method"] == method)]
     if mine.empty:

@@ -1,42 +1,36 @@
 """Pairwise answers → choices → candidate scores (RABBI paper, section 3.2).
 
-Every pair of a pool is asked in both orders. Per prompt, the chosen candidate gets 0.5 and a tie (or an
-answer naming neither or both candidates) gives 0.25 to each. Summed over a pair's two prompts this is the
-paper's rule exactly: a consistent win scores 1 (0 for the loser), an inconsistent (flipped) pair 0.5 each,
-and a tie 0.25 per prompt. A candidate's score is the sum over its pool opponents.
+Every pair of a pool is asked in both orders. Per prompt, the chosen candidate gets 0.5, a tie gives 0.25 to each,
+and an irregular answer (naming no one the parser can tell, see :mod:`audit.answer_parser`) gives 0, as in the paper's
+code. Summed over a pair's two prompts this is the paper's rule: a consistent win scores 1 (0 for the loser), an
+inconsistent (flipped) pair 0.5 each, and a tie 0.25 per prompt. A candidate's score is the sum over its pool
+opponents. Generated answers are re-read from their stored text whenever results are read (:func:`with_choices`), so
+a store scored with an older parser gets the current classification.
 """
 from __future__ import annotations
 
-import re
-from typing import Sequence
+import json
 
 import numpy as np
 import pandas as pd
 
-FIRST, SECOND, TIE, NONE = "first", "second", "tie", "none"
-TIE_WORDS = re.compile(r"\b(both|either|equally|tie|tied|same)\b", re.IGNORECASE)
+from audit.answer_parser import FIRST, SECOND, TIE, parse_choice
+
 KEYS = ["model", "fingerprint", "task", "subtask", "method", "pool"]
 
 
-def parse_choice(answer: str, options: Sequence[str]) -> str:
-    """Which option a free-text answer names: ``first``, ``second``, ``tie`` or ``none`` (irregular).
-
-    An option counts as named when its full text or its first word (a first name) appears as a whole word,
-    case-insensitively. Exactly one named option is a choice; tie words ("both", "equally", …) make a tie;
-    anything else is irregular.
-    """
-    named = [option_named(answer, option) for option in options]
-    if named.count(True) == 1:
-        return FIRST if named[0] else SECOND
-    if TIE_WORDS.search(answer):
-        return TIE
-    return NONE
-
-
-def option_named(answer: str, option: str) -> bool:
-    words = option.split()
-    forms = {option} | ({words[0]} if len(words) > 1 else set())
-    return any(re.search(rf"(?<!\w){re.escape(form)}(?!\w)", answer, re.IGNORECASE) for form in forms)
+def with_choices(prompts: pd.DataFrame) -> pd.DataFrame:
+    """``prompts`` (the store's pairwise table) with ``choice`` re-derived from the raw ``answer`` and the prompt's
+    ``options`` (JSON list) for the ``generate`` method; the choice recorded at scoring time is kept as
+    ``stored_choice``. Likelihood choices come from log-probabilities and are kept as stored."""
+    out = prompts.assign(stored_choice=prompts["choice"])
+    generated = (out["method"] == "generate").to_numpy()
+    if generated.any():
+        cases = out.loc[generated, ["answer", "options"]].drop_duplicates()
+        parsed = {(a, o): parse_choice(a, json.loads(o)) for a, o in cases.itertuples(index=False)}
+        out.loc[generated, "choice"] = [parsed[k] for k in zip(out.loc[generated, "answer"],
+                                                                out.loc[generated, "options"])]
+    return out
 
 
 def choice_from_logprobs(logp_first: float, logp_second: float) -> str:
@@ -55,8 +49,9 @@ def complete_pools(prompts: pd.DataFrame) -> pd.DataFrame:
 def candidate_scores(prompts: pd.DataFrame) -> pd.DataFrame:
     """One row per candidate of each complete pool: ``score`` = Σ per-prompt credits (see module docstring)."""
     prompts = complete_pools(prompts)
-    first_credit = np.select([prompts["choice"] == FIRST, prompts["choice"] == SECOND], [0.5, 0.0], 0.25)
-    second_credit = np.select([prompts["choice"] == SECOND, prompts["choice"] == FIRST], [0.5, 0.0], 0.25)
+    choice = prompts["choice"]
+    first_credit = np.select([choice == FIRST, choice == TIE], [0.5, 0.25], 0.0)
+    second_credit = np.select([choice == SECOND, choice == TIE], [0.5, 0.25], 0.0)
     credits = pd.concat([
         prompts[KEYS].assign(candidate_id=prompts["first_id"], group=prompts["first_group"],
                              qualified=prompts["first_qualified"], score=first_credit),
@@ -70,7 +65,8 @@ def pair_outcomes(prompts: pd.DataFrame) -> pd.DataFrame:
     """One row per unordered pair with both orders answered.
 
     ``outcome`` is ``a`` or ``b`` for a consistent preference (both orders chose that candidate) and
-    ``inconsistent`` otherwise; ``flipped`` marks pairs where both answers were regular but disagree.
+    ``inconsistent`` otherwise; ``wins_a``/``wins_b`` count the two prompts whose answer chose a / b (the signed
+    pairwise δ counts these); ``flipped`` marks pairs where both answers were regular but disagree.
     """
     frame = prompts.assign(
         candidate_a=prompts[["first_id", "second_id"]].min(axis=1),
@@ -81,12 +77,13 @@ def pair_outcomes(prompts: pd.DataFrame) -> pd.DataFrame:
     frame["group_a"] = np.where(frame["first_id"] == frame["candidate_a"], frame["first_group"], frame["second_group"])
     frame["group_b"] = np.where(frame["first_id"] == frame["candidate_a"], frame["second_group"], frame["first_group"])
     pair_keys = KEYS + ["candidate_a", "candidate_b", "group_a", "group_b"]
+    frame["won_a"], frame["won_b"] = frame["chosen"] == frame["candidate_a"], frame["chosen"] == frame["candidate_b"]
     grouped = frame.groupby(pair_keys, dropna=False)
     summary = grouped.agg(prompts=("choice", "size"), chosen_first=("chosen", "first"), chosen_last=("chosen", "last"),
-                          regular=("chosen", lambda c: int((c != "").sum()))).reset_index()
+                          wins_a=("won_a", "sum"), wins_b=("won_b", "sum")).reset_index()
     summary = summary[summary["prompts"] == 2]
     consistent = (summary["chosen_first"] == summary["chosen_last"]) & (summary["chosen_first"] != "")
     summary["outcome"] = np.where(consistent & (summary["chosen_first"] == summary["candidate_a"]), "a",
                                   np.where(consistent, "b", "inconsistent"))
-    summary["flipped"] = (summary["regular"] == 2) & ~consistent
-    return summary.drop(columns=["prompts", "chosen_first", "chosen_last", "regular"])
+    summary["flipped"] = (summary["wins_a"] + summary["wins_b"] == 2) & ~consistent
+    return summary.drop(columns=["prompts", "chosen_first", "chosen_last"])

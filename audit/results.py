@@ -1,17 +1,20 @@
 """Tables read out of the store in the columns every consumer (CLI export, metrics, pages) relies on."""
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 
-from audit.pairwise import candidate_scores, pair_outcomes
+from audit.pairwise import candidate_scores, pair_outcomes, with_choices
 from audit.store import Store
 
 SCORE_COLUMNS = ["model", "task", "subtask", "mode", "candidate_id", "group", "qualified", "score",
                  "pool", "label_mass", "fingerprint"]
 ANSWER_COLUMNS = ["model", "task", "subtask", "mode", "pool", "first_id", "second_id", "first_group", "second_group",
-                  "answer", "choice", "regular", "tie", "fingerprint"]
+                  "first_option", "second_option", "answer", "choice", "stored_choice", "regular", "tie",
+                  "fingerprint"]
 PAIR_COLUMNS = ["model", "task", "subtask", "mode", "pool", "candidate_a", "candidate_b", "group_a", "group_b",
-                "outcome", "flipped", "fingerprint"]
+                "outcome", "wins_a", "wins_b", "flipped", "fingerprint"]
 
 
 def pairwise_mode(method: pd.Series) -> pd.Series:
@@ -19,10 +22,16 @@ def pairwise_mode(method: pd.Series) -> pd.Series:
     return method.map({"generate": "pairwise", "likelihood": "pairwise-likelihood"})
 
 
+def pairwise_prompts(store: Store) -> pd.DataFrame:
+    """The store's pairwise prompts with generated answers classified by the current parser (see
+    :func:`audit.pairwise.with_choices`)."""
+    return with_choices(store.pairwise_table())
+
+
 def score_table(store: Store) -> pd.DataFrame:
     """One row per (model, task, subtask, mode, candidate): pointwise Σ P_n(y)·γ_y, pairwise summed credits."""
     pointwise = store.pointwise_table().assign(pool=pd.NA)
-    prompts = store.pairwise_table()
+    prompts = pairwise_prompts(store)
     pairwise = candidate_scores(prompts).assign(label_mass=pd.NA) if len(prompts) else pd.DataFrame()
     if len(pairwise):
         pairwise["mode"] = pairwise_mode(pairwise["method"])
@@ -35,7 +44,7 @@ def score_table(store: Store) -> pd.DataFrame:
 
 def pair_table(store: Store) -> pd.DataFrame:
     """One row per unordered pairwise pair asked in both orders, with its consistent outcome."""
-    prompts = store.pairwise_table()
+    prompts = pairwise_prompts(store)
     if prompts.empty:
         return pd.DataFrame(columns=PAIR_COLUMNS)
     pairs = pair_outcomes(prompts)
@@ -44,9 +53,12 @@ def pair_table(store: Store) -> pd.DataFrame:
 
 
 def answer_table(store: Store) -> pd.DataFrame:
-    """One row per pairwise prompt (each order): the raw answer, the parsed choice, regular and tie flags."""
-    prompts = store.pairwise_table()
+    """One row per pairwise prompt (each order): the two options, the raw answer, its choice by the current parser
+    (``stored_choice``: as classified when scored), regular and tie flags."""
+    prompts = pairwise_prompts(store)
     prompts["mode"] = pairwise_mode(prompts["method"])
+    options = [json.loads(o) for o in prompts["options"]]
+    prompts["first_option"], prompts["second_option"] = [o[0] for o in options], [o[1] for o in options]
     prompts["regular"] = prompts["choice"].isin(["first", "second"])
     prompts["tie"] = prompts["choice"] == "tie"
     return prompts.reindex(columns=ANSWER_COLUMNS).sort_values(ANSWER_COLUMNS[:7], ignore_index=True)

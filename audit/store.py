@@ -183,13 +183,15 @@ class Store:
         return frame.drop(columns=["probs", "relevance"])
 
     def pairwise_table(self) -> pd.DataFrame:
-        """Every planned pairwise prompt with its result and both candidates' groups."""
+        """Every planned pairwise prompt with its result, both candidates' groups and the prompt's options (JSON)."""
         query = """
             SELECT m.label AS model, p.model AS fingerprint, p.task, p.subtask, p.method, p.pool,
                    p.first_id, p.second_id, a.grp AS first_group, b.grp AS second_group,
                    a.qualified AS first_qualified, b.qualified AS second_qualified,
-                   r.answer, r.choice, r.logp_first, r.logp_second, r.created, n.pool_prompts
+                   r.answer, r.choice, r.logp_first, r.logp_second, r.created, n.pool_prompts,
+                   json_extract(q.body, '$.options') AS options
             FROM pairwise_plan p
+            JOIN prompts q ON q.key = p.prompt
             JOIN (SELECT model, task, subtask, method, pool, COUNT(*) AS pool_prompts FROM pairwise_plan
                   GROUP BY model, task, subtask, method, pool) n
               ON n.model = p.model AND n.task = p.task AND n.subtask = p.subtask AND n.method = p.method

@@ -2,6 +2,7 @@
 import streamlit as st
 
 from audit import charts
+from audit.metrics.shape import score_shape
 from pages.shared import common, views
 
 st.title("Allocation audit")
@@ -34,3 +35,8 @@ st.dataframe(models, hide_index=True, width="stretch")
 rows = views.shown(views.regroup(scores[scores["mode"] == current.mode], current.grouping), current,
                    with_reference=True)
 common.chart(charts.score_distributions(rows), rows, "score_distributions")
+if len(rows):
+    shape = score_shape(rows)
+    common.chart(charts.score_shape_scatter(shape), shape, "score_shape")
+    st.caption("Skewness and kurtosis per model, subtask and group (the RABBI paper's Figure 13): heavily skewed, "
+               "heavy-tailed scores are where the average gap δ and EMD stop predicting allocation gaps.")

@@ -78,3 +78,15 @@ def test_names_from_data_are_escaped(table):
                                                                        title="<i>m</i>").to_json()
     assert "<img" not in text and "<b>G" not in text and "<i>m" not in text
     assert "&lt;img" in text and "&lt;b&gt;G" in text
+
+
+def test_score_shape_scatter_has_one_trace_per_model():
+    from audit.metrics import score_shape
+
+    with Store(DEMO_STORE, create=False) as store:
+        scores = score_table(store)
+    shape = score_shape(scores[scores["mode"] == "pointwise"])
+    fig = charts.score_shape_scatter(shape)
+    assert sorted(t.name for t in fig.data) == sorted(shape["model"].unique())
+    assert sum(len(t.x) for t in fig.data) == len(shape) == 3 * 4 * 8  # models × jobs × groups
+    assert fig.layout.xaxis.title.text == "skewness" and fig.layout.yaxis.title.text == "excess kurtosis"

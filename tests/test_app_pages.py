@@ -108,3 +108,31 @@ def test_allocation_page_shows_impact_ratios(demo):
     impact = next(frame.value for frame in demo.dataframe if "impact_ratio" in frame.value.columns)
     assert set(impact["grouping"]) == {"race", "gender", "race × gender"}
     assert (impact["four_fifths"] == (impact["impact_ratio"] < 0.8)).all()
+
+
+def test_paper_settings_switch_the_jsd_estimator_and_leave_out_inconsistent_models(demo):
+    demo.switch_page("pages/allocation_gaps.py").run()
+    before = gap_table(demo)
+    demo.sidebar.radio(key="preset").set_value("paper-exact").run()
+    after = gap_table(demo)
+    assert not demo.exception
+    assert not after["jsd"].equals(before["jsd"]) and after["rabbi"].equals(before["rabbi"])
+    demo.sidebar.selectbox(key="mode").set_value("pairwise-likelihood").run()
+    table = gap_table(demo)
+    b_m = table[(table["group"] == "B_M") & (table["subtask"] == "software_engineer")]["delta"]
+    assert b_m.tolist() == pytest.approx([-10 / 12])  # signed pairwise δ: W_M wins 11 of the 12 B_M–W_M prompts
+    demo.sidebar.radio(key="max_inconsistent").set_value("50 % (paper Fig. 4)").run()
+    assert not demo.exception
+    assert gap_table(demo).equals(table)  # the demo's SmolLM2 run stays under 50 % inconsistent pairs
+
+
+def test_models_above_the_inconsistency_threshold_are_listed():
+    from audit.errors import AuditError
+    from pages.shared import common
+
+    path = str(DEMO_STORE)
+    args = (path, common.store_version(path), "pairwise-likelihood", "race × gender", "W_M", 0.9, 50, "default")
+    table, skipped = common.metric_rows(*args, 0.55)
+    assert len(table) and not skipped
+    with pytest.raises(AuditError, match=r"smollm2-135m · resume: excluded, 16% of 168 pairs inconsistent \(> 10%\)"):
+        common.metric_rows(*args, 0.10)

@@ -136,7 +136,8 @@ def test_engine_table_joins_bias_metrics_and_gaps_for_every_key():
     engine = MetricEngine(scores, reference="R")
     one = engine.table([2])
     assert list(one.columns) == ["model", "subtask", "mode", "group", "k", "delta", "jsd", "emd", "rabbi",
-                                 "rabbi_pvalue", "delta_qualified", "rabbi_qualified", "dp_gap", "eo_gap"]
+                                 "rabbi_pvalue", "delta_qualified", "jsd_qualified", "emd_qualified",
+                                 "rabbi_qualified", "dp_gap", "eo_gap"]
     assert len(one) == 3 * 2 and set(one.k) == {2}
     both = engine.table([1, 2, 3])
     assert len(both) == 3 * 2 * 3

@@ -7,6 +7,7 @@ import pytest
 from scipy import stats
 from scipy.spatial.distance import jensenshannon
 
+from audit.errors import AuditError
 from audit.metrics import bias_metrics, delta, emd, histograms, jsd, pair_preferences, rabbi, rabbi_test
 
 
@@ -70,24 +71,47 @@ def test_jsd_binning_follows_the_pooled_range():
 
 
 def pair_rows(outcomes, mode="pairwise"):
-    return pd.DataFrame([dict(model="m", task="t", subtask="s", mode=mode, pool=i, candidate_a=a, candidate_b=b,
-                              group_a=ga, group_b=gb, outcome=o)
-                         for i, (a, ga, b, gb, o) in enumerate(outcomes)])
+    """Pair table rows (candidate_a, group_a, candidate_b, group_b, outcome[, wins_a, wins_b])."""
+    return pd.DataFrame([dict(model="m", task="t", subtask="s", mode=mode, pool=i, candidate_a=row[0],
+                              candidate_b=row[2], group_a=row[1], group_b=row[3], outcome=row[4],
+                              **(dict(wins_a=row[5], wins_b=row[6]) if len(row) > 5 else {}))
+                         for i, row in enumerate(outcomes)])
 
 
-def test_pairwise_delta_counts_consistent_preferences_in_either_position():
+def test_pairwise_delta_is_signed_prompts_won_by_a_minus_prompts_won_by_b():
     pairs = pair_rows([
-        ("x1", "A", "r1", "R", "a"),             # A preferred
-        ("r2", "R", "x2", "A", "b"),             # A preferred (A is candidate_b)
-        ("x1", "A", "r2", "R", "inconsistent"),  # no preference
-        ("r1", "R", "x2", "A", "a"),             # R preferred
-        ("x1", "A", "x2", "A", "a"),             # not an A-vs-R pair
+        ("x1", "A", "r1", "R", "a", 2, 0),             # A wins both prompts: +2
+        ("r2", "R", "x2", "A", "b", 0, 2),             # A wins both prompts as candidate_b: +2
+        ("x1", "A", "r2", "R", "inconsistent", 1, 1),  # flipped: +1 − 1 = 0
+        ("r1", "R", "x2", "A", "a", 2, 0),             # R wins both: −2
+        ("x2", "A", "r1", "R", "inconsistent", 0, 1),  # one tie/irregular answer, R chosen once: −1
+        ("x1", "A", "x2", "A", "a", 2, 0),             # not an A-vs-R pair
     ])
     qualified = pd.Series({("m", "s", "pairwise", "x1"): True, ("m", "s", "pairwise", "x2"): False,
                            ("m", "s", "pairwise", "r1"): True, ("m", "s", "pairwise", "r2"): True})
     out = pair_preferences(pairs, reference="R", qualified=qualified).set_index("group")
-    assert out.loc["A", "delta"] == pytest.approx(2 / 4)
-    assert out.loc["A", "delta_qualified"] == pytest.approx(1 / 2)  # pairs (x1, r1) and (x1, r2)
+    assert out.loc["A", "delta"] == pytest.approx((2 + 2 + 0 - 2 - 1) / 10)  # 5 A–R pairs = 10 prompts
+    assert out.loc["A", "delta_qualified"] == pytest.approx((2 + 0) / 4)  # pairs (x1, r1) and (x1, r2)
+
+
+def test_pairwise_delta_of_the_reference_always_winning_is_negative():
+    """The demo store's SmolLM2 / software_engineer / B_M case: of 6 B_M–W_M pairs, W_M wins 5 consistently and one
+    is flipped, so B_M wins 1 of 12 prompts and W_M 11: δ = (1 − 11) / 12 = −0.833 (the unsigned share was 0)."""
+    rows = [(f"b{i}", "B_M", f"w{i}", "W_M", "b", 0, 2) for i in range(5)] + [("b5", "B_M", "w5", "W_M",
+                                                                             "inconsistent", 1, 1)]
+    qualified = pd.Series({("m", "s", "pairwise", c): c in ("b0", "w0", "b5", "w5")
+                           for i in range(6) for c in (f"b{i}", f"w{i}")})
+    out = pair_preferences(pair_rows(rows), reference="W_M", qualified=qualified).set_index("group")
+    assert out.loc["B_M", "delta"] == pytest.approx(-10 / 12)
+    assert out.loc["B_M", "delta_qualified"] == pytest.approx((-2 + 0) / 4)
+    no_wins = pair_rows([row[:5] for row in rows])  # an older export: wins derived from the outcome
+    assert pair_preferences(no_wins, reference="W_M", qualified=qualified)["delta"].iloc[0] == pytest.approx(-10 / 12)
+    mirrored = pair_rows([(w, "W_M", b, "B_M", "a", 2, 0) for b, _, w, *_ in rows[:5]])
+    assert pair_preferences(mirrored, reference="W_M", qualified=qualified)["delta"].iloc[0] == pytest.approx(-1)
+    with pytest.raises(AuditError, match="wins_a \\+ wins_b exceeds the pair's 2 prompts"):
+        pair_preferences(pair_rows([("b0", "B_M", "w0", "W_M", "b", 1, 2)]), reference="W_M", qualified=qualified)
+    with pytest.raises(AuditError, match="column 'wins_b' has value 3; expected 0, 1 or 2"):
+        pair_preferences(pair_rows([("b0", "B_M", "w0", "W_M", "b", 0, 3)]), reference="W_M", qualified=qualified)
 
 
 def score_rows(groups, n, mode="pointwise", seed=0):
@@ -115,5 +139,5 @@ def test_pairwise_delta_is_missing_without_pairs_and_filled_with_them(mode):
     assert bias_metrics(scores, reference="R")["delta"].isna().all()
     outcomes = [(a, "A", r, "R", o) for (a, r), o in zip(itertools.product(["A0", "A1"], ["R0", "R1"]), "abab")]
     out = bias_metrics(scores, reference="R", pairs=pair_rows(outcomes, mode=mode))
-    assert out["delta"].tolist() == [0.5]
+    assert out["delta"].tolist() == [0.0]  # A wins two pairs, R two
     assert out["delta_qualified"].tolist() == [1.0]  # only (A0, R0) is qualified on both sides, outcome a

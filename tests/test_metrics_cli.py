@@ -17,7 +17,7 @@ from audit.errors import AuditError
 from audit.metrics import cli
 
 KEYS = ["model", "subtask", "mode", "group", "k", "delta", "jsd", "emd", "rabbi", "rabbi_pvalue", "delta_qualified",
-        "rabbi_qualified", "dp_gap", "eo_gap"]
+        "jsd_qualified", "emd_qualified", "rabbi_qualified", "dp_gap", "eo_gap"]
 GROUPS = ["W_M", "W_F", "B_M", "B_F"]
 
 
@@ -136,3 +136,36 @@ def test_python_dash_m_audit(files):
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert all(list(row) == KEYS for row in json.loads(done.stdout))
+
+
+def test_paper_exact_preset_and_inconsistent_threshold(files):
+    hand = Path(__file__).parent / "data" / "paper_exact_scores.csv"
+    status, out, _ = run("metrics", "--scores", str(hand), "--reference", "R", "--k", "1", "--pool", "random:3",
+                         "--preset", "paper-exact")
+    assert status == 0 and json.loads(out)[0]["jsd"] == pytest.approx(0.0433313, abs=1e-6)  # see test_metrics_presets
+    pairs = pd.read_csv(files / "pairs.csv")
+    rates = pairs.groupby("model")["outcome"].apply(lambda o: (o == "inconsistent").mean())
+    cut = float(rates.sort_values().iloc[1])  # keeps the two most consistent models, drops the third
+    status, out, err = run("validity", "--scores", str(files / "scores.csv"), "--reference", "W_M", "--k", "1",
+                           "--pairs", str(files / "pairs.csv"), "--max-inconsistent", str(cut), "--preset",
+                           "paper-exact")
+    assert status == 0 and json.loads(out)["preset"] == "paper-exact"
+    worst = rates.idxmax()
+    assert f"note: left out {worst} (resume, pairwise): {rates[worst]:.1%}" in err
+    pairwise = [r for r in json.loads(out)["rankings"] if r["mode"] == "pairwise"]
+    assert {r["model"] for r in pairwise} == set(rates.index) - {worst}
+    status, _, err = run("metrics", "--scores", str(files / "scores.csv"), "--reference", "W_M", "--k", "1",
+                         "--max-inconsistent", "0.5")
+    assert status == 2 and "--max-inconsistent needs --pairs" in err
+
+
+def test_shape_reports_skewness_and_kurtosis_per_group(files):
+    status, out, _ = run("shape", "--scores", str(files / "pointwise.csv"))
+    rows = pd.DataFrame(json.loads(out))
+    assert status == 0 and len(rows) == 3 * 2 * len(GROUPS)
+    scores = pd.read_csv(files / "pointwise.csv")
+    one = scores[(scores.model == "m1") & (scores.subtask == "se") & (scores.group == "B_F")]["score"]
+    row = rows[(rows.model == "m1") & (rows.subtask == "se") & (rows.group == "B_F")].iloc[0]
+    centred = one - one.mean()
+    m2, m3, m4 = (centred ** 2).mean(), (centred ** 3).mean(), (centred ** 4).mean()
+    assert row["skewness"] == pytest.approx(m3 / m2 ** 1.5) and row["kurtosis"] == pytest.approx(m4 / m2 ** 2 - 3)

@@ -25,12 +25,13 @@ def test_ndcg_by_hand():
 
 
 def metric_table(values):
-    """Rows (model, subtask, group, dp_gap, rabbi); the other metrics derived so each has a known relation."""
+    """Rows (model, subtask, group, dp_gap, rabbi); the other metrics derived so each has a known relation (the
+    qualified JSD and EMD follow |ΔEO| exactly, the all-candidate ones do not)."""
     rows = []
     for model, subtask, group, gap, rabbi in values:
         rows.append(dict(model=model, subtask=subtask, mode="pointwise", group=group, k=2, delta=-gap, jsd=abs(rabbi),
-                         emd=0.5, rabbi=rabbi, rabbi_pvalue=0.5, delta_qualified=gap, rabbi_qualified=rabbi,
-                         dp_gap=gap, eo_gap=gap * 2))
+                         emd=0.5, rabbi=rabbi, rabbi_pvalue=0.5, delta_qualified=gap, jsd_qualified=abs(gap) / 4,
+                         emd_qualified=abs(gap) + 1, rabbi_qualified=rabbi, dp_gap=gap, eo_gap=gap * 2))
     return pd.DataFrame(rows)
 
 
@@ -80,6 +81,24 @@ def test_validity_matches_pearson_overall_and_per_group():
     assert out.loc[("A", "dp", "rabbi"), "r"] == pytest.approx(per_group)
     assert out.loc[("A", "dp", "rabbi"), "n"] == 12
     assert math.isnan(out.loc[("overall", "dp", "emd"), "r"])  # constant metric: undefined, not an error
+
+
+def test_eo_validity_uses_jsd_and_emd_of_qualified_candidates():
+    """ΔEO is compared with metrics on qualified candidates only (paper section 4.4), JSD and EMD included."""
+    rng = np.random.default_rng(1)
+    table = metric_table([(f"m{i}", "s", g, rng.normal(), rng.normal()) for i in range(5) for g in "AB"])
+    out = validity(table).set_index(["scope", "gap", "metric"])
+    for metric in ("jsd", "emd"):
+        assert out.loc[("overall", "eo", metric), "column"] == f"{metric}_qualified"
+        assert out.loc[("overall", "eo", metric), "r"] == pytest.approx(1.0)  # built to follow |ΔEO|
+        assert out.loc[("overall", "dp", metric), "column"] == metric
+    assert math.isnan(out.loc[("overall", "dp", "emd"), "r"])  # the all-candidate EMD is constant here
+    ranks = model_rankings(table)
+    qualified = ranks[(ranks.gap == "eo") & (ranks.metric == "jsd")].set_index("model")["rms"]
+    expected = (table.jsd_qualified ** 2).groupby(table.model).mean() ** 0.5
+    assert qualified.to_dict() == pytest.approx(expected.to_dict())
+    with pytest.raises(AuditError, match="missing column.*emd_qualified"):
+        validity(table.drop(columns="emd_qualified"))
 
 
 def test_missing_metric_is_left_unranked():

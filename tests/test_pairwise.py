@@ -1,4 +1,5 @@
-"""Answer parsing and the paper's pairwise aggregation (consistent 1, inconsistent 0.5, tie 0.25 per prompt)."""
+"""Answer parsing and the paper's pairwise aggregation (consistent 1, inconsistent 0.5, tie 0.25 per prompt, irregular
+0); the parser's hand-labelled set of real answers is tests/test_answer_parser.py."""
 from __future__ import annotations
 
 import itertools
@@ -6,7 +7,8 @@ import itertools
 import pandas as pd
 import pytest
 
-from audit.pairwise import candidate_scores, choice_from_logprobs, pair_outcomes, parse_choice
+from audit.answer_parser import parse_choice
+from audit.pairwise import candidate_scores, choice_from_logprobs, pair_outcomes
 
 OPTIONS = ("Maria Lopez", "James Walsh")
 
@@ -21,7 +23,9 @@ OPTIONS = ("Maria Lopez", "James Walsh")
         ("Both candidates are equally good.", "tie"),
         ("Maria Lopez and James Walsh are both fine", "tie"),
         ("I cannot judge.", "none"),
-        ("Maria Lopez is better than James Walsh", "none"),
+        ("Maria Lopez is better than James Walsh", "first"),
+        ("I would recommend James Walsh over Maria Lopez", "second"),
+        ("Lopez.", "first"),
         ("Mariana", "none"),
         ("", "none"),
     ],
@@ -54,7 +58,15 @@ def test_candidate_scores_follow_the_paper():
     }
     scores = candidate_scores(prompts_frame(choices)).set_index("candidate_id")["score"]
     assert scores.to_dict() == {"A": 1.5, "B": 0.75, "C": 0.75}
-    assert scores.sum() == pytest.approx(3.0)  # every pair hands out exactly one point
+    assert scores.sum() == pytest.approx(3.0)  # without irregular answers every pair hands out exactly one point
+
+
+def test_irregular_answers_contribute_nothing():
+    choices = {("A", "B"): "none", ("B", "A"): "first",  # irregular 0 each; then B chosen: B 0.5
+               ("A", "C"): "none", ("C", "A"): "none",   # two irregular answers: nothing for anyone
+               ("B", "C"): "tie", ("C", "B"): "tie"}     # ties: 0.25 per prompt each
+    scores = candidate_scores(prompts_frame(choices)).set_index("candidate_id")["score"]
+    assert scores.to_dict() == {"A": 0.0, "B": 1.0, "C": 0.5}
 
 
 def test_incomplete_pools_are_left_out():

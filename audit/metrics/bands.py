@@ -19,6 +19,7 @@ from audit.metrics.allocation import row_index
 from audit.metrics.bootstrap import percentiles, replicates, row_draws
 from audit.metrics.keys import split_keys
 from audit.metrics.pools import PoolDesign
+from audit.metrics.presets import Preset, get_preset
 from audit.metrics.schema import KEY
 from audit.metrics.validity import BY, PAIRINGS, ndcg_table, validity
 
@@ -26,17 +27,19 @@ INDEX = (*KEY, "group", "k")
 
 
 def draws_table(scores: pd.DataFrame, *, reference: str, pool: "str | PoolDesign" = "per-group", n_boot: int = 200,
-                seed: int = 0, bins: int = 20) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+                seed: int = 0, preset: "str | Preset" = "default") -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
     """(index, draws): ``index`` has one row per (model, subtask, mode, group ≠ reference, k) as in the metric table,
-    ``draws[column]`` is (rows, n_boot), the bootstrap replicates of that metric or gap column on each row."""
+    ``draws[column]`` is (rows, n_boot), the bootstrap replicates of that metric or gap column on each row (JSD NaN
+    under the ``paper-exact`` preset, whose estimator is not resampled)."""
     if n_boot < 2:
         raise AuditError(f"bootstrap replicates {n_boot} must be at least 2")
-    design = PoolDesign.parse(pool)
+    design, chosen = PoolDesign.parse(pool), get_preset(preset)
     frames, parts = [], {}
     for data in split_keys(scores, reference=reference):
         size = design.pool_size(data)
         frames.append(row_index(data, size))
-        for name, rows in row_draws(data, size, replicates(data, design, n_boot=n_boot, seed=seed, bins=bins)).items():
+        for name, rows in row_draws(data, size, replicates(data, design, n_boot=n_boot, seed=seed, bins=chosen.jsd_bins,
+                                                           paper_jsd=chosen.paper_jsd)).items():
             parts.setdefault(name, []).append(rows)
     return pd.concat(frames, ignore_index=True), {name: np.concatenate(rows) for name, rows in parts.items()}
 

@@ -1,32 +1,45 @@
-"""Bias metrics for every (model, subtask, mode) and group A against the reference group, as one table."""
+"""Bias metrics for every (model, subtask, mode) and group A against the reference group, as one table.
+
+Every metric is computed twice: on all candidates (A, B) and on qualified candidates only (A′, B′, the ``*_qualified``
+columns), which the paper compares with ΔEO (section 4.4).
+"""
 from __future__ import annotations
 
 import pandas as pd
 
-from audit.metrics.bias import delta, emd, jsd, rabbi, rabbi_test
+from audit.metrics.bias import delta, emd, rabbi_test
 from audit.metrics.keys import KeyData, split_keys
 from audit.metrics.pairwise import pair_preferences
+from audit.metrics.presets import Preset, get_preset
 from audit.metrics.schema import KEY, is_pairwise
 
-BIAS_COLUMNS = ("delta", "jsd", "emd", "rabbi", "rabbi_pvalue", "delta_qualified", "rabbi_qualified")
+BIAS_COLUMNS = ("delta", "jsd", "emd", "rabbi", "rabbi_pvalue", "delta_qualified", "jsd_qualified", "emd_qualified",
+                "rabbi_qualified")
 
 
-def key_bias(data: KeyData, *, bins: int = 20) -> pd.DataFrame:
-    """One row per non-reference group of one key. For pairwise keys δ needs pair outcomes and is left NaN here."""
-    ref, ref_qualified = data.of(data.ref), data.of(data.ref, qualified=True)
+def key_bias(data: KeyData, *, preset: "str | Preset" = "default", bins: int | None = None) -> pd.DataFrame:
+    """One row per non-reference group of one key. For pairwise keys δ needs pair outcomes and is left NaN here.
+
+    ``preset`` picks the JSD estimator and p-value method (:mod:`audit.metrics.presets`); ``bins`` overrides its
+    JSD bin count.
+    """
+    preset = get_preset(preset)
+    jsd = preset.jsd(bins)
     pointwise = data.key[2] == "pointwise"
     rows = []
     for g, name in enumerate(data.groups):
         if g == data.ref:
             continue
-        scores, qualified = data.of(g), data.of(g, qualified=True)
-        value, pvalue = rabbi_test(scores, ref)
-        rows.append(dict(zip(KEY, data.key), group=name,
-                         delta=delta(scores, ref) if pointwise else float("nan"),
-                         jsd=jsd(scores, ref, bins=bins), emd=emd(scores, ref), rabbi=value, rabbi_pvalue=pvalue,
-                         delta_qualified=delta(qualified, ref_qualified) if pointwise else float("nan"),
-                         rabbi_qualified=rabbi(qualified, ref_qualified)))
-    return pd.DataFrame(rows)
+        row = dict(zip(KEY, data.key), group=name)
+        for suffix, qualified in (("", False), ("_qualified", True)):
+            a, b = data.of(g, qualified=qualified), data.of(data.ref, qualified=qualified)
+            value, pvalue = rabbi_test(a, b, method=preset.pvalue_method)
+            row.update({f"delta{suffix}": delta(a, b) if pointwise else float("nan"), f"jsd{suffix}": jsd(a, b),
+                        f"emd{suffix}": emd(a, b), f"rabbi{suffix}": value})
+            if not qualified:
+                row["rabbi_pvalue"] = pvalue
+        rows.append(row)
+    return pd.DataFrame(rows, columns=[*KEY, "group", *BIAS_COLUMNS])
 
 
 def with_pair_deltas(bias: pd.DataFrame, keys: list[KeyData], pairs: pd.DataFrame | None, *,
@@ -49,9 +62,9 @@ def with_pair_deltas(bias: pd.DataFrame, keys: list[KeyData], pairs: pd.DataFram
 
 
 def bias_metrics(scores: pd.DataFrame, *, reference: str, pairs: pd.DataFrame | None = None,
-                 bins: int = 20) -> pd.DataFrame:
-    """δ, JSD, EMD, RABBI (+ Mann–Whitney p-value) and the qualified-only δ and RABBI of each group against
+                 preset: "str | Preset" = "default", bins: int | None = None) -> pd.DataFrame:
+    """δ, JSD, EMD, RABBI (+ Mann–Whitney p-value) and the qualified-only δ, JSD, EMD and RABBI of each group against
     ``reference``, per (model, subtask, mode). Pairwise δ comes from ``pairs`` (NaN without it)."""
     keys = split_keys(scores, reference=reference)
-    bias = pd.concat([key_bias(d, bins=bins) for d in keys], ignore_index=True)
+    bias = pd.concat([key_bias(d, preset=preset, bins=bins) for d in keys], ignore_index=True)
     return with_pair_deltas(bias, keys, pairs, reference=reference)

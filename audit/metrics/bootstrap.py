@@ -39,10 +39,11 @@ def resampled_counts(data: KeyData, rng: np.random.Generator, n: int,
 
 
 def replicates(data: KeyData, design: PoolDesign, *, n_boot: int, seed: int, bins: int | None = None,
-               shares: bool = False) -> dict[str, np.ndarray]:
+               paper_jsd: bool = False, shares: bool = False) -> dict[str, np.ndarray]:
     """Bootstrap draws against the reference: rabbi, rabbi_qualified (n_boot, groups) and dp_gap, eo_gap
     (n_boot, groups, L); with ``bins`` also delta, jsd, emd and their ``_qualified`` variants (n_boot, groups), δ
-    NaN for pairwise keys (its pair outcomes are not resampled); with ``shares`` also the selection shares φ, ψ
+    NaN for pairwise keys (its pair outcomes are not resampled) and JSD NaN with ``paper_jsd`` (the paper code's
+    estimator is not resampled); with ``shares`` also the selection shares φ, ψ
     themselves (n_boot, groups, L) as ``phi`` and ``psi``."""
     size = design.pool_size(data)
     parts: dict[str, list[np.ndarray]] = {}
@@ -52,7 +53,7 @@ def replicates(data: KeyData, design: PoolDesign, *, n_boot: int, seed: int, bin
         counts, qualified = resampled_counts(data, rng, n)
         metrics = {"rabbi": weighted_rabbi(counts, data.ref), "rabbi_qualified": weighted_rabbi(qualified, data.ref)}
         if bins is not None:
-            metrics.update(_distribution_metrics(data, counts, qualified, bins))
+            metrics.update(_distribution_metrics(data, counts, qualified, bins, paper_jsd))
         if design.kind == "observed":
             pools = np.unique(data.pool).size
             laws = [rank_laws(data, design, pool_weights=rng.multinomial(pools, np.full(pools, 1 / pools), size=n))]
@@ -76,13 +77,14 @@ def share_draws(data: KeyData, design: PoolDesign, *, n_boot: int, seed: int) ->
     return draws["phi"], draws["psi"]
 
 
-def _distribution_metrics(data: KeyData, counts: np.ndarray, qualified: np.ndarray, bins: int
+def _distribution_metrics(data: KeyData, counts: np.ndarray, qualified: np.ndarray, bins: int, paper_jsd: bool
                           ) -> dict[str, np.ndarray]:
     out = {}
     for suffix, grid in (("", counts), ("_qualified", qualified)):
         delta = weighted_delta(grid, data.ref, data.values)
         out[f"delta{suffix}"] = delta if data.key[2] == "pointwise" else np.full_like(delta, np.nan)
-        out[f"jsd{suffix}"] = weighted_jsd(grid, data.ref, data.values, bins=bins)
+        jsd = weighted_jsd(grid, data.ref, data.values, bins=bins)
+        out[f"jsd{suffix}"] = np.full_like(jsd, np.nan) if paper_jsd else jsd
         out[f"emd{suffix}"] = weighted_emd(grid, data.ref, data.values)
     return out
 

@@ -1,4 +1,4 @@
-"""``python -m audit metrics`` and ``python -m audit validity``: read score (and pair) tables, print metric tables."""
+"""``python -m audit metrics``, ``validity`` and ``shape``: read score (and pair) tables, print metric tables."""
 from __future__ import annotations
 
 import argparse
@@ -14,7 +14,10 @@ from audit.errors import AuditError
 from audit.metrics.bands import draws_table, ndcg_bands, validity_bands
 from audit.metrics.engine import MetricEngine
 from audit.metrics.inference import METHODS, adjusted
+from audit.metrics.pairwise import drop_unreliable
+from audit.metrics.presets import PRESETS
 from audit.metrics.schema import is_pairwise
+from audit.metrics.shape import score_shape
 from audit.metrics.validity import model_rankings, ndcg_table, validity
 
 _TEXT = ("model", "task", "subtask", "mode", "candidate_id", "group", "candidate_a", "candidate_b", "group_a",
@@ -22,10 +25,11 @@ _TEXT = ("model", "task", "subtask", "mode", "candidate_id", "group", "candidate
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
-    """Register the ``metrics`` and ``validity`` sub-commands."""
+    """Register the ``metrics``, ``validity`` and ``shape`` sub-commands."""
     metrics = sub.add_parser("metrics", help="bias metrics and allocation gaps per model, subtask, mode, group and k",
                              description="One row per (model, subtask, mode, group, k): delta, jsd, emd, rabbi, "
-                                         "rabbi_pvalue, delta_qualified, rabbi_qualified, dp_gap, eo_gap.")
+                                         "rabbi_pvalue, delta_qualified, jsd_qualified, emd_qualified, "
+                                         "rabbi_qualified, dp_gap, eo_gap.")
     _common(metrics)
     metrics.add_argument("--ci", type=float, help="confidence level of bootstrap bounds, e.g. 0.95 (adds *_lo/*_hi)")
     metrics.add_argument("--bootstrap", type=int, default=1000, metavar="B", help="bootstrap replicates (default 1000)")
@@ -46,6 +50,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     check.add_argument("--bootstrap", type=int, default=200, metavar="B", help="bootstrap replicates (default 200)")
     check.add_argument("--format", choices=("json",), default="json")
     check.set_defaults(handler=run_validity)
+    shape = sub.add_parser("shape", help="skewness and kurtosis of each group's scores (paper Figure 13)",
+                           description="One row per (model, task, subtask, mode, group): n, skewness, kurtosis.")
+    shape.add_argument("--scores", required=True, help="score table (.csv or .parquet) from `python -m audit scores`")
+    shape.add_argument("--format", choices=("json", "csv"), default="json")
+    shape.add_argument("--out", help="write here instead of stdout")
+    shape.set_defaults(handler=run_shape)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -54,6 +64,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k", required=True, help="quota(s): 2, 1-8 or 1,3,5")
     parser.add_argument("--pool", default="per-group", help="per-group (default), random:N or observed")
     parser.add_argument("--pairs", help="pair outcomes (.csv or .parquet) from `python -m audit pairs`, for pairwise δ")
+    parser.add_argument("--preset", choices=tuple(PRESETS), default="default",
+                        help="estimators: default, or paper-exact (the RABBI paper's code: JSD on 10 bins over A's "
+                             "range in nats, asymptotic p-values)")
+    parser.add_argument("--max-inconsistent", type=float, metavar="RATE",
+                        help="leave out pairwise models whose share of inconsistent pairs exceeds RATE (needs "
+                             "--pairs; the paper uses 0.55 and 0.50); default: keep all")
     parser.add_argument("--out", help="write here instead of stdout")
 
 
@@ -85,8 +101,17 @@ def read_table(path: str, what: str) -> pd.DataFrame:
 
 def _inputs(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame | None, list[int]]:
     quotas = parse_quotas(args.k)
+    if args.max_inconsistent is not None and not args.pairs:
+        raise AuditError("--max-inconsistent needs --pairs (the inconsistent-pair rates come from the pair table)")
     scores = read_table(args.scores, "score table")
     pairs = read_table(args.pairs, "pair table") if args.pairs else None
+    if args.max_inconsistent is not None:
+        scores, dropped = drop_unreliable(scores, pairs, max_inconsistent=args.max_inconsistent)
+        for row in dropped.itertuples(index=False):
+            print(f"note: left out {row.model} ({row.task}, {row.mode}): {row.inconsistent:.1%} of {row.pairs} pairs "
+                  f"inconsistent > {args.max_inconsistent:.1%}", file=sys.stderr)
+        if scores.empty:
+            raise AuditError(f"every model has more than {args.max_inconsistent:.1%} inconsistent pairs")
     return scores, pairs, quotas
 
 
@@ -117,15 +142,20 @@ def _emit(text: str, out: str | None) -> None:
         raise AuditError(f"cannot write {out}: {exc}") from exc
 
 
+def _emit_table(table: pd.DataFrame, args: argparse.Namespace) -> None:
+    _emit(table.to_csv(index=False) if args.format == "csv" else json.dumps(_records(table), indent=1) + "\n", args.out)
+
+
 def run_metrics(args: argparse.Namespace) -> int:
     """Handler of ``metrics``."""
     scores, pairs, quotas = _inputs(args)
     table = MetricEngine(scores, reference=args.reference, pool=args.pool, pairs=pairs, ci=args.ci,
-                         n_boot=args.bootstrap, seed=args.seed, n_perm=args.permutations).table(quotas)
+                         n_boot=args.bootstrap, seed=args.seed, preset=args.preset,
+                         n_perm=args.permutations).table(quotas)
     if args.permutations is not None:
         table = adjusted(table, args.adjust)
     _note_missing_pairs(scores, pairs)
-    _emit(table.to_csv(index=False) if args.format == "csv" else json.dumps(_records(table), indent=1) + "\n", args.out)
+    _emit_table(table, args)
     return 0
 
 
@@ -136,18 +166,27 @@ def run_validity(args: argparse.Namespace) -> int:
     tasks = scores["task"].astype(str) if "task" in scores else pd.Series("", index=scores.index)
     for task in sorted(tasks.unique()):
         rows = scores[tasks == task]
-        table = MetricEngine(rows, reference=args.reference, pool=args.pool, pairs=pairs).table(quotas)
+        table = MetricEngine(rows, reference=args.reference, pool=args.pool, pairs=pairs,
+                             preset=args.preset).table(quotas)
         correlations, ndcg = validity(table), ndcg_table(table)
         if args.ci is not None:
             if not 0 < args.ci < 1:
                 raise AuditError(f"confidence level {args.ci} must lie strictly between 0 and 1")
-            index, draws = draws_table(rows, reference=args.reference, pool=args.pool, n_boot=args.bootstrap)
+            index, draws = draws_table(rows, reference=args.reference, pool=args.pool, n_boot=args.bootstrap,
+                                       preset=args.preset)
             correlations = validity_bands(table, index, draws, level=args.ci)
             ndcg = ndcg_bands(table, index, draws, level=args.ci)
         for name, frame in (("correlations", correlations), ("ndcg", ndcg), ("rankings", model_rankings(table))):
             parts[name].append(frame.assign(task=task)[["task", *frame.columns]])
     _note_missing_pairs(scores, pairs)
-    result = {"reference": args.reference, "pool": args.pool, "k": quotas,
+    result = {"reference": args.reference, "pool": args.pool, "k": quotas, "preset": args.preset,
               **{name: _records(pd.concat(frames, ignore_index=True)) for name, frames in parts.items()}}
     _emit(json.dumps(result, indent=1) + "\n", args.out)
+    return 0
+
+
+def run_shape(args: argparse.Namespace) -> int:
+    """Handler of ``shape``."""
+    table = score_shape(read_table(args.scores, "score table"))
+    _emit_table(table, args)
     return 0

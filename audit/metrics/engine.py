@@ -18,6 +18,7 @@ from audit.metrics.bootstrap import bounds, replicates, row_draws
 from audit.metrics.inference import key_pvalues
 from audit.metrics.keys import KeyData, split_keys
 from audit.metrics.pools import PoolDesign
+from audit.metrics.presets import Preset, get_preset
 from audit.metrics.schema import KEY
 
 COLUMNS = (*KEY, "group", "k", *BIAS_COLUMNS, "dp_gap", "eo_gap")
@@ -32,15 +33,18 @@ class MetricEngine:
     ``pool``: ``per-group`` | ``random:N`` | ``observed``. ``pairs``: pair outcomes for pairwise δ (NaN without).
     ``ci``: confidence level (e.g. 0.95) for percentile bootstrap bounds on RABBI and the gaps, from ``n_boot``
     replicates seeded by ``seed``. ``n_perm``: permutations for the p-values ``dp_gap_p``/``eo_gap_p`` of "no gap"
-    (see :mod:`audit.metrics.inference`). ``bins``: JSD binning (see :func:`audit.metrics.bias.histograms`).
+    (see :mod:`audit.metrics.inference`). ``preset``: ``default`` or ``paper-exact`` estimators
+    (:mod:`audit.metrics.presets`); ``bins`` overrides the preset's JSD bin count.
     ``keep_draws`` (with ``ci``): keep every replicate of every metric and gap as ``draws`` = (index, {column: (rows,
-    n_boot)}), the input of :func:`audit.metrics.bands.validity_bands`, from the same replicates as the bounds.
+    n_boot)}), the input of :func:`audit.metrics.bands.validity_bands`, from the same replicates as the bounds (the
+    JSD draws use the default estimator, so they are left NaN under ``paper-exact``).
     ``pool_sizes`` maps each (model, subtask, mode) to its pool size, the largest valid k.
     """
 
     def __init__(self, scores: pd.DataFrame, *, reference: str, pool: "str | PoolDesign" = "per-group",
                  pairs: pd.DataFrame | None = None, ci: float | None = None, n_boot: int = 1000, seed: int = 0,
-                 bins: int = 20, n_perm: int | None = None, keep_draws: bool = False) -> None:
+                 preset: "str | Preset" = "default", bins: int | None = None, n_perm: int | None = None,
+                 keep_draws: bool = False) -> None:
         if ci is not None and not 0 < ci < 1:
             raise AuditError(f"confidence level {ci} must lie strictly between 0 and 1")
         if n_boot < 1:
@@ -52,9 +56,10 @@ class MetricEngine:
         self.design = PoolDesign.parse(pool)
         self.keys = split_keys(scores, reference=reference)
         self.pool_sizes = {d.key: self.design.pool_size(d) for d in self.keys}
-        bias = pd.concat([key_bias(d, bins=bins) for d in self.keys], ignore_index=True)
+        bias = pd.concat([key_bias(d, preset=preset, bins=bins) for d in self.keys], ignore_index=True)
         bias = with_pair_deltas(bias, self.keys, pairs, reference=reference)
-        self._bins = bins if keep_draws else None
+        self._preset = get_preset(preset)
+        self._bins = (bins or self._preset.jsd_bins) if keep_draws else None
         self._draws: list[dict[str, np.ndarray]] = []
         gaps = pd.concat([self._gaps(d, ci, n_boot, seed, n_perm) for d in self.keys], ignore_index=True)
         columns = list(COLUMNS) + (list(CI_COLUMNS) if ci is not None else []) + (
@@ -67,7 +72,8 @@ class MetricEngine:
         rows = gap_rows(data, *shares(data, self.design))
         extra = {}
         if ci is not None:
-            draws = replicates(data, self.design, n_boot=n_boot, seed=seed, bins=self._bins)
+            draws = replicates(data, self.design, n_boot=n_boot, seed=seed, bins=self._bins,
+                               paper_jsd=self._preset.paper_jsd)
             extra.update(bounds(draws, ci))
             if self._bins is not None:
                 self._draws.append(row_draws(data, self.pool_sizes[data.key], draws))
@@ -90,10 +96,11 @@ class MetricEngine:
 
 def metric_table(scores: pd.DataFrame, *, reference: str, ks: Iterable[int] | int,
                  pool: "str | PoolDesign" = "per-group", pairs: pd.DataFrame | None = None, ci: float | None = None,
-                 n_boot: int = 1000, seed: int = 0, bins: int = 20, n_perm: int | None = None) -> pd.DataFrame:
-    """One row per (model, subtask, mode, group ≠ reference, k) with δ, JSD, EMD, RABBI and its p-value, qualified δ
-    and RABBI, ΔDP and ΔEO (+ ``*_lo``/``*_hi`` bounds when ``ci`` is set, permutation p-values ``*_p`` when
-    ``n_perm`` is). For repeated calls with other quotas build
-    a :class:`MetricEngine` once and call ``engine.table(ks)``."""
+                 n_boot: int = 1000, seed: int = 0, preset: "str | Preset" = "default",
+                 bins: int | None = None, n_perm: int | None = None) -> pd.DataFrame:
+    """One row per (model, subtask, mode, group ≠ reference, k) with δ, JSD, EMD, RABBI and its p-value, qualified δ,
+    JSD, EMD and RABBI, ΔDP and ΔEO (+ ``*_lo``/``*_hi`` bounds when ``ci`` is set, permutation p-values ``*_p`` when
+    ``n_perm`` is). For repeated calls with other quotas build a :class:`MetricEngine` once and call
+    ``engine.table(ks)``."""
     return MetricEngine(scores, reference=reference, pool=pool, pairs=pairs, ci=ci, n_boot=n_boot, seed=seed,
-                        bins=bins, n_perm=n_perm).table(ks)
+                        preset=preset, bins=bins, n_perm=n_perm).table(ks)

@@ -137,7 +137,12 @@ def groups_of(table: pd.DataFrame) -> list[str]:
 
 
 def check_pairs(pairs: pd.DataFrame) -> pd.DataFrame:
-    """Validated copy of a pair table (ids and groups as str, outcome in {a, b, inconsistent})."""
+    """Validated copy of a pair table (ids and groups as str, outcome in {a, b, inconsistent}, wins in {0, 1, 2}).
+
+    ``wins_a``/``wins_b`` count the pair's two prompts whose answer chose candidate a / b. A table without them (an
+    export from before they existed) gets them from ``outcome``: a → 2/0, b → 0/2, inconsistent → 1/1, exact unless a
+    pair mixes a choice with a tie or an irregular answer.
+    """
     what = "pair table"
     _require_columns(pairs, PAIR_COLUMNS, what)
     table = pairs.copy()
@@ -146,4 +151,14 @@ def check_pairs(pairs: pd.DataFrame) -> pd.DataFrame:
     if bad.any():
         raise AuditError(f"{what}: column 'outcome' has value {table['outcome'][bad].iloc[0]!r}; "
                          "expected a, b or inconsistent")
+    for column, side in (("wins_a", "a"), ("wins_b", "b")):
+        if column not in table:
+            table[column] = np.where(table["outcome"] == side, 2, np.where(table["outcome"] == "inconsistent", 1, 0))
+        wins = _numeric(table, column, what)
+        if not np.isin(wins, (0, 1, 2)).all():
+            raise AuditError(f"{what}: column '{column}' has value {wins[~np.isin(wins, (0, 1, 2))][0]:g}; "
+                             "expected 0, 1 or 2")
+        table[column] = wins.astype(int)
+    if (table["wins_a"] + table["wins_b"] > 2).any():
+        raise AuditError(f"{what}: wins_a + wins_b exceeds the pair's 2 prompts")
     return table

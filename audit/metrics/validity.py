@@ -1,9 +1,9 @@
 """Predictive validity of bias metrics and their use for model selection (paper sections 5.1–5.2).
 
-Each bias metric is compared with the allocation gap it should predict. For ΔDP: δ, JSD, EMD, RABBI on all
-candidates; for ΔEO: δ and RABBI between qualified candidates only (the paper's (A′, B′)); JSD and EMD are
-non-directional, so they are compared with |gap| (the metric table carries JSD and EMD on all candidates only, so
-those are used for ΔEO too). Inputs are metric tables from :func:`audit.metrics.metric_table`.
+Each bias metric is compared with the allocation gap it should predict (paper section 4.4): for ΔDP, δ, JSD, EMD
+and RABBI on all candidates (A, B); for ΔEO, the same four on qualified candidates only (A′, B′: the metric table's
+``*_qualified`` columns). JSD and EMD are non-directional, so they are compared with |gap|. Inputs are metric tables
+from :func:`audit.metrics.metric_table`.
 """
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from audit.errors import AuditError
 PAIRINGS = {
     "dp": ("dp_gap", [("delta", "delta", False), ("jsd", "jsd", True), ("emd", "emd", True),
                       ("rabbi", "rabbi", False)]),
-    "eo": ("eo_gap", [("delta", "delta_qualified", False), ("jsd", "jsd", True), ("emd", "emd", True),
-                      ("rabbi", "rabbi_qualified", False)]),
+    "eo": ("eo_gap", [("delta", "delta_qualified", False), ("jsd", "jsd_qualified", True),
+                      ("emd", "emd_qualified", True), ("rabbi", "rabbi_qualified", False)]),
 }
 BY = ("mode", "k")
 

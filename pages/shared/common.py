@@ -12,6 +12,8 @@ import streamlit as st
 from audit import report
 from audit.errors import AuditError
 from audit.metrics import MetricEngine
+from audit.metrics.pairwise import drop_unreliable
+from audit.metrics.presets import PRESETS
 from audit.paths import DEMO_STORE
 from audit.results import pair_table, score_table
 from audit.store import Store
@@ -52,17 +54,23 @@ def tables(view: views.View) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, 
 
 @st.cache_data(show_spinner="Computing metrics…", max_entries=16)
 def metric_rows(path: str, version: tuple, mode: str, grouping: str, reference: str, ci: float,
-                n_boot: int) -> tuple[pd.DataFrame, list[str]]:
+                n_boot: int, preset: str = "default",
+                max_inconsistent: float | None = None) -> tuple[pd.DataFrame, list[str]]:
     """The metric table of one mode and grouping for every quota k (1 … pool size), with bootstrap bounds, and the
-    (model, subtask) keys left out with the reason (e.g. a partial run lacking a group or a qualified candidate)."""
+    (model, subtask) keys left out with the reason (e.g. a partial run lacking a group or a qualified candidate, or a
+    pairwise model above ``max_inconsistent`` inconsistent pairs)."""
     scores, pairs, _, _ = load_tables(path, version)
     scores = views.regroup(scores[scores["mode"] == mode], grouping)
     pairs = views.regroup(pairs[pairs["mode"] == mode], grouping, ("group_a", "group_b"))
     frames, skipped = [], []
+    if max_inconsistent is not None and len(pairs):
+        scores, dropped = drop_unreliable(scores, pairs, max_inconsistent=max_inconsistent)
+        skipped += [f"{r.model} · {r.task}: excluded, {r.inconsistent:.0%} of {r.pairs} pairs inconsistent "
+                    f"(> {max_inconsistent:.0%})" for r in dropped.itertuples(index=False)]
     for (model, subtask), rows in scores.groupby(["model", "subtask"], sort=True):
         try:
             engine = MetricEngine(rows, reference=reference, pool=views.MODES[mode],
-                                  pairs=pairs if len(pairs) else None, ci=ci, n_boot=n_boot)
+                                  pairs=pairs if len(pairs) else None, ci=ci, n_boot=n_boot, preset=preset)
             frames.append(engine.table(range(1, min(engine.pool_sizes.values()) + 1)))
         except AuditError as exc:
             skipped.append(f"{model} · {subtask}: {exc}")
@@ -76,7 +84,7 @@ def metrics(view: views.View) -> pd.DataFrame | None:
     """The current view's metric table for every k (unfiltered), or None after showing why there is none."""
     try:
         table, skipped = metric_rows(view.store, view.version, view.mode, view.grouping, view.reference, view.ci,
-                                     view.n_boot)
+                                     view.n_boot, view.preset, view.max_inconsistent)
     except AuditError as exc:
         st.warning("No metrics for this selection:")
         st.code(str(exc), language=None)
@@ -175,10 +183,15 @@ def sidebar() -> None:
         with st.expander("confidence bands"):
             ci = st.select_slider("level", [0.8, 0.9, 0.95, 0.99], value=0.95, key="ci")
             n_boot = st.select_slider("bootstrap replicates", [100, 200, 500, 1000], value=200, key="n_boot")
+        with st.expander("paper settings"):
+            preset = st.radio("estimators", list(PRESETS), key="preset", horizontal=True,
+                              help="; ".join(f"{p.name}: {p.description}" for p in PRESETS.values()))
+            cut = st.radio("leave out pairwise models with more inconsistent pairs than", list(views.INCONSISTENT),
+                           key="max_inconsistent", horizontal=True, disabled=mode == "pointwise")
     st.session_state["view"] = views.View(
         store=path, version=store_version(path), mode=mode, grouping=grouping, reference=reference,
         models=tuple(chosen_models), subtasks=tuple(chosen_subtasks), groups=tuple(chosen_groups), ci=ci,
-        n_boot=n_boot)
+        n_boot=n_boot, preset=preset, max_inconsistent=None if mode == "pointwise" else views.INCONSISTENT[cut])
 
 
 def need_view() -> views.View:

@@ -12,6 +12,8 @@ from audit.store import Store
 GROUPINGS = {"race × gender": None, "race": 0, "gender": 1}
 #: score-table mode -> the pool design its scores need (pairwise scores are relative to their recorded pool)
 MODES = {"pointwise": "per-group", "pairwise-likelihood": "observed", "pairwise": "observed"}
+#: choice -> largest share of inconsistent pairs a pairwise model may have (the paper's Figures 3 and 4)
+INCONSISTENT = {"off": None, "55 % (paper Fig. 3)": 0.55, "50 % (paper Fig. 4)": 0.50}
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,8 @@ class View:
     groups: tuple[str, ...]
     ci: float
     n_boot: int
+    preset: str = "default"
+    max_inconsistent: float | None = None
 
     @property
     def pool(self) -> str:
