@@ -44,8 +44,9 @@ def _pvalues(source: Source, keys: tuple[tuple[str, str], ...]) -> pd.DataFrame:
 
 
 @st.cache_data(show_spinner="Bootstrap bands…", max_entries=16)
-def _draws(source: Source, keys: tuple[tuple[str, str], ...], n_boot: int) -> tuple[pd.DataFrame, dict]:
-    return draws_table(_scores(source, keys), reference=source[4], pool=views.MODES[source[2]], n_boot=n_boot)
+def _draws(source: Source, keys: tuple[tuple[str, str], ...], n_boot: int, preset: str) -> tuple[pd.DataFrame, dict]:
+    return draws_table(_scores(source, keys), reference=source[4], pool=views.MODES[source[2]], n_boot=n_boot,
+                       preset=preset)
 
 
 def pvalues(view: views.View, table: pd.DataFrame) -> pd.DataFrame:
@@ -55,7 +56,7 @@ def pvalues(view: views.View, table: pd.DataFrame) -> pd.DataFrame:
 
 def draws(view: views.View, table: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     """(index, draws): bootstrap replicates of every metric and gap for the metric table's (model, subtask) keys."""
-    return _draws(_source(view), _keys(table), view.n_boot)
+    return _draws(_source(view), _keys(table), view.n_boot, view.preset)
 
 
 def method_choice() -> str:
