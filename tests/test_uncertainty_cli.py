@@ -25,12 +25,17 @@ def test_plan_from_the_demo_store_answers_per_model_and_subtask(capsys):
                  "--bootstrap", "50"]) == 0
     result = json.loads(capsys.readouterr().out)
     summary = pd.DataFrame(result["summary"])
-    assert len(summary) == 12 and (summary["pilot_n"] == 12).all()
-    assert (summary["needed_n"] > 12).all()
+    with Store(DEMO_STORE, create=False) as store:
+        scores = score_table(store)
+    pointwise = scores[scores["mode"] == "pointwise"]
+    sizes = pointwise.groupby(["model", "subtask", "group"])["candidate_id"].nunique().groupby(["model", "subtask"]).min()
+    assert len(summary) == len(sizes)
+    assert summary.set_index(["model", "subtask"])["pilot_n"].sort_index().tolist() == sizes.sort_index().tolist()
+    assert (summary["needed_n"] > summary["pilot_n"]).all()
     curve = pd.DataFrame(result["curve"])
     widest = curve.groupby(["model", "subtask", "n"])["half_width"].max().groupby(level=[0, 1]).apply(list)
     assert all(w[0] > w[-1] for w in widest)  # more candidates, narrower intervals
-    assert set(curve["n"]) == {8, 12, 32, 128}
+    assert set(curve["n"]) == {8, 32, 128} | set(sizes)
 
 
 def test_plan_from_a_score_file_and_a_looser_target_needs_fewer(pilot, capsys):

@@ -104,9 +104,10 @@ def selection_flips(scores: pd.DataFrame, *, a: str, b: str, k: int,
     frames = []
     for data in split_keys(rows, reference=str(rows["group"].iloc[0])):
         check_quotas(k, design.pool_size(data), data, design)
+        selected = candidate_laws(data, design, data.group[None])[:k, 0].sum(axis=0)
         frames.append(pd.DataFrame({"system": data.key[0], "subtask": data.key[1], "mode": data.key[2],
                                     "candidate_id": data.candidate_id, "group": np.asarray(data.groups)[data.group],
-                                    "score": data.score, "selected": candidate_laws(data, design)[:, :k].sum(axis=1)}))
+                                    "score": data.score, "selected": selected}))
     long = pd.concat(frames, ignore_index=True)
     wide = long.pivot_table(index=["subtask", "mode", "candidate_id", "group"], columns="system",
                             values=["score", "selected"], observed=True)

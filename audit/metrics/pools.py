@@ -191,17 +191,3 @@ def _observed(data: KeyData, pool_weights: np.ndarray | None) -> tuple[np.ndarra
             return total / total.sum(axis=2, keepdims=True)
 
     return average(np.ones_like(data.qualified)), average(data.qualified)
-
-
-def candidate_laws(data: KeyData, design: PoolDesign) -> np.ndarray:
-    """(rows, L): the rank law of each row's candidate in a random pool (``per-group`` or ``random:N``)."""
-    if design.kind == "per-group":
-        groups, values = np.nonzero(data.counts)
-        law = _per_group(data.counts[None], groups, values)[:, 0]
-        unit = np.full(data.counts.shape, -1)
-        unit[groups, values] = np.arange(groups.size)
-        return law[:, unit[data.group, data.value]].T
-    if design.kind == "random":
-        law = _random(data.counts.sum(axis=0)[None], np.arange(data.values.size), design.pool_size(data))[:, 0]
-        return law[:, data.value].T
-    raise AuditError(f"per-candidate selection needs the per-group or random:N pool design, not {design}")
