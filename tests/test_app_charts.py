@@ -88,5 +88,5 @@ def test_score_shape_scatter_has_one_trace_per_model():
     shape = score_shape(scores[scores["mode"] == "pointwise"])
     fig = charts.score_shape_scatter(shape)
     assert sorted(t.name for t in fig.data) == sorted(shape["model"].unique())
-    assert sum(len(t.x) for t in fig.data) == len(shape) == 3 * 4 * 8  # models × jobs × groups
+    assert sum(len(t.x) for t in fig.data) == len(shape) == shape["model"].nunique() * 4 * 8  # models × jobs × groups
     assert fig.layout.xaxis.title.text == "skewness" and fig.layout.yaxis.title.text == "excess kurtosis"

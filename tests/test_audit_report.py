@@ -64,12 +64,15 @@ def test_findings_quote_the_metrics_cli_numbers(report, capsys):
     scores = pd.read_csv(report / "all.csv")
     scores[scores["mode"] == "pointwise"].to_csv(report / "pointwise.csv", index=False)
     metrics = cli_frame(capsys, "metrics", "--scores", str(report / "pointwise.csv"), "--reference", "W_M", "--k", "2",
-                        "--ci", "0.95", "--bootstrap", BOOT).set_index(["model", "subtask", "group"])
+                        "--ci", "0.95", "--bootstrap", BOOT, "--permutations", BOOT, "--adjust", "holm"
+                        ).set_index(["model", "subtask", "group"])
     sizes = []
     for finding in gaps:
         row = metrics.loc[(finding["data-model"], finding["data-subtask"], finding["data-group"])]
-        value, direction, low, high = re.search(r"selected (\S+) points (more|less) often .* CI (\S+) to (\S+?)\)",
-                                                finding["text"]).groups()
+        value, direction, low, high, p = re.search(
+            r"selected (\S+) points (more|less) often .* CI (\S+) to ([^;\s]+); adjusted p = ([^)\s]+)\)",
+            finding["text"]).groups()
+        assert float(p) == float(f"{row['dp_gap_padj']:.3g}")
         sign = 1 if direction == "more" else -1
         assert sign * row["dp_gap"] > 0 and float(value) == round(sign * row["dp_gap"] * 100, 1)
         assert sorted([float(low), float(high)]) == sorted(round(sign * row[c] * 100, 1) for c in ("dp_gap_lo",
