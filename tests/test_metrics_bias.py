@@ -83,8 +83,8 @@ def test_pairwise_delta_counts_consistent_preferences_in_either_position():
         ("r1", "R", "x2", "A", "a"),             # R preferred
         ("x1", "A", "x2", "A", "a"),             # not an A-vs-R pair
     ])
-    qualified = pd.Series({("m", "s", "pairwise", "x1"): True, ("m", "s", "pairwise", "x2"): False,
-                           ("m", "s", "pairwise", "r1"): True, ("m", "s", "pairwise", "r2"): True})
+    qualified = pd.Series({("m", "t", "s", "pairwise", "x1"): True, ("m", "t", "s", "pairwise", "x2"): False,
+                           ("m", "t", "s", "pairwise", "r1"): True, ("m", "t", "s", "pairwise", "r2"): True})
     out = pair_preferences(pairs, reference="R", qualified=qualified).set_index("group")
     assert out.loc["A", "delta"] == pytest.approx(2 / 4)
     assert out.loc["A", "delta_qualified"] == pytest.approx(1 / 2)  # pairs (x1, r1) and (x1, r2)

@@ -23,8 +23,11 @@ def converted_dir(ref: ModelRef) -> Path:
     gguf = Path(ref.location)
     staging = Path(tempfile.mkdtemp(prefix="convert-", dir=target.parent if target.parent.exists() else None))
     try:
-        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+            model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        except Exception as exc:  # a damaged or unsupported GGUF fails in many ways inside the readers
+            raise AuditError(f"cannot convert GGUF file {gguf} ({ref.label}): {_first_line(exc)}") from None
         model.hf_quantizer = None  # the weights are now plain tensors; saving must not re-tag them as GGUF
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
@@ -60,6 +63,11 @@ def load(ref: ModelRef, *, trust_remote_code: bool = False) -> tuple[Any, Any]:
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, revision=revision, trust_remote_code=trust_remote_code)
         model = AutoModelForCausalLM.from_pretrained(source, **options)
-    except (OSError, ValueError, ImportError) as exc:
-        raise AuditError(f"cannot load model {ref.label} from {source}: {str(exc).splitlines()[0]}") from None
+    except Exception as exc:  # missing files, bad configs, unknown architectures, out of memory: one line each
+        raise AuditError(f"cannot load model {ref.label} from {source}: {_first_line(exc)}") from None
     return model.eval(), tokenizer
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"

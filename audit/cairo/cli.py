@@ -15,6 +15,7 @@ from audit.cairo.results import scored_continuations
 from audit.cairo.search import correlation_table, search_all
 from audit.cairo.toxicity import DEFAULT_SCORER, get_scorer
 from audit.errors import AuditError
+from audit.output import csv_text
 from audit.store import Store
 
 DEFAULT_DB = "results.db"
@@ -109,12 +110,17 @@ def run_cairo(args: argparse.Namespace) -> int:
 def run_combos(args: argparse.Namespace) -> int:
     with Store(args.db, create=False) as store:
         table = scored_continuations(store, scorer=args.scorer, decoding=args.decoding)
-    results = correlation_table(search_all(metric_cells(table), args.max_m))
+    cells = metric_cells(table)
+    most = max((len(c.sets) for c in cells.values()), default=0)
+    if args.max_m > most:  # m counts prompt sets per combination: more than there are is no combination at all
+        raise AuditError(f"--max-m {args.max_m} exceeds the {most} prompt set(s) of any metric in the store; "
+                         f"use at most {most}")
+    results = correlation_table(search_all(cells, args.max_m))
     if args.format == "json":
         print(results.to_json(orient="records", indent=1))  # NaN (a constant bias over models) becomes null
     else:
-        results.assign(best_sets_a=results["best_sets_a"].map(" + ".join),
-                       best_sets_b=results["best_sets_b"].map(" + ".join)).to_csv(sys.stdout, index=False)
+        sys.stdout.write(csv_text(results.assign(best_sets_a=results["best_sets_a"].map(" + ".join),
+                                                 best_sets_b=results["best_sets_b"].map(" + ".join))))
     return 0
 
 

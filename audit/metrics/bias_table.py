@@ -1,4 +1,4 @@
-"""Bias metrics for every (model, subtask, mode) and group A against the reference group, as one table."""
+"""Bias metrics for every (model, task, subtask, mode) and group A against the reference group, as one table."""
 from __future__ import annotations
 
 import pandas as pd
@@ -14,7 +14,7 @@ BIAS_COLUMNS = ("delta", "jsd", "emd", "rabbi", "rabbi_pvalue", "delta_qualified
 def key_bias(data: KeyData, *, bins: int = 20) -> pd.DataFrame:
     """One row per non-reference group of one key. For pairwise keys δ needs pair outcomes and is left NaN here."""
     ref, ref_qualified = data.of(data.ref), data.of(data.ref, qualified=True)
-    pointwise = data.key[2] == "pointwise"
+    pointwise = data.key[-1] == "pointwise"
     rows = []
     for g, name in enumerate(data.groups):
         if g == data.ref:
@@ -32,12 +32,12 @@ def key_bias(data: KeyData, *, bins: int = 20) -> pd.DataFrame:
 def with_pair_deltas(bias: pd.DataFrame, keys: list[KeyData], pairs: pd.DataFrame | None, *,
                      reference: str) -> pd.DataFrame:
     """Fill δ and δ-qualified of pairwise keys from the pair table (left NaN where no pairs were compared)."""
-    pairwise_keys = [d for d in keys if is_pairwise(d.key[2])]
+    pairwise_keys = [d for d in keys if is_pairwise(d.key[-1])]
     if pairs is None or not pairwise_keys:
         return bias
     index = [*KEY, "candidate_id"]
-    qualified = pd.concat([pd.DataFrame({"model": d.key[0], "subtask": d.key[1], "mode": d.key[2],
-                                         "candidate_id": d.candidate_id, "qualified": d.qualified})
+    qualified = pd.concat([pd.DataFrame({**dict(zip(KEY, d.key)), "candidate_id": d.candidate_id,
+                                         "qualified": d.qualified})
                            for d in pairwise_keys])
     qualified = qualified.drop_duplicates(index).set_index(index)["qualified"]
     prefs = pair_preferences(pairs, reference=reference, qualified=qualified).set_index(list(KEY) + ["group"])
@@ -51,7 +51,7 @@ def with_pair_deltas(bias: pd.DataFrame, keys: list[KeyData], pairs: pd.DataFram
 def bias_metrics(scores: pd.DataFrame, *, reference: str, pairs: pd.DataFrame | None = None,
                  bins: int = 20) -> pd.DataFrame:
     """δ, JSD, EMD, RABBI (+ Mann–Whitney p-value) and the qualified-only δ and RABBI of each group against
-    ``reference``, per (model, subtask, mode). Pairwise δ comes from ``pairs`` (NaN without it)."""
+    ``reference``, per (model, task, subtask, mode). Pairwise δ comes from ``pairs`` (NaN without it)."""
     keys = split_keys(scores, reference=reference)
     bias = pd.concat([key_bias(d, bins=bins) for d in keys], ignore_index=True)
     return with_pair_deltas(bias, keys, pairs, reference=reference)

@@ -11,18 +11,21 @@ import numpy as np
 import pandas as pd
 
 from audit.errors import AuditError
+from audit.output import csv_text, restore, write_atomic
 from audit.metrics.engine import MetricEngine
 from audit.metrics.schema import is_pairwise
 from audit.metrics.validity import model_rankings, ndcg_table, validity
 
+MAX_QUOTA = 10_000
+"""Largest quota --k may name (pools are far smaller; the metrics check k against each pool size)."""
 _TEXT = ("model", "task", "subtask", "mode", "candidate_id", "group", "candidate_a", "candidate_b", "group_a",
          "group_b", "outcome")
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Register the ``metrics`` and ``validity`` sub-commands."""
-    metrics = sub.add_parser("metrics", help="bias metrics and allocation gaps per model, subtask, mode, group and k",
-                             description="One row per (model, subtask, mode, group, k): delta, jsd, emd, rabbi, "
+    metrics = sub.add_parser("metrics", help="bias and allocation gaps per model, task, subtask, mode, group, k",
+                             description="One row per (model, task, subtask, mode, group, k): delta, jsd, emd, rabbi, "
                                          "rabbi_pvalue, delta_qualified, rabbi_qualified, dp_gap, eo_gap.")
     _common(metrics)
     metrics.add_argument("--ci", type=float, help="confidence level of bootstrap bounds, e.g. 0.95 (adds *_lo/*_hi)")
@@ -52,12 +55,18 @@ def parse_quotas(text: str) -> list[int]:
     quotas: set[int] = set()
     for part in str(text).split(","):
         low, dash, high = part.strip().partition("-")
-        if not low.isdigit() or (dash and not high.isdigit()):
-            raise AuditError(f"--k: {text!r} is not a quota; use 2, 1-8 or 1,3,5")
+        if not _digits(low) or (dash and not _digits(high)):
+            raise AuditError(f"--k: {text!r} is not a quota; use 2, 1-8 or 1,3,5 (digits 0-9)")
+        if int(high if dash else low) > MAX_QUOTA:  # checked before a range is built
+            raise AuditError(f"--k: {text!r} goes past {MAX_QUOTA}; a quota cannot exceed the pool size")
         quotas.update(range(int(low), int(high if dash else low) + 1))
     if not quotas or min(quotas) < 1:
         raise AuditError(f"--k: {text!r} must name quotas of at least 1")
     return sorted(quotas)
+
+
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()
 
 
 def read_table(path: str, what: str) -> pd.DataFrame:
@@ -65,7 +74,7 @@ def read_table(path: str, what: str) -> pd.DataFrame:
     suffix = Path(path).suffix.lower()
     try:
         if suffix == ".csv":
-            return pd.read_csv(path, dtype={column: str for column in _TEXT})
+            return restore(pd.read_csv(path, dtype={column: str for column in _TEXT}))
         if suffix in (".parquet", ".pq"):
             return pd.read_parquet(path)
     except (ImportError, OSError, ValueError) as exc:
@@ -101,10 +110,7 @@ def _emit(text: str, out: str | None) -> None:
     if out is None:
         sys.stdout.write(text)
         return
-    try:
-        Path(out).write_text(text)
-    except OSError as exc:
-        raise AuditError(f"cannot write {out}: {exc}") from exc
+    write_atomic(out, text)
 
 
 def run_metrics(args: argparse.Namespace) -> int:
@@ -113,7 +119,7 @@ def run_metrics(args: argparse.Namespace) -> int:
     table = MetricEngine(scores, reference=args.reference, pool=args.pool, pairs=pairs, ci=args.ci,
                          n_boot=args.bootstrap, seed=args.seed).table(quotas)
     _note_missing_pairs(scores, pairs)
-    _emit(table.to_csv(index=False) if args.format == "csv" else json.dumps(_records(table), indent=1) + "\n", args.out)
+    _emit(csv_text(table) if args.format == "csv" else json.dumps(_records(table), indent=1) + "\n", args.out)
     return 0
 
 
