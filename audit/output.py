@@ -51,7 +51,7 @@ def neutralise(table: pd.DataFrame) -> pd.DataFrame:
     """A copy of ``table`` whose text cells cannot start a spreadsheet formula (numeric columns untouched)."""
     out = table.copy()
     for column in out.columns:
-        if out[column].dtype == object or pd.api.types.is_string_dtype(out[column]):
+        if not pd.api.types.is_numeric_dtype(out[column]):
             out[column] = out[column].map(
                 lambda v: "'" + v if isinstance(v, str) and v.startswith(FORMULA_START) else v)
     return out
@@ -65,7 +65,7 @@ def csv_text(table: pd.DataFrame) -> str:
 def restore(table: pd.DataFrame) -> pd.DataFrame:
     """Undo :func:`neutralise` on a CSV read back (our exports feed ``audit metrics``)."""
     for column in table.columns:
-        if table[column].dtype == object:
+        if not pd.api.types.is_numeric_dtype(table[column]):
             table[column] = table[column].map(
                 lambda v: v[1:] if isinstance(v, str) and v[:1] == "'" and v[1:2] in FORMULA_START and v[1:2] else v)
     return table

@@ -152,8 +152,9 @@ class Store:
         """A read as a DataFrame; a damaged store is an :class:`AuditError`, not a traceback."""
         try:
             return pd.read_sql_query(sql, self.db, params=params)
-        except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
-            raise AuditError(f"result store {self.path} cannot be read: {exc}") from None
+        except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:  # pandas quotes the whole query first
+            reason = " ".join(str(exc).rsplit("': ", 1)[-1].split())
+            raise AuditError(f"result store {self.path} cannot be read: {reason}") from None
 
     # ---- writing -----------------------------------------------------------------------------------------
 
