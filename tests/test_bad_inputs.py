@@ -90,11 +90,14 @@ def newer_schema(folder: Path) -> Path:
 
 
 def damaged(folder: Path) -> str:
-    store = folder / "store.db"
-    with store.open("r+b") as handle:  # data pages garbled, page 1 (the schema) intact
+    return str(garble(folder / "store.db"))
+
+
+def garble(store: Path) -> Path:
+    with store.open("r+b") as handle:  # a quarter of the data pages garbled, the schema pages intact
         handle.seek(store.stat().st_size // 2 // 4096 * 4096)
         handle.write(os.urandom(store.stat().st_size // 4 // 4096 * 4096))
-    return str(store)
+    return store
 
 
 def truncated(folder: Path) -> str:
@@ -405,3 +408,58 @@ def test_registry_pins_every_package_version_and_gguf_hash():
         assert len(entry.sha256) == 64 and int(entry.sha256, 16) >= 0
         for package in entry.packages:
             assert "==" in package and package in makefile, package
+
+
+def test_text_longer_than_the_context_is_named_before_scoring_and_cut_only_when_asked(tmp_path, smollm):
+    """Item 9, real model: a 100k-character candidate is refused by name in seconds, the store untouched; with
+    ``truncate`` the texts are cut so that every prompt fits the context."""
+    import time
+
+    from audit.context_fit import fit_candidates
+    from audit.tasks import get_task
+
+    data = table(tmp_path, "id,text,group\nlong1," + "lorem ipsum " * 8500 + ",A\nshort1,Steady income.,B\n"
+                 "short2,Two jobs.,A\n")
+    shutil.copyfile(DEMO_STORE, tmp_path / "store.db")
+    argv = custom(tmp_path, data)
+    before = snapshot(tmp_path)
+    started = time.perf_counter()
+    status, _, err = run(argv)
+    assert time.perf_counter() - started < 120
+    assert status == 2
+    line = [x for x in err.splitlines() if x.startswith("error: ")]
+    assert len(line) == 1 and re.search(r"1 candidate text\(s\) do not fit smollm2-135m's context of 8192 tokens "
+                                        r".*long1 \(\d{5} tokens\).*--truncate", line[0]), err
+    assert snapshot(tmp_path) == before
+    task = get_task("custom", "default", data=data, spec=str(tmp_path / "loan.yaml"))
+    fitted = fit_candidates(task, task.candidates(), smollm, pairwise=True, model="smollm2-135m", truncate=True)
+    assert [c.candidate_id for c in fitted] == ["long1", "short1", "short2"]
+    assert fitted[1:] == task.candidates()[1:]
+    longest = smollm.prompt_length(task.pairwise_prompt(fitted[0], fitted[0]))
+    assert 4000 < longest <= smollm.context_length() - 32
+
+
+def test_pages_read_a_read_only_or_damaged_store_and_refuse_a_folder(tmp_path, monkeypatch):
+    """Items 4, 10, 11 on the dashboard: an immutable store renders; a damaged one and a folder are one message."""
+    from streamlit.testing.v1 import AppTest
+
+    read_only = tmp_path / "ro.db"
+    shutil.copyfile(DEMO_STORE, read_only)
+    locked = subprocess.run(["chattr", "+i", str(read_only)], capture_output=True).returncode == 0
+    broken = tmp_path / "broken.db"
+    shutil.copyfile(DEMO_STORE, broken)
+    garble(broken)
+    try:
+        for path, expect in ((read_only, None), (broken, "Cannot read the store"), (tmp_path, "is a folder")):
+            monkeypatch.setenv("AUDIT_DB", str(path))
+            at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+            at.run()
+            assert not at.exception, (path, at.exception)
+            errors = " ".join(e.value for e in at.error)
+            if expect is None:
+                assert not errors and at.dataframe, errors
+            else:
+                assert expect in errors, errors
+    finally:
+        if locked:
+            subprocess.run(["chattr", "-i", str(read_only)], check=True)
