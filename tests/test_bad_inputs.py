@@ -18,7 +18,7 @@ import sqlite3
 import subprocess
 import sys
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -137,7 +137,6 @@ class Case:
     argv: Callable[[Path], list[str]]
     error: str
     holds: bool = False  # held before issue 15
-    env: dict[str, str] = field(default_factory=dict)
     cache: bool = False  # point AUDIT_CACHE_DIR at the case folder's cache/
 
 
