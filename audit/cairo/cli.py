@@ -112,7 +112,7 @@ def run_combos(args: argparse.Namespace) -> int:
         table = scored_continuations(store, scorer=args.scorer, decoding=args.decoding)
     cells = metric_cells(table)
     most = max((len(c.sets) for c in cells.values()), default=0)
-    if args.max_m > most:  # m counts prompt sets per combination: more than there are is no combination at all
+    if cells and args.max_m > most:  # m counts prompt sets per combination: more than there are is no combination at all
         raise AuditError(f"--max-m {args.max_m} exceeds the {most} prompt set(s) of any metric in the store; "
                          f"use at most {most}")
     results = correlation_table(search_all(cells, args.max_m))
