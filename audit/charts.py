@@ -7,8 +7,8 @@ data (models, subtasks, groups) are HTML-escaped, since Plotly renders tags in t
 """
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
-from html import escape
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -41,6 +41,11 @@ def group_colours(groups: Sequence[str]) -> dict[str, str]:
 def series_colours(names: Sequence[str]) -> dict[str, str]:
     """A colour per model (or metric) name, stable for a given sorted set of names."""
     return {name: SERIES_COLOURS[i % len(SERIES_COLOURS)] for i, name in enumerate(sorted(set(names)))}
+
+
+def escape(text: str) -> str:
+    """``<``, ``>`` and ``&`` as entities, once. Quotes stay as they are: Plotly shows ``&quot;`` literally."""
+    return html.escape(text, quote=False)
 
 
 def _escaped(table: pd.DataFrame) -> pd.DataFrame:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Protocol, Sequence
 
 from audit.backend import CausalLM, ModelRef
+from audit.context_fit import fit_candidates
 from audit.errors import AuditError
 from audit.answer_parser import parse_choice
 from audit.pairwise import choice_from_logprobs, pair_outcomes, with_choices
@@ -108,20 +109,23 @@ def run_scoring(
     batch_size: int = 8,
     progress: Progress | None = None,
     executor: Executor | None = None,
+    truncate: bool = False,
 ) -> RunSummary:
     """Score ``task`` with the model ``ref`` into ``store``; ``load_backend`` is called only if work remains.
 
     ``executor`` computes the batches (default: :class:`InProcess` with ``load_backend``); whichever it is,
-    only this process writes to the store, one transaction per batch.
+    only this process writes to the store, one transaction per batch. Nothing is written before the plan is
+    built and, in process, the model is loaded and every prompt checked against its context (texts too long are
+    an error, or cut to fit with ``truncate``): a run that fails on its inputs leaves the store as it was.
     """
     check_options(mode=mode, pairwise_method=pairwise_method, limit=limit, rounds=rounds, batch_size=batch_size)
     started = time.perf_counter()
-    store.register_model(ref.fingerprint, ref.label, ref.describe())
     executor = executor or InProcess(load_backend)
     if mode == "pointwise":
-        summary = _pointwise(store, task, ref, executor, limit, batch_size, progress)
+        summary = _pointwise(store, task, ref, executor, limit, batch_size, progress, truncate)
     else:
-        summary = _pairwise(store, task, ref, executor, pairwise_method, limit, rounds, batch_size, progress)
+        summary = _pairwise(store, task, ref, executor, pairwise_method, limit, rounds, batch_size, progress,
+                            truncate)
     summary.seconds = time.perf_counter() - started
     return summary
 
@@ -145,19 +149,37 @@ def _prompt_rows(prompts: dict[str, ChatPrompt]) -> list[tuple[str, str]]:
     return [(key, json.dumps(prompt.__dict__, ensure_ascii=False)) for key, prompt in prompts.items()]
 
 
-def _pointwise(store, task, ref, executor, limit, batch_size, progress) -> RunSummary:
-    candidates = task.candidates(limit)
-    prompts = {c.candidate_id: task.pointwise_prompt(c) for c in candidates}
-    by_key = {p.key(): p for p in prompts.values()}
+def _fitted(task: Task, candidates: Sequence[Candidate], executor: Executor, missing: list[str], ref: ModelRef,
+            *, pairwise: bool, truncate: bool) -> list[Candidate]:
+    """Before the first write of an in-process run with work left: load the model, check the texts fit its context."""
+    if not missing or not isinstance(executor, InProcess):
+        return list(candidates)
+    return fit_candidates(task, candidates, executor.load_backend(), pairwise=pairwise, model=ref.label,
+                          truncate=truncate)
+
+
+def _pointwise(store, task, ref, executor, limit, batch_size, progress, truncate) -> RunSummary:
     labels = json.dumps(list(task.label_set.labels))
     relevance = json.dumps(list(task.label_set.relevance))
+
+    def plan(members: Sequence[Candidate]) -> tuple[dict[str, ChatPrompt], dict[str, ChatPrompt], list[str]]:
+        prompts = {c.candidate_id: task.pointwise_prompt(c) for c in members}
+        by_key = {p.key(): p for p in prompts.values()}
+        return prompts, by_key, store.missing_label_prompts(ref.fingerprint, labels, by_key)
+
+    candidates = task.candidates(limit)
+    prompts, by_key, missing = plan(candidates)
+    fitted = _fitted(task, candidates, executor, missing, ref, pairwise=False, truncate=truncate)
+    if fitted != candidates:
+        candidates = fitted
+        prompts, by_key, missing = plan(candidates)
+    store.register_model(ref.fingerprint, ref.label, ref.describe())
     store.save_plan(
         candidates=_candidate_rows(task, candidates),
         prompts=_prompt_rows(by_key),
         pointwise=[(ref.fingerprint, task.name, task.subtask, cid, p.key(), labels, relevance)
                    for cid, p in prompts.items()],
     )
-    missing = store.missing_label_prompts(ref.fingerprint, labels, by_key)
     summary = RunSummary(ref.label, task.name, task.subtask, "pointwise", len(by_key), len(by_key) - len(missing))
 
     job = BatchJob("labels", tuple(task.label_set.labels))
@@ -171,21 +193,30 @@ def _pointwise(store, task, ref, executor, limit, batch_size, progress) -> RunSu
     return summary
 
 
-def _pairwise(store, task, ref, executor, method, limit, rounds, batch_size, progress) -> RunSummary:
-    candidates = task.candidates(limit or rounds)
-    pools = task.pools(candidates, rounds)
-    plan, by_key = [], {}
-    for pool_index, pool in enumerate(pools):
-        for first in pool:
-            for second in pool:
-                if first is not second:
-                    prompt = task.pairwise_prompt(first, second)
-                    by_key[prompt.key()] = prompt
-                    plan.append((ref.fingerprint, task.name, task.subtask, method, pool_index,
-                                 first.candidate_id, second.candidate_id, prompt.key()))
+def _pairwise(store, task, ref, executor, method, limit, rounds, batch_size, progress, truncate) -> RunSummary:
+    def plan(pools: list[list[Candidate]]) -> tuple[list[tuple], dict[str, ChatPrompt], list[str]]:
+        rows, by_key = [], {}
+        for pool_index, pool in enumerate(pools):
+            for first in pool:
+                for second in pool:
+                    if first is not second:
+                        prompt = task.pairwise_prompt(first, second)
+                        by_key[prompt.key()] = prompt
+                        rows.append((ref.fingerprint, task.name, task.subtask, method, pool_index,
+                                     first.candidate_id, second.candidate_id, prompt.key()))
+        return rows, by_key, store.missing_choice_prompts(ref.fingerprint, method, by_key)
+
+    pools = task.pools(task.candidates(limit or rounds), rounds)
     members = [c for pool in pools for c in pool]
-    store.save_plan(candidates=_candidate_rows(task, members), prompts=_prompt_rows(by_key), pairwise=plan)
-    missing = store.missing_choice_prompts(ref.fingerprint, method, by_key)
+    rows, by_key, missing = plan(pools)
+    fitted = {c.candidate_id: c for c in _fitted(task, members, executor, missing, ref, pairwise=True,
+                                                   truncate=truncate)}
+    if list(fitted.values()) != members:
+        pools = [[fitted[c.candidate_id] for c in pool] for pool in pools]
+        members = [c for pool in pools for c in pool]
+        rows, by_key, missing = plan(pools)
+    store.register_model(ref.fingerprint, ref.label, ref.describe())
+    store.save_plan(candidates=_candidate_rows(task, members), prompts=_prompt_rows(by_key), pairwise=rows)
     mode = "pairwise" if method == "generate" else "pairwise-likelihood"
     summary = RunSummary(ref.label, task.name, task.subtask, mode, len(by_key), len(by_key) - len(missing))
 

@@ -16,6 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from audit.errors import AuditError
+from audit.output import csv_text
 
 FIGURE_FORMATS = ("png", "svg", "pdf", "html")
 MIME = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf", "html": "text/html",
@@ -57,8 +58,8 @@ def figure_bytes(fig: go.Figure, fmt: str, *, plotlyjs: "bool | str" = True) -> 
 
 
 def table_bytes(table: pd.DataFrame) -> bytes:
-    """``table`` as UTF-8 CSV without the index."""
-    return table.to_csv(index=False).encode("utf-8")
+    """``table`` as UTF-8 CSV without the index, text cells neutralised against spreadsheet formulas."""
+    return csv_text(table).encode("utf-8")
 
 
 def report_bundle(figures: Mapping[str, go.Figure], tables: Mapping[str, pd.DataFrame], settings: Mapping,

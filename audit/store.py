@@ -63,16 +63,43 @@ class Store:
     """A handle on one result store file; safe to use from several processes at once."""
 
     def __init__(self, path: str | Path, *, create: bool = True):
+        """Open the store at ``path``: read-only when ``create`` is False (readers never write, so an immutable
+        or unwritable store can be read), else for writing. Only a file that is already a store of ours is ever
+        opened for writing; a new store is created at the first write, so a run that fails before writing
+        leaves no file behind."""
         self.path = Path(path)
-        if not self.path.exists() and not create:
-            raise AuditError(f"result store {self.path} does not exist")
-        if self.path.exists():
+        self.readonly = not create
+        self._deferred = False
+        if self.path.is_dir():
+            raise AuditError(f"result store {self.path} is a folder; give the path of a store file (e.g. results.db)")
+        if not self.path.exists():
+            if not create:
+                raise AuditError(f"result store {self.path} does not exist")
+            self._deferred = True  # reads see an empty store until the first write creates the file
+            self.db = sqlite3.connect(":memory:", isolation_level=None)
+            self.db.executescript(SCHEMA)
+            return
+        if self.readonly:
             check_is_store(self.path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-        self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000}")
-        self.db.execute("PRAGMA journal_mode = WAL")
-        self.db.execute("PRAGMA synchronous = NORMAL")
+            self.db = _open_readonly(self.path)
+            return
+        self._open_for_writing()
+
+    def _open_for_writing(self) -> None:
+        """Connect read-write to an existing store (never creating one) or create a new one where nothing is."""
+        exists = self.path.exists()
+        if exists:
+            check_is_store(self.path)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        uri = f"{self.path.resolve().as_uri()}?mode={'rw' if exists else 'rwc'}"
+        try:
+            self.db = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000}")
+            self.db.execute("PRAGMA journal_mode = WAL")
+            self.db.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.DatabaseError as exc:
+            raise AuditError(f"cannot open result store {self.path} for writing: {exc}") from None
         self._initialise()
 
     def _initialise(self) -> None:
@@ -96,14 +123,38 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One atomic write: ``BEGIN IMMEDIATE`` waits for other writers instead of failing on a lock."""
-        self.db.execute("BEGIN IMMEDIATE")
+        """One atomic write: ``BEGIN IMMEDIATE`` waits for other writers instead of failing on a lock.
+        The first write to a new store creates its file."""
+        if self.readonly:
+            raise AuditError(f"result store {self.path} is open read-only")
+        if self._deferred:
+            self._deferred = False
+            self.db.close()
+            self._open_for_writing()
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except sqlite3.DatabaseError as exc:
+            raise AuditError(f"cannot write result store {self.path}: {exc}") from None
         try:
             yield self.db
+        except sqlite3.DatabaseError as exc:
+            self.db.execute("ROLLBACK")
+            raise AuditError(f"cannot write result store {self.path}: {exc}") from None
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
-        self.db.execute("COMMIT")
+        try:
+            self.db.execute("COMMIT")
+        except sqlite3.DatabaseError as exc:
+            raise AuditError(f"cannot write result store {self.path}: {exc}") from None
+
+    def query(self, sql: str, params: Sequence = ()) -> pd.DataFrame:
+        """A read as a DataFrame; a damaged store is an :class:`AuditError`, not a traceback."""
+        try:
+            return pd.read_sql_query(sql, self.db, params=params)
+        except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:  # pandas quotes the whole query first
+            reason = " ".join(str(exc).rsplit("': ", 1)[-1].split())
+            raise AuditError(f"result store {self.path} cannot be read: {reason}") from None
 
     # ---- writing -----------------------------------------------------------------------------------------
 
@@ -163,7 +214,10 @@ class Store:
         present: set[str] = set()
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
-            rows = self.db.execute(query.format(",".join("?" * len(chunk))), (*params, *chunk))
+            try:
+                rows = self.db.execute(query.format(",".join("?" * len(chunk))), (*params, *chunk)).fetchall()
+            except sqlite3.DatabaseError as exc:
+                raise AuditError(f"result store {self.path} cannot be read: {exc}") from None
             present.update(row[0] for row in rows)
         return [key for key in wanted if key not in present]
 
@@ -177,7 +231,7 @@ class Store:
             JOIN label_results r ON r.model = p.model AND r.prompt = p.prompt AND r.labels = p.labels
             JOIN candidates c USING (task, subtask, candidate_id)
             JOIN models m ON m.fingerprint = p.model"""
-        frame = pd.read_sql_query(query, self.db)
+        frame = self.query(query)
         frame["score"] = [sum(p * g for p, g in zip(json.loads(probs), json.loads(relevance)))
                           for probs, relevance in zip(frame["probs"], frame["relevance"])]
         return frame.drop(columns=["probs", "relevance"])
@@ -200,7 +254,7 @@ class Store:
             JOIN candidates a ON a.task = p.task AND a.subtask = p.subtask AND a.candidate_id = p.first_id
             JOIN candidates b ON b.task = p.task AND b.subtask = p.subtask AND b.candidate_id = p.second_id
             JOIN models m ON m.fingerprint = p.model"""
-        return pd.read_sql_query(query, self.db)
+        return self.query(query)
 
     # ---- CAIRO: prompt plan, sampled continuations, toxicity -----------------------------------------------
 
@@ -252,11 +306,11 @@ class Store:
             JOIN cairo_continuations c ON c.prompt = p.prompt
             JOIN cairo_toxicity t ON t.text_key = c.text_key
             JOIN models m ON m.fingerprint = c.model"""
-        return pd.read_sql_query(query, self.db)
+        return self.query(query)
 
     def models(self) -> pd.DataFrame:
         """Registered models: fingerprint, label and the details they were resolved from."""
-        return pd.read_sql_query("SELECT fingerprint, label, details, created FROM models", self.db)
+        return self.query("SELECT fingerprint, label, details, created FROM models")
 
     def row_counts(self) -> dict[str, int]:
         """Row count of every table (used to prove a failed command left the store unchanged)."""
@@ -277,13 +331,55 @@ def check_is_store(path: Path) -> None:
         return  # an empty file is a new store
     if header != b"SQLite format 3\x00":
         raise AuditError(f"{path} is not a result store (not a SQLite database)")
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+    # immutable (no lock, no -wal/-shm files created beside someone else's database) unless a WAL is present
+    options = "mode=ro" if Path(f"{path}-wal").exists() else "mode=ro&immutable=1"
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?{options}", uri=True, timeout=BUSY_TIMEOUT_S)
+    except sqlite3.DatabaseError as exc:
+        raise AuditError(f"cannot read result store {path}: {exc}") from None
     try:
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         owner = db.execute("SELECT value FROM meta WHERE key='application'").fetchone() if "meta" in tables else None
+        version = _schema_version(db) if "meta" in tables else None
     except sqlite3.DatabaseError as exc:
         raise AuditError(f"{path} is not a readable result store: {exc}") from None
     finally:
         db.close()
     if tables and (owner is None or owner[0] != APPLICATION):
         raise AuditError(f"{path} is a SQLite database of another application (tables: {', '.join(sorted(tables))})")
+    if version is not None and version > SCHEMA_VERSION:  # checked before anything is written
+        raise AuditError(f"result store {path} has schema version {version}; this tool reads {SCHEMA_VERSION} "
+                         "(a newer version of the tool wrote it)")
+
+
+def _open_readonly(path: Path) -> sqlite3.Connection:
+    """A read-only connection by URI (the path quoted, so ``#``, ``?`` and ``%`` are file-name characters); if even
+    that cannot open (no access to the WAL index), the file is read as immutable. Tables an older store lacks are
+    made empty in the connection's temporary schema, so every read works without writing."""
+    uri = path.resolve().as_uri()
+    for options in ("mode=ro", "mode=ro&immutable=1"):
+        db = sqlite3.connect(f"{uri}?{options}", uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        try:
+            db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000}")
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        except sqlite3.OperationalError:
+            db.close()
+            continue
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            raise AuditError(f"{path} is not a readable result store: {exc}") from None
+        for statement in filter(str.strip, SCHEMA.split(";")):
+            name = statement.split("EXISTS", 1)[1].split("(", 1)[0].strip()
+            if name not in tables:
+                db.execute(statement.replace("CREATE TABLE", "CREATE TEMP TABLE", 1))
+        return db
+    raise AuditError(f"result store {path} cannot be opened for reading")
+
+
+def _schema_version(db: sqlite3.Connection) -> int | None:
+    """The store's schema version, or None when it has none yet (a new or empty file)."""
+    try:
+        row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    except sqlite3.OperationalError:  # no meta table
+        return None
+    return int(row[0]) if row else None

@@ -71,6 +71,8 @@ limit = left.number_input("candidates per group", 1, 1000, 2, key="run_limit", d
                           help="Pairwise runs draw one candidate per group for each pool instead.")
 rounds = right.number_input("pairwise pools", 1, 100, 2, key="run_rounds", disabled=mode == "pointwise")
 batch_size = left.number_input("batch size", 1, 64, 8, key="run_batch")
+truncate = right.checkbox("cut texts too long for the model's context", key="run_truncate",
+                          help="Off: a run with a text longer than the context stops before scoring and names it.")
 
 if st.button("Run", type="primary", disabled=not name or not tasks, key="run_start"):
     st.session_state["run_active"] = True
@@ -88,7 +90,7 @@ if st.button("Run", type="primary", disabled=not name or not tasks, key="run_sta
                 summaries.append(run_scoring(
                     store, task, ref, lambda: model(name, quant, int(batch_size)), mode=mode,
                     pairwise_method=method, limit=int(limit) if mode == "pointwise" else None, rounds=int(rounds),
-                    batch_size=int(batch_size), progress=progress))
+                    batch_size=int(batch_size), progress=progress, truncate=truncate))
     except AuditError as exc:
         common.error("The run stopped with an error:", exc)
     st.session_state["run_active"] = False

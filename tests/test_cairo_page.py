@@ -80,7 +80,8 @@ def test_explorer_renders_and_follows_the_widgets(explorer, demo_results):
 
 
 def test_explorer_explains_a_store_without_cairo_results(monkeypatch, tmp_path):
-    Store(tmp_path / "empty.db").close()
+    with Store(tmp_path / "empty.db") as store:  # a new store's file is made by its first write
+        store.save_plan(candidates=[], prompts=[])
     monkeypatch.setenv("AUDIT_DB", str(tmp_path / "empty.db"))
     at = AppTest.from_file(APP, default_timeout=180)
     at.run()

@@ -130,7 +130,8 @@ def test_cli_bad_input_is_one_error_line_and_leaves_the_store_unchanged(tmp_path
 
 def test_cli_combos_on_a_store_without_cairo_results(tmp_path):
     db = tmp_path / "empty.db"
-    Store(db).close()
+    with Store(db) as store:  # a new store's file is made by its first write
+        store.save_plan(candidates=[], prompts=[])
     result = audit("cairo", "combos", "--db", str(db))
     assert result.returncode == 2 and "no scored CAIRO continuations" in result.stderr
 

@@ -74,7 +74,7 @@ def test_impact_markdown_and_bad_input(pointwise, capsys):
     assert main(["impact", "--scores", str(pointwise), "--k", "2", "--grouping", "gender", "--bootstrap", "5",
                  "--format", "md"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("| model | subtask |") and lines[1].startswith("| --- |")
+    assert lines[0].startswith("| model | task | subtask |") and lines[1].startswith("| --- |")
     assert main(["impact", "--scores", str(pointwise), "--k", "9"]) == 2
     assert "larger than the pool" in capsys.readouterr().err
     assert main(["compare", "--db", str(DEMO_STORE), "--a", "smollm2-135m", "--b", "nope", "--k", "2"]) == 2

@@ -135,7 +135,7 @@ def test_engine_table_joins_bias_metrics_and_gaps_for_every_key():
                         table((4, 5, 3), seed=15, model="m1", mode="pairwise")], ignore_index=True)
     engine = MetricEngine(scores, reference="R")
     one = engine.table([2])
-    assert list(one.columns) == ["model", "subtask", "mode", "group", "k", "delta", "jsd", "emd", "rabbi",
+    assert list(one.columns) == ["model", "task", "subtask", "mode", "group", "k", "delta", "jsd", "emd", "rabbi",
                                  "rabbi_pvalue", "delta_qualified", "jsd_qualified", "emd_qualified",
                                  "rabbi_qualified", "dp_gap", "eo_gap"]
     assert len(one) == 3 * 2 and set(one.k) == {2}

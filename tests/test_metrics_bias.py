@@ -87,8 +87,8 @@ def test_pairwise_delta_is_signed_prompts_won_by_a_minus_prompts_won_by_b():
         ("x2", "A", "r1", "R", "inconsistent", 0, 1),  # one tie/irregular answer, R chosen once: −1
         ("x1", "A", "x2", "A", "a", 2, 0),             # not an A-vs-R pair
     ])
-    qualified = pd.Series({("m", "s", "pairwise", "x1"): True, ("m", "s", "pairwise", "x2"): False,
-                           ("m", "s", "pairwise", "r1"): True, ("m", "s", "pairwise", "r2"): True})
+    qualified = pd.Series({("m", "t", "s", "pairwise", "x1"): True, ("m", "t", "s", "pairwise", "x2"): False,
+                           ("m", "t", "s", "pairwise", "r1"): True, ("m", "t", "s", "pairwise", "r2"): True})
     out = pair_preferences(pairs, reference="R", qualified=qualified).set_index("group")
     assert out.loc["A", "delta"] == pytest.approx((2 + 2 + 0 - 2 - 1) / 10)  # 5 A–R pairs = 10 prompts
     assert out.loc["A", "delta_qualified"] == pytest.approx((2 + 0) / 4)  # pairs (x1, r1) and (x1, r2)
@@ -99,7 +99,7 @@ def test_pairwise_delta_of_the_reference_always_winning_is_negative():
     is flipped, so B_M wins 1 of 12 prompts and W_M 11: δ = (1 − 11) / 12 = −0.833 (the unsigned share was 0)."""
     rows = [(f"b{i}", "B_M", f"w{i}", "W_M", "b", 0, 2) for i in range(5)] + [("b5", "B_M", "w5", "W_M",
                                                                              "inconsistent", 1, 1)]
-    qualified = pd.Series({("m", "s", "pairwise", c): c in ("b0", "w0", "b5", "w5")
+    qualified = pd.Series({("m", "t", "s", "pairwise", c): c in ("b0", "w0", "b5", "w5")
                            for i in range(6) for c in (f"b{i}", f"w{i}")})
     out = pair_preferences(pair_rows(rows), reference="W_M", qualified=qualified).set_index("group")
     assert out.loc["B_M", "delta"] == pytest.approx(-10 / 12)

@@ -16,8 +16,8 @@ import pytest
 from audit.errors import AuditError
 from audit.metrics import cli
 
-KEYS = ["model", "subtask", "mode", "group", "k", "delta", "jsd", "emd", "rabbi", "rabbi_pvalue", "delta_qualified",
-        "jsd_qualified", "emd_qualified", "rabbi_qualified", "dp_gap", "eo_gap"]
+KEYS = ["model", "task", "subtask", "mode", "group", "k", "delta", "jsd", "emd", "rabbi", "rabbi_pvalue",
+        "delta_qualified", "jsd_qualified", "emd_qualified", "rabbi_qualified", "dp_gap", "eo_gap"]
 GROUPS = ["W_M", "W_F", "B_M", "B_F"]
 
 

@@ -137,6 +137,18 @@ class CausalLM:
     def encode(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
+    def context_length(self) -> int | None:
+        """The most tokens the model attends to (its ``max_position_embeddings``), if it says."""
+        return getattr(self.model.config, "max_position_embeddings", None)
+
+    def prompt_length(self, prompt: ChatPrompt) -> int:
+        """Tokens of ``prompt`` as rendered with the chat template."""
+        return len(render_ids(self.tokenizer, prompt))
+
+    def cut(self, text: str, tokens: int) -> str:
+        """``text`` cut to its first ``tokens`` tokens."""
+        return self.tokenizer.decode(self.encode(text)[:tokens])
+
     def label_token_ids(self, labels: Sequence[str]) -> list[list[int]]:
         """Token ids standing for each label: its single-token spellings with and without a leading space.
 

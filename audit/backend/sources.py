@@ -13,7 +13,7 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from audit.backend.registry import REGISTRY
+from audit.backend.registry import GGUF_MAGIC, REGISTRY
 from audit.errors import AuditError
 from audit.paths import cache_dir
 
@@ -68,6 +68,9 @@ def resolve(model: str, *, quant: str = "auto", revision: str | None = None, dev
     if path.is_file():
         if path.suffix.lower() != ".gguf":
             raise AuditError(f"model file {path} is not a .gguf file; pass a GGUF file, a model folder or a hub id")
+        with path.open("rb") as handle:
+            if handle.read(4) != GGUF_MAGIC:
+                raise AuditError(f"model file {path} is not a GGUF file (it does not start with the GGUF header)")
         return ModelRef(path.stem + label_suffix, "gguf", str(path.resolve()), file_sha256(path), resolved_quant,
                         dtype, device)
     if path.is_dir():

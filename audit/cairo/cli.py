@@ -16,6 +16,7 @@ from audit.cairo.results import scored_continuations, unify_subgroups
 from audit.cairo.search import SEARCHES, Options, correlation_table, few_models_warning, search_all
 from audit.cairo.toxicity import DEFAULT_SCORER, get_scorer
 from audit.errors import AuditError
+from audit.output import csv_text
 from audit.store import Store
 
 DEFAULT_DB = "results.db"
@@ -131,8 +132,13 @@ def run_combos(args: argparse.Namespace) -> int:
                                      average_seeds=args.average_seeds)
     if args.subgroup_map:
         table = unify_subgroups(table, read_json(Path(args.subgroup_map)))
+    cells = metric_cells(table)
+    most = max((len(c.sets) for c in cells.values()), default=0)
+    if cells and args.max_m > most:  # m counts prompt sets per combination: more than there are is no combination at all
+        raise AuditError(f"--max-m {args.max_m} exceeds the {most} prompt set(s) of any metric in the store; "
+                         f"use at most {most}")
     options = Options(args.search, args.permutations, args.splits, args.seed, args.paraphraser)
-    found = search_all(metric_cells(table), args.max_m, options)
+    found = search_all(cells, args.max_m, options)
     warning = few_models_warning(found)
     if warning:
         print(f"warning: {warning}", file=sys.stderr)
@@ -140,8 +146,8 @@ def run_combos(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(results.to_json(orient="records", indent=1))  # NaN (a constant bias over models) becomes null
     else:
-        results.assign(best_sets_a=results["best_sets_a"].map(" + ".join),
-                       best_sets_b=results["best_sets_b"].map(" + ".join)).to_csv(sys.stdout, index=False)
+        sys.stdout.write(csv_text(results.assign(best_sets_a=results["best_sets_a"].map(" + ".join),
+                                                 best_sets_b=results["best_sets_b"].map(" + ".join))))
     return 0
 
 

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import io
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -12,6 +12,7 @@ from audit.backend import DEFAULT_MODEL, QUANTS, REGISTRY, installed_models, res
 from audit.backend.spec import BACKENDS, BackendSpec
 from audit.engine import MODES, PAIRWISE_METHODS, check_options, run_scoring
 from audit.errors import AuditError
+from audit.output import check_target, csv_text, write_atomic
 from audit.results import answer_table, pair_table, score_table
 from audit.store import Store
 from audit.tasks import TASKS, get_task, list_subtasks
@@ -35,6 +36,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     score.add_argument("--limit", type=int, help="candidates per group (default: all)")
     score.add_argument("--rounds", type=int, default=10, help="pairwise pools (default 10)")
     score.add_argument("--db", default=DEFAULT_DB, help=f"result store (default {DEFAULT_DB})")
+    score.add_argument("--truncate", action="store_true",
+                       help="cut candidate texts too long for the model's context to fit (default: refuse them)")
     score.add_argument("--batch-size", type=int, default=8)
     score.add_argument("--quant", choices=QUANTS, default="auto",
                        help="auto = 4-bit NF4 on CUDA, full precision on CPU")
@@ -91,7 +94,8 @@ def run_score(args: argparse.Namespace) -> int:
 
                     summary = run_scoring(store, task, spec.ref, load_backend, mode=args.mode,
                                           pairwise_method=args.pairwise_mode, limit=args.limit, rounds=args.rounds,
-                                          batch_size=args.batch_size, progress=progress, executor=executor)
+                                          batch_size=args.batch_size, progress=progress, executor=executor,
+                                          truncate=args.truncate)
                 print(summary.line())
         finally:
             if executor is not None:
@@ -142,18 +146,24 @@ def backend_and_executor(args: argparse.Namespace) -> tuple[BackendSpec, "RayExe
 
 
 def run_export(args: argparse.Namespace) -> int:
+    if args.format == "parquet" and not args.out:
+        raise AuditError("--format parquet needs --out FILE")
+    if args.out:
+        check_target(args.out, args.db)  # before reading: never overwrite the store, fail early on a bad path
     with Store(args.db, create=False) as store:
         table: pd.DataFrame = args.table(store)
     if args.format == "parquet":
-        if not args.out:
-            print("error: --format parquet needs --out FILE", file=sys.stderr)
-            return 2
-        table.to_parquet(args.out, index=False)
+        buffer = io.BytesIO()
+        table.to_parquet(buffer, index=False)
+        data: bytes | str = buffer.getvalue()
     elif args.format == "json":
-        text = table.to_json(orient="records", indent=1)
-        Path(args.out).write_text(text) if args.out else print(text)
+        data = table.to_json(orient="records", indent=1) + "\n"
     else:
-        table.to_csv(args.out or sys.stdout, index=False)
+        data = csv_text(table)
+    if args.out:
+        write_atomic(args.out, data, args.db)
+    else:
+        sys.stdout.write(data)
     return 0
 
 

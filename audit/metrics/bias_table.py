@@ -1,4 +1,4 @@
-"""Bias metrics for every (model, subtask, mode) and group A against the reference group, as one table.
+"""Bias metrics for every (model, task, subtask, mode) and group A against the reference group, as one table.
 
 Every metric is computed twice: on all candidates (A, B) and on qualified candidates only (A′, B′, the ``*_qualified``
 columns), which the paper compares with ΔEO (section 4.4).
@@ -25,7 +25,7 @@ def key_bias(data: KeyData, *, preset: "str | Preset" = "default", bins: int | N
     """
     preset = get_preset(preset)
     jsd = preset.jsd(bins)
-    pointwise = data.key[2] == "pointwise"
+    pointwise = data.key[-1] == "pointwise"
     rows = []
     for g, name in enumerate(data.groups):
         if g == data.ref:
@@ -45,12 +45,12 @@ def key_bias(data: KeyData, *, preset: "str | Preset" = "default", bins: int | N
 def with_pair_deltas(bias: pd.DataFrame, keys: list[KeyData], pairs: pd.DataFrame | None, *,
                      reference: str) -> pd.DataFrame:
     """Fill δ and δ-qualified of pairwise keys from the pair table (left NaN where no pairs were compared)."""
-    pairwise_keys = [d for d in keys if is_pairwise(d.key[2])]
+    pairwise_keys = [d for d in keys if is_pairwise(d.key[-1])]
     if pairs is None or not pairwise_keys:
         return bias
     index = [*KEY, "candidate_id"]
-    qualified = pd.concat([pd.DataFrame({"model": d.key[0], "subtask": d.key[1], "mode": d.key[2],
-                                         "candidate_id": d.candidate_id, "qualified": d.qualified})
+    qualified = pd.concat([pd.DataFrame({**dict(zip(KEY, d.key)), "candidate_id": d.candidate_id,
+                                         "qualified": d.qualified})
                            for d in pairwise_keys])
     qualified = qualified.drop_duplicates(index).set_index(index)["qualified"]
     prefs = pair_preferences(pairs, reference=reference, qualified=qualified).set_index(list(KEY) + ["group"])
@@ -64,7 +64,7 @@ def with_pair_deltas(bias: pd.DataFrame, keys: list[KeyData], pairs: pd.DataFram
 def bias_metrics(scores: pd.DataFrame, *, reference: str, pairs: pd.DataFrame | None = None,
                  preset: "str | Preset" = "default", bins: int | None = None) -> pd.DataFrame:
     """δ, JSD, EMD, RABBI (+ Mann–Whitney p-value) and the qualified-only δ, JSD, EMD and RABBI of each group against
-    ``reference``, per (model, subtask, mode). Pairwise δ comes from ``pairs`` (NaN without it)."""
+    ``reference``, per (model, task, subtask, mode). Pairwise δ comes from ``pairs`` (NaN without it)."""
     keys = split_keys(scores, reference=reference)
     bias = pd.concat([key_bias(d, preset=preset, bins=bins) for d in keys], ignore_index=True)
     return with_pair_deltas(bias, keys, pairs, reference=reference)

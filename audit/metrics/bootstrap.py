@@ -82,7 +82,7 @@ def _distribution_metrics(data: KeyData, counts: np.ndarray, qualified: np.ndarr
     out = {}
     for suffix, grid in (("", counts), ("_qualified", qualified)):
         delta = weighted_delta(grid, data.ref, data.values)
-        out[f"delta{suffix}"] = delta if data.key[2] == "pointwise" else np.full_like(delta, np.nan)
+        out[f"delta{suffix}"] = delta if data.key[-1] == "pointwise" else np.full_like(delta, np.nan)
         jsd = weighted_jsd(grid, data.ref, data.values, bins=bins)
         out[f"jsd{suffix}"] = np.full_like(jsd, np.nan) if paper_jsd else jsd
         out[f"emd{suffix}"] = weighted_emd(grid, data.ref, data.values)

@@ -12,6 +12,7 @@ import pandas as pd
 
 from audit.errors import AuditError
 from audit.metrics.bands import draws_table, ndcg_bands, validity_bands
+from audit.output import csv_text, restore, write_atomic
 from audit.metrics.engine import MetricEngine
 from audit.metrics.inference import METHODS, adjusted
 from audit.metrics.pairwise import drop_unreliable
@@ -20,14 +21,16 @@ from audit.metrics.schema import is_pairwise
 from audit.metrics.shape import score_shape
 from audit.metrics.validity import model_rankings, ndcg_table, validity
 
+MAX_QUOTA = 10_000
+"""Largest quota --k may name (pools are far smaller; the metrics check k against each pool size)."""
 _TEXT = ("model", "task", "subtask", "mode", "candidate_id", "group", "candidate_a", "candidate_b", "group_a",
          "group_b", "outcome")
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Register the ``metrics``, ``validity`` and ``shape`` sub-commands."""
-    metrics = sub.add_parser("metrics", help="bias metrics and allocation gaps per model, subtask, mode, group and k",
-                             description="One row per (model, subtask, mode, group, k): delta, jsd, emd, rabbi, "
+    metrics = sub.add_parser("metrics", help="bias metrics and allocation gaps per model, task, subtask, mode, group, k",
+                             description="One row per (model, task, subtask, mode, group, k): delta, jsd, emd, rabbi, "
                                          "rabbi_pvalue, delta_qualified, jsd_qualified, emd_qualified, "
                                          "rabbi_qualified, dp_gap, eo_gap.")
     _common(metrics)
@@ -78,12 +81,18 @@ def parse_quotas(text: str) -> list[int]:
     quotas: set[int] = set()
     for part in str(text).split(","):
         low, dash, high = part.strip().partition("-")
-        if not low.isdigit() or (dash and not high.isdigit()):
-            raise AuditError(f"--k: {text!r} is not a quota; use 2, 1-8 or 1,3,5")
+        if not _digits(low) or (dash and not _digits(high)):
+            raise AuditError(f"--k: {text!r} is not a quota; use 2, 1-8 or 1,3,5 (digits 0-9)")
+        if int(high if dash else low) > MAX_QUOTA:  # checked before a range is built
+            raise AuditError(f"--k: {text!r} goes past {MAX_QUOTA}; a quota cannot exceed the pool size")
         quotas.update(range(int(low), int(high if dash else low) + 1))
     if not quotas or min(quotas) < 1:
         raise AuditError(f"--k: {text!r} must name quotas of at least 1")
     return sorted(quotas)
+
+
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()
 
 
 def read_table(path: str, what: str) -> pd.DataFrame:
@@ -91,7 +100,7 @@ def read_table(path: str, what: str) -> pd.DataFrame:
     suffix = Path(path).suffix.lower()
     try:
         if suffix == ".csv":
-            return pd.read_csv(path, dtype={column: str for column in _TEXT})
+            return restore(pd.read_csv(path, dtype={column: str for column in _TEXT}))
         if suffix in (".parquet", ".pq"):
             return pd.read_parquet(path)
     except (ImportError, OSError, ValueError) as exc:
@@ -136,10 +145,7 @@ def _emit(text: str, out: str | None) -> None:
     if out is None:
         sys.stdout.write(text)
         return
-    try:
-        Path(out).write_text(text)
-    except OSError as exc:
-        raise AuditError(f"cannot write {out}: {exc}") from exc
+    write_atomic(out, text)
 
 
 def _emit_table(table: pd.DataFrame, args: argparse.Namespace) -> None:

@@ -21,16 +21,18 @@ from audit.metrics.allocation import check_quotas, selection_shares, shares
 from audit.metrics.bootstrap import BLOCK, percentile_bounds
 from audit.metrics.keys import KeyData, split_keys
 from audit.metrics.pools import PoolDesign, candidate_laws, rank_laws
+from audit.metrics.schema import KEY
 
 GAPS = ("dp", "eo")
 
 
 def matched(scores: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
-    """Rows of models ``a`` and ``b`` restricted to the (subtask, mode, candidate) both scored, models renamed A, B."""
+    """Rows of models ``a`` and ``b`` restricted to the (task, subtask, mode, candidate) both scored, models renamed A,
+    B."""
     for name in (a, b):
         if name not in set(scores["model"].astype(str)):
             raise AuditError(f"model {name!r} has no scores; models are: {', '.join(sorted(scores['model'].unique()))}")
-    ids = ["subtask", "mode", "candidate_id"]
+    ids = ["task", "subtask", "mode", "candidate_id"]
     rows_a, rows_b = (scores[scores["model"].astype(str) == name] for name in (a, b))
     common = rows_a[ids].merge(rows_b[ids], on=ids)
     if common.empty:
@@ -81,7 +83,8 @@ def compare_gaps(scores: pd.DataFrame, *, a: str, b: str, reference: str, ks: It
             draws.append(_paired_shares(data_b, design, ids, weights) - _paired_shares(data_a, design, ids, weights))
         diff = np.concatenate(draws, axis=1)
         others = [g for g in range(len(data_a.groups)) if g != data_a.ref]
-        frame = pd.DataFrame({"subtask": data_a.key[1], "mode": data_a.key[2],
+        key = dict(zip(KEY, data_a.key))
+        frame = pd.DataFrame({"task": key["task"], "subtask": key["subtask"], "mode": key["mode"],
                               "group": np.repeat(np.asarray(data_a.groups)[others], quotas.size),
                               "k": np.tile(quotas + 1, len(others))})
         for index, gap in enumerate(GAPS):
@@ -105,11 +108,13 @@ def selection_flips(scores: pd.DataFrame, *, a: str, b: str, k: int,
     for data in split_keys(rows, reference=str(rows["group"].iloc[0])):
         check_quotas(k, design.pool_size(data), data, design)
         selected = candidate_laws(data, design, data.group[None])[:k, 0].sum(axis=0)
-        frames.append(pd.DataFrame({"system": data.key[0], "subtask": data.key[1], "mode": data.key[2],
+        key = dict(zip(KEY, data.key))
+        frames.append(pd.DataFrame({"system": key["model"], "task": key["task"], "subtask": key["subtask"],
+                                    "mode": key["mode"],
                                     "candidate_id": data.candidate_id, "group": np.asarray(data.groups)[data.group],
                                     "score": data.score, "selected": selected}))
     long = pd.concat(frames, ignore_index=True)
-    wide = long.pivot_table(index=["subtask", "mode", "candidate_id", "group"], columns="system",
+    wide = long.pivot_table(index=["task", "subtask", "mode", "candidate_id", "group"], columns="system",
                             values=["score", "selected"], observed=True)
     wide.columns = [f"{name}_{system.lower()}" for name, system in wide.columns]
     wide = wide.reset_index()
@@ -120,10 +125,11 @@ def selection_flips(scores: pd.DataFrame, *, a: str, b: str, k: int,
 
 
 def rank_correlation(scores: pd.DataFrame, *, a: str, b: str) -> pd.DataFrame:
-    """Per (subtask, mode): Spearman ρ between A's and B's scores of the same candidates, and how many."""
+    """Per (task, subtask, mode): Spearman ρ between A's and B's scores of the same candidates, and how many."""
     rows = matched(scores, a, b)
-    wide = rows.pivot_table(index=["subtask", "mode", "candidate_id"], columns="model", values="score",
+    wide = rows.pivot_table(index=["task", "subtask", "mode", "candidate_id"], columns="model", values="score",
                             observed=True).dropna().reset_index()
-    out = [{"subtask": subtask, "mode": mode, "spearman": float(spearmanr(part["A"], part["B"]).statistic),
-            "candidates": len(part)} for (subtask, mode), part in wide.groupby(["subtask", "mode"], observed=True)]
-    return pd.DataFrame(out, columns=["subtask", "mode", "spearman", "candidates"])
+    out = [{"task": task, "subtask": subtask, "mode": mode, "spearman": float(spearmanr(part["A"], part["B"]).statistic),
+            "candidates": len(part)}
+           for (task, subtask, mode), part in wide.groupby(["task", "subtask", "mode"], observed=True)]
+    return pd.DataFrame(out, columns=["task", "subtask", "mode", "spearman", "candidates"])

@@ -1,4 +1,4 @@
-"""Split a validated score table into one array bundle per (model, subtask, mode): the unit every metric works on."""
+"""Split a validated score table into one array bundle per (model, task, subtask, mode): the unit of every metric."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,7 +11,7 @@ from audit.metrics.schema import check_scores, key_codes
 
 @dataclass(frozen=True)
 class KeyData:
-    """Candidates of one (model, subtask, mode), one row per score-table row, sorted by group then score.
+    """Candidates of one (model, task, subtask, mode), one row per score-table row, sorted by group then score.
 
     ``groups`` are the task's sorted group codes and ``ref`` the reference's index in them; ``group`` indexes
     ``groups`` per row; ``values`` are the sorted distinct scores and ``value`` indexes them per row;
@@ -19,7 +19,7 @@ class KeyData:
     None when the key has no pool ids.
     """
 
-    key: tuple[str, str, str]
+    key: tuple[str, str, str, str]  # (model, task, subtask, mode)
     groups: tuple[str, ...]
     ref: int
     score: np.ndarray
@@ -58,7 +58,7 @@ class KeyData:
 
 
 def split_keys(scores: pd.DataFrame, *, reference: str) -> list[KeyData]:
-    """Validate ``scores`` and return one KeyData per (model, subtask, mode), keys sorted."""
+    """Validate ``scores`` and return one KeyData per (model, task, subtask, mode), keys sorted."""
     table = check_scores(scores, reference=reference)
     key_id, keys = key_codes(table)
     task = pd.factorize(table["task"])[0]

@@ -82,7 +82,7 @@ def plan_curves(scores: pd.DataFrame, *, reference: str, pool: "str | PoolDesign
     design, sizes = _check(pool, None, level, n_boot, sizes)
     frames = []
     for data in split_keys(scores, reference=reference):
-        if is_pairwise(data.key[2]):
+        if is_pairwise(data.key[-1]):
             raise AuditError(f"the planner needs pointwise pilot scores; {key_label(data.key)} is scored pairwise "
                              "(its scores are relative to their pool)")
         pilot = int(np.bincount(data.group).min())

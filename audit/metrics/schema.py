@@ -9,7 +9,7 @@ from audit.errors import AuditError
 SCORE_COLUMNS = ("model", "task", "subtask", "mode", "candidate_id", "group", "qualified", "score")
 PAIR_COLUMNS = ("model", "task", "subtask", "mode", "pool", "candidate_a", "candidate_b", "group_a", "group_b",
                 "outcome")
-KEY = ("model", "subtask", "mode")
+KEY = ("model", "task", "subtask", "mode")  # task too: two datasets may both name a subtask "default"
 OUTCOMES = ("a", "b", "inconsistent")
 _TEXT = ("model", "task", "subtask", "mode", "candidate_id", "group")
 
@@ -20,7 +20,7 @@ def is_pairwise(mode: str) -> bool:
 
 
 def key_label(key: tuple) -> str:
-    """``model=…, subtask=…, mode=…`` for messages."""
+    """``model=…, task=…, subtask=…, mode=…`` for messages."""
     return ", ".join(f"{name}={value}" for name, value in zip(KEY, key))
 
 
@@ -60,9 +60,9 @@ def check_scores(scores: pd.DataFrame, *, reference: str) -> pd.DataFrame:
     """Validated copy of a score table: text columns as categories of str, ``score`` float, ``qualified`` bool.
 
     Checks: required columns, non-empty text fields, mode pointwise or pairwise[-variant], finite numeric scores, qualified
-    in {0, 1}, one task per (model, subtask, mode), no duplicate candidate (per pool), the reference group exists, and
+    in {0, 1}, no duplicate candidate (per pool), the reference group exists, and
     every group of the task (the reference included) has candidates and a qualified candidate in every
-    (model, subtask, mode).
+    (model, task, subtask, mode).
     """
     what = "score table"
     _require_columns(scores, SCORE_COLUMNS, what)
@@ -89,13 +89,12 @@ def _check_keys(table: pd.DataFrame, reference: str) -> None:
     if reference not in groups:
         raise AuditError(f"reference group {reference!r} not found in column 'group'; "
                          f"groups are: {', '.join(groups)}")
+    if len(groups) < 2:
+        raise AuditError(f"{what}: column 'group' has one group ({reference!r}); bias and allocation gaps compare "
+                         "each group with the reference, so at least two groups are needed")
     key_id, keys = key_codes(table)
     task, _ = pd.factorize(table["task"])
     group = pd.factorize(table["group"], sort=True)[0]
-    tasks = pd.Series(task).groupby(key_id).nunique().to_numpy()
-    if (tasks > 1).any():
-        raise AuditError(f"{what}: {key_label(keys[int(np.argmax(tasks > 1))])} appears under several tasks; "
-                         "pass one task at a time")
     ident = pd.DataFrame({"key": key_id, "id": pd.factorize(table["candidate_id"])[0]})
     if "pool" in table:
         ident["pool"] = pd.factorize(table["pool"])[0]
@@ -121,8 +120,8 @@ def _check_keys(table: pd.DataFrame, reference: str) -> None:
             raise AuditError(f"group {groups[g]!r} has {problem} for {key_label(keys[k])}")
 
 
-def key_codes(table: pd.DataFrame) -> tuple[np.ndarray, list[tuple[str, str, str]]]:
-    """Index of each row's (model, subtask, mode) in the sorted list of keys, and that list."""
+def key_codes(table: pd.DataFrame) -> tuple[np.ndarray, list[tuple[str, ...]]]:
+    """Index of each row's (model, task, subtask, mode) in the sorted list of keys, and that list."""
     combined = np.zeros(len(table), dtype=np.int64)
     for column in KEY:
         codes, uniques = pd.factorize(table[column], sort=True)

@@ -69,12 +69,30 @@ def read_table(path: Path) -> list[Row]:
         return _read_parquet(path)
     text = read_text(path)
     if suffix == ".csv":
-        reader = csv.DictReader(io.StringIO(text, newline=""))
-        rows = list(reader)
-        if not reader.fieldnames:
-            raise AuditError(f"{path}: empty file (expected a header row)")
-        return rows
+        return _read_csv(path, text)
     return _read_jsonl(path, text)
+
+
+def _read_csv(path: Path, text: str) -> list[Row]:
+    """Rows of a CSV file; a repeated header name, a row with more or fewer fields than the header, or a field the
+    csv module cannot take is an :class:`AuditError` naming the row."""
+    csv.field_size_limit(MAX_BYTES)  # a field may be as long as the file (the default limit is 128 KiB)
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader, None)
+        if not header:
+            raise AuditError(f"{path}: empty file (expected a header row)")
+        repeated = sorted({name for name in header if header.count(name) > 1})
+        if repeated:
+            raise AuditError(f"{path}: header names column(s) {repeated} more than once")
+        rows = []
+        for number, fields in enumerate(filter(None, reader), start=1):  # blank lines are skipped
+            if len(fields) != len(header):
+                raise AuditError(f"{path}, row {number}: {len(fields)} fields but the header names {len(header)}")
+            rows.append(dict(zip(header, fields)))
+    except csv.Error as exc:
+        raise AuditError(f"{path}, row {reader.line_num}: not valid CSV ({exc})") from None
+    return rows
 
 
 def columns_of(rows: list[Row]) -> set[str]:
@@ -109,6 +127,8 @@ def _read_jsonl(path: Path, text: str) -> list[Row]:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise AuditError(f"{path}, line {number}: not valid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise AuditError(f"{path}, line {number}: JSON nested too deeply") from None
         if not isinstance(row, dict):
             raise AuditError(f"{path}, line {number}: expected a JSON object, got {type(row).__name__}")
         rows.append(row)

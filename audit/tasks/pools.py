@@ -40,7 +40,7 @@ def read_spelling(text: str, names: tuple[str, ...] = ("per-group",)) -> tuple[s
     if text in names:
         return text, None
     kind, _, size = text.partition(":")
-    return ("random", int(size)) if kind == "random" and size.isdigit() and int(size) >= 2 else None
+    return ("random", int(size)) if kind == "random" and size.isascii() and size.isdigit() and int(size) >= 2 else None
 
 
 def one_per_group(candidates: Sequence[Candidate], groups: Sequence[str], rounds: int) -> list[list[Candidate]]:

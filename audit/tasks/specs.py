@@ -33,6 +33,9 @@ KEYS = {"name", "instruction", "user", "answer_prefix", "labels", "pairwise", "r
         "group_columns", "groups"}
 REQUIRED = ("instruction", "user", "labels", "pairwise", "reference_group")
 PAIRWISE_KEYS = {"question", "item", "system"}
+MAX_DEPTH = 4  # spec → labels/pairwise/groups → value
+MAX_NODES = 10_000  # values visited, each alias counted again: a YAML alias bomb stops here, long before it expands
+SCALARS = (str, int, float, bool, type(None))
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,7 @@ def parse_spec(raw: Any, where: str = "spec") -> TaskSpec:
     """A :class:`TaskSpec` from a parsed mapping; ``where`` prefixes every error message."""
     if not isinstance(raw, dict):
         raise AuditError(f"{where}: expected a mapping of keys ({', '.join(REQUIRED)}, …)")
+    check_shape(raw, where)
     unknown = sorted(set(map(str, raw)) - KEYS)
     if unknown:
         raise AuditError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(KEYS)}")
@@ -92,8 +96,11 @@ def parse_spec(raw: Any, where: str = "spec") -> TaskSpec:
     if not isinstance(columns, list) or not columns or not all(isinstance(c, str) and c for c in columns):
         raise AuditError(f"{where}: key 'group_columns' must be a list of column names")
     groups = raw.get("groups")
-    if groups is not None and (not isinstance(groups, list) or not groups):
-        raise AuditError(f"{where}: key 'groups' must be a non-empty list of group codes")
+    if groups is not None and (not isinstance(groups, list) or not groups
+                               or not all(isinstance(g, (str, int)) and not isinstance(g, bool) for g in groups)):
+        raise AuditError(f"{where}: key 'groups' must be a non-empty list of group codes (text)")
+    if not isinstance(raw.get("pools", "per-group"), str):
+        raise AuditError(f"{where}: key 'pools' must be text: per-group or random:N")
     return TaskSpec(
         name=_text(raw, "name", where, "custom"),
         instruction=instruction,
@@ -108,6 +115,26 @@ def parse_spec(raw: Any, where: str = "spec") -> TaskSpec:
         group_columns=tuple(columns),
         groups=None if groups is None else tuple(str(g) for g in groups),
     )
+
+
+def check_shape(raw: Any, where: str) -> None:
+    """Refuse a parsed spec whose shape no spec has (too deep, too many values, non-scalar leaves) before any
+    value is read or turned into text; the walk stops at :data:`MAX_NODES` visits, however far aliases nest."""
+    stack, visited = [(raw, 1)], 0
+    while stack:
+        value, depth = stack.pop()
+        visited += 1
+        if visited > MAX_NODES:
+            raise AuditError(f"{where}: more than {MAX_NODES} values (nested or repeated YAML aliases?); "
+                             "a spec is a few keys of text")
+        if isinstance(value, (dict, list)):
+            if depth >= MAX_DEPTH:
+                raise AuditError(f"{where}: nested more than {MAX_DEPTH - 1} levels deep; a spec's values are text, "
+                                 "numbers or lists of them")
+            items = list(value.keys()) + list(value.values()) if isinstance(value, dict) else value
+            stack.extend((item, depth + 1) for item in items)
+        elif not isinstance(value, SCALARS):
+            raise AuditError(f"{where}: value of type {type(value).__name__} not allowed; use text and numbers")
 
 
 def parse_labels(raw: Any, where: str) -> LabelSet:

@@ -67,17 +67,17 @@ def metric_rows(path: str, version: tuple, mode: str, grouping: str, reference: 
         scores, dropped = drop_unreliable(scores, pairs, max_inconsistent=max_inconsistent)
         skipped += [f"{r.model} · {r.task}: excluded, {r.inconsistent:.0%} of {r.pairs} pairs inconsistent "
                     f"(> {max_inconsistent:.0%})" for r in dropped.itertuples(index=False)]
-    for (model, subtask), rows in scores.groupby(["model", "subtask"], sort=True):
+    for (model, task, subtask), rows in scores.groupby(["model", "task", "subtask"], sort=True):
         try:
             engine = MetricEngine(rows, reference=reference, pool=views.MODES[mode],
                                   pairs=pairs if len(pairs) else None, ci=ci, n_boot=n_boot, preset=preset)
             frames.append(engine.table(range(1, min(engine.pool_sizes.values()) + 1)))
         except AuditError as exc:
-            skipped.append(f"{model} · {subtask}: {exc}")
+            skipped.append(f"{model} · {task}/{subtask}: {exc}")
     if not frames:
         raise AuditError("no (model, subtask) has complete results; " + "; ".join(skipped))
     table = pd.concat(frames, ignore_index=True)
-    return table[table["k"] <= table.groupby(["model", "subtask"])["k"].transform("max").min()], skipped
+    return table[table["k"] <= table.groupby(["model", "task", "subtask"])["k"].transform("max").min()], skipped
 
 
 def metrics(view: views.View) -> pd.DataFrame | None:
@@ -154,6 +154,9 @@ def sidebar() -> None:
         st.header("Result store")
         path = st.text_input("store file", value=default_store(), key="store_path",
                              help="SQLite result store; default $AUDIT_DB or the shipped demo store.")
+        if Path(path).is_dir():
+            st.error("This path is a folder: give the path of a store file (e.g. results.db).")
+            return
         if not Path(path).is_file():
             st.info("This store does not exist yet: run an audit to create it.")
             return

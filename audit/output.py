@@ -1,0 +1,71 @@
+"""Writing exports safely: never onto the result store, never half a file, and CSV cells a spreadsheet cannot run.
+
+Every file is written to a temporary file in the target's folder and renamed into place, so a failed export leaves
+whatever was there before. Text cells starting with ``=``, ``+``, ``-``, ``@`` (or a tab / carriage return) would be
+run as formulas by spreadsheet programs; they get a leading ``'``. Numbers are left as numbers.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from audit.errors import AuditError
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+STORE_SIDECARS = ("", "-wal", "-shm", "-journal")
+
+
+def check_target(out: str | Path, store: str | Path | None = None) -> Path:
+    """``out`` as a path an export may write to: not a folder, in an existing folder, not the store or its files."""
+    target = Path(out)
+    if target.is_dir():
+        raise AuditError(f"--out {target} is a folder; give a file name")
+    if not target.parent.is_dir():
+        raise AuditError(f"--out {target}: folder {target.parent} does not exist")
+    if store is not None:
+        resolved = target.resolve()
+        for suffix in STORE_SIDECARS:
+            if resolved == Path(f"{Path(store).resolve()}{suffix}"):
+                raise AuditError(f"--out {target} is the result store{f' {suffix} file' if suffix else ''}; "
+                                 "write the export elsewhere")
+    return target
+
+
+def write_atomic(out: str | Path, data: bytes | str, store: str | Path | None = None) -> None:
+    """Write ``data`` to ``out`` through a temporary file renamed into place (see :func:`check_target`)."""
+    target = check_target(out, store)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        handle, partial = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(payload)
+        os.replace(partial, target)
+    except OSError as exc:
+        raise AuditError(f"cannot write {target}: {exc.strerror or exc}") from None
+
+
+def neutralise(table: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``table`` whose text cells cannot start a spreadsheet formula (numeric columns untouched)."""
+    out = table.copy()
+    for column in out.columns:
+        if not pd.api.types.is_numeric_dtype(out[column]):
+            out[column] = out[column].map(
+                lambda v: "'" + v if isinstance(v, str) and v.startswith(FORMULA_START) else v)
+    return out
+
+
+def csv_text(table: pd.DataFrame) -> str:
+    """``table`` as CSV without the index, text cells neutralised."""
+    return neutralise(table).to_csv(index=False)
+
+
+def restore(table: pd.DataFrame) -> pd.DataFrame:
+    """Undo :func:`neutralise` on a CSV read back (our exports feed ``audit metrics``)."""
+    for column in table.columns:
+        if not pd.api.types.is_numeric_dtype(table[column]):
+            table[column] = table[column].map(
+                lambda v: v[1:] if isinstance(v, str) and v[:1] == "'" and v[1:2] in FORMULA_START and v[1:2] else v)
+    return table
