@@ -19,6 +19,7 @@ from audit.errors import AuditError
 from audit.pairwise import choice_from_logprobs, pair_outcomes, parse_choice
 from audit.store import Store
 from audit.tasks.base import Candidate, ChatPrompt, Task
+from audit.tasks.designs import design_of
 
 MODES = ("pointwise", "pairwise")
 PAIRWISE_METHODS = ("generate", "likelihood")
@@ -153,6 +154,7 @@ def _pointwise(store, task, ref, executor, limit, batch_size, progress) -> RunSu
     store.save_plan(
         candidates=_candidate_rows(task, candidates),
         prompts=_prompt_rows(by_key),
+        design=design_of(task),
         pointwise=[(ref.fingerprint, task.name, task.subtask, cid, p.key(), labels, relevance)
                    for cid, p in prompts.items()],
     )
@@ -183,7 +185,8 @@ def _pairwise(store, task, ref, executor, method, limit, rounds, batch_size, pro
                     plan.append((ref.fingerprint, task.name, task.subtask, method, pool_index,
                                  first.candidate_id, second.candidate_id, prompt.key()))
     members = [c for pool in pools for c in pool]
-    store.save_plan(candidates=_candidate_rows(task, members), prompts=_prompt_rows(by_key), pairwise=plan)
+    store.save_plan(candidates=_candidate_rows(task, members), prompts=_prompt_rows(by_key), pairwise=plan,
+                    design=design_of(task))
     missing = store.missing_choice_prompts(ref.fingerprint, method, by_key)
     mode = "pairwise" if method == "generate" else "pairwise-likelihood"
     summary = RunSummary(ref.label, task.name, task.subtask, mode, len(by_key), len(by_key) - len(missing))

@@ -13,9 +13,10 @@ import zlib
 
 import numpy as np
 
+from audit.design import PoolDesign
 from audit.metrics.allocation import selection_shares
 from audit.metrics.keys import KeyData
-from audit.metrics.pools import PoolDesign, rank_laws
+from audit.metrics.pools import pool_size, rank_laws
 
 BLOCK = 25
 _CELLS_PER_CHUNK = 4_000_000
@@ -49,7 +50,7 @@ def weighted_rabbi(counts: np.ndarray, ref: int) -> np.ndarray:
 def intervals(data: KeyData, design: PoolDesign, *, level: float, n_boot: int, seed: int) -> dict[str, np.ndarray]:
     """Bounds ``{name}_lo``/``{name}_hi`` for rabbi, rabbi_qualified (groups,) and dp_gap, eo_gap (groups, L)."""
     key_seed = zlib.crc32("\x1f".join(data.key).encode())
-    size = design.pool_size(data)
+    size = pool_size(design, data)
     parts: dict[str, list[np.ndarray]] = {"rabbi": [], "rabbi_qualified": [], "phi": [], "psi": []}
     for block in range(0, n_boot, BLOCK):
         rng = np.random.default_rng([seed, key_seed, block])

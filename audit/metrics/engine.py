@@ -15,7 +15,8 @@ from audit.metrics.allocation import check_quotas, gap_rows, shares
 from audit.metrics.bias_table import BIAS_COLUMNS, key_bias, with_pair_deltas
 from audit.metrics.bootstrap import intervals
 from audit.metrics.keys import KeyData, split_keys
-from audit.metrics.pools import PoolDesign
+from audit.design import PoolDesign
+from audit.metrics.pools import pool_size
 from audit.metrics.schema import KEY
 
 COLUMNS = (*KEY, "group", "k", *BIAS_COLUMNS, "dp_gap", "eo_gap")
@@ -41,7 +42,7 @@ class MetricEngine:
             raise AuditError(f"bootstrap replicates {n_boot} must be at least 1")
         self.design = PoolDesign.parse(pool)
         self.keys = split_keys(scores, reference=reference)
-        self.pool_sizes = {d.key: self.design.pool_size(d) for d in self.keys}
+        self.pool_sizes = {d.key: pool_size(self.design, d) for d in self.keys}
         bias = pd.concat([key_bias(d, bins=bins) for d in self.keys], ignore_index=True)
         bias = with_pair_deltas(bias, self.keys, pairs, reference=reference)
         gaps = pd.concat([self._gaps(d, ci, n_boot, seed) for d in self.keys], ignore_index=True)
