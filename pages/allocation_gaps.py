@@ -3,9 +3,9 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from audit import charts
+from audit import charts, views
 from audit.metrics import validity
-from pages.shared import common, views
+from pages.shared import common
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
@@ -28,9 +28,9 @@ def curves(view: views.View, model: str, subtask: str, gap: str, _table: pd.Data
 
 
 st.title("Allocation gaps")
-st.caption("One point per (model, subtask, group). Pools hold one candidate per group; the k best-scored are "
-           "selected. Gaps are signed against the reference group; JSD and EMD have no sign and face |gap|.")
 current, table, k = common.metric_view("k_gaps")
+st.caption(f"One point per (model, subtask, group). Pools follow the design {current.pool}; the k best-scored are "
+           "selected. Gaps are signed against the reference group; JSD and EMD have no sign and face |gap|.")
 at_k, overall, scatter = at_quota(current, k, table)
 if at_k.empty:
     st.info("No rows for the selected models, subtasks and groups.")

@@ -3,9 +3,9 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from audit import charts
+from audit import charts, views
 from audit.metrics import validity
-from pages.shared import common, views
+from pages.shared import common
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)

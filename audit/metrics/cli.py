@@ -10,10 +10,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from audit.design import PoolDesign
 from audit.errors import AuditError
 from audit.metrics.engine import MetricEngine
 from audit.metrics.schema import is_pairwise
 from audit.metrics.validity import model_rankings, ndcg_table, validity
+from audit.store import Store
+from audit.views import StoreTables, metric_parts
 
 _TEXT = ("model", "task", "subtask", "mode", "candidate_id", "group", "candidate_a", "candidate_b", "group_a",
          "group_b", "outcome")
@@ -39,11 +42,16 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--scores", required=True, help="score table (.csv or .parquet) from `python -m audit scores`")
-    parser.add_argument("--reference", required=True, help="reference group, e.g. W_M")
+    parser.add_argument("--db", help="result store: its scores, pairs and each task's stored design")
+    parser.add_argument("--task", help="with --db: the task to audit (default: the store's only task)")
+    parser.add_argument("--scores", help="instead of --db: a score table (.csv or .parquet) from `python -m audit "
+                                         "scores` (needs --reference)")
+    parser.add_argument("--reference", help="reference group, e.g. W_M (with --db: overrides the stored one)")
     parser.add_argument("--k", required=True, help="quota(s): 2, 1-8 or 1,3,5")
-    parser.add_argument("--pool", default="per-group", help="per-group (default), random:N or observed")
-    parser.add_argument("--pairs", help="pair outcomes (.csv or .parquet) from `python -m audit pairs`, for pairwise δ")
+    parser.add_argument("--pool", help="per-group, random:N or observed (with --db: overrides the stored design; "
+                                       "with --scores: default per-group)")
+    parser.add_argument("--pairs", help="with --scores: pair outcomes (.csv or .parquet) from `python -m audit pairs`, "
+                                        "for pairwise δ")
     parser.add_argument("--out", help="write here instead of stdout")
 
 
@@ -73,15 +81,41 @@ def read_table(path: str, what: str) -> pd.DataFrame:
     raise AuditError(f"{what} {path}: unsupported file type {suffix or '(none)'!r}; use .csv or .parquet")
 
 
-def _inputs(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame | None, list[int]]:
+Part = tuple[pd.DataFrame, str, "str | PoolDesign"]  # score rows, reference, pool design
+
+
+def _inputs(args: argparse.Namespace) -> tuple[list[Part], pd.DataFrame | None, list[int]]:
+    """Score rows split by the (reference, pool design) they are read under, the pair table and the quotas."""
     quotas = parse_quotas(args.k)
-    scores = read_table(args.scores, "score table")
-    pairs = read_table(args.pairs, "pair table") if args.pairs else None
-    return scores, pairs, quotas
+    if (args.db is None) == (args.scores is None):
+        raise AuditError("give either --db (a result store) or --scores (a score table)")
+    if args.scores is not None:
+        if args.reference is None or args.task is not None:
+            raise AuditError("--scores needs --reference and takes no --task (use --db for stored designs)")
+        scores = read_table(args.scores, "score table")
+        pairs = read_table(args.pairs, "pair table") if args.pairs else None
+        return [(scores, args.reference, args.pool or "per-group")], pairs, quotas
+    if args.pairs is not None:
+        raise AuditError("--pairs only goes with --scores; --db reads the store's pairs")
+    with Store(args.db, create=False) as store:
+        tables = StoreTables.read(store)
+    task = args.task or _only_task(tables)
+    if task not in tables.tasks():
+        raise AuditError(f"task {task!r} has no results in {args.db}; tasks: {tables.tasks()}")
+    scores = tables.scores[tables.scores["task"] == task].drop(columns=["label_mass", "fingerprint"])
+    pairs = tables.pairs[tables.pairs["task"] == task]
+    parts = metric_parts(scores, tables.designs, reference=args.reference, pool=args.pool)
+    return parts, pairs if len(pairs) else None, quotas
 
 
-def _note_missing_pairs(scores: pd.DataFrame, pairs: pd.DataFrame | None) -> None:
-    if pairs is None and scores["mode"].astype(str).map(is_pairwise).any():
+def _only_task(tables: StoreTables) -> str:
+    if len(tables.tasks()) != 1:
+        raise AuditError(f"the store holds tasks {tables.tasks()}; choose one with --task")
+    return tables.tasks()[0]
+
+
+def _note_missing_pairs(parts: list[Part], pairs: pd.DataFrame | None) -> None:
+    if pairs is None and any(scores["mode"].astype(str).map(is_pairwise).any() for scores, _, _ in parts):
         print("note: no --pairs file; delta and delta_qualified are null for pairwise rows", file=sys.stderr)
 
 
@@ -109,27 +143,32 @@ def _emit(text: str, out: str | None) -> None:
 
 def run_metrics(args: argparse.Namespace) -> int:
     """Handler of ``metrics``."""
-    scores, pairs, quotas = _inputs(args)
-    table = MetricEngine(scores, reference=args.reference, pool=args.pool, pairs=pairs, ci=args.ci,
-                         n_boot=args.bootstrap, seed=args.seed).table(quotas)
-    _note_missing_pairs(scores, pairs)
+    parts, pairs, quotas = _inputs(args)
+    table = pd.concat([MetricEngine(scores, reference=reference, pool=pool, pairs=pairs, ci=args.ci,
+                                    n_boot=args.bootstrap, seed=args.seed).table(quotas)
+                       for scores, reference, pool in parts], ignore_index=True)
+    if args.db is not None:
+        table.insert(0, "task", parts[0][0]["task"].iloc[0])
+    _note_missing_pairs(parts, pairs)
     _emit(table.to_csv(index=False) if args.format == "csv" else json.dumps(_records(table), indent=1) + "\n", args.out)
     return 0
 
 
 def run_validity(args: argparse.Namespace) -> int:
     """Handler of ``validity``: one block of results per task in the score table."""
-    scores, pairs, quotas = _inputs(args)
-    parts: dict[str, list[pd.DataFrame]] = {"correlations": [], "ndcg": [], "rankings": []}
-    tasks = scores["task"].astype(str) if "task" in scores else pd.Series("", index=scores.index)
-    for task in sorted(tasks.unique()):
-        table = MetricEngine(scores[tasks == task], reference=args.reference, pool=args.pool,
-                             pairs=pairs).table(quotas)
-        for name, frame in (("correlations", validity(table)), ("ndcg", ndcg_table(table)),
-                            ("rankings", model_rankings(table))):
-            parts[name].append(frame.assign(task=task)[["task", *frame.columns]])
-    _note_missing_pairs(scores, pairs)
-    result = {"reference": args.reference, "pool": args.pool, "k": quotas,
-              **{name: _records(pd.concat(frames, ignore_index=True)) for name, frames in parts.items()}}
+    parts, pairs, quotas = _inputs(args)
+    blocks: dict[str, list[pd.DataFrame]] = {"correlations": [], "ndcg": [], "rankings": []}
+    for scores, reference, pool in parts:
+        tasks = scores["task"].astype(str) if "task" in scores else pd.Series("", index=scores.index)
+        for task in sorted(tasks.unique()):
+            table = MetricEngine(scores[tasks == task], reference=reference, pool=pool, pairs=pairs).table(quotas)
+            for name, frame in (("correlations", validity(table)), ("ndcg", ndcg_table(table)),
+                                ("rankings", model_rankings(table))):
+                extra = {"reference": reference, "pool": str(pool)} if args.db else {}
+                blocks[name].append(frame.assign(task=task, **extra)[["task", *extra, *frame.columns]])
+    _note_missing_pairs(parts, pairs)
+    stored = "per-group" if args.scores else "stored"
+    result = {"reference": args.reference or "stored", "pool": args.pool or stored, "k": quotas,
+              **{name: _records(pd.concat(frames, ignore_index=True)) for name, frames in blocks.items()}}
     _emit(json.dumps(result, indent=1) + "\n", args.out)
     return 0
