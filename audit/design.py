@@ -51,11 +51,11 @@ class AuditDesign:
 
     task: str
     subtask: str
-    reference: str
-    pools: PoolDesign
-    labels: tuple[str, ...]
-    relevance: tuple[float, ...]
-    qualification: str
+    reference: str  # the reference group every gap is measured against
+    pools: PoolDesign  # of pointwise scores; pairwise scores are read in the pools their run recorded
+    labels: tuple[str, ...]  # pointwise answer labels, in prompt order
+    relevance: tuple[float, ...]  # γ_y of each label: score = Σ P_n(y)·γ_y
+    qualification: str  # who counts as qualified, in words
     groupings: dict[str, int | None] = field(default_factory=lambda: {WHOLE: None})
     prompt_hash: str = ""
 
