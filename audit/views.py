@@ -98,16 +98,14 @@ def metric_parts(scores: pd.DataFrame, designs: dict[tuple[str, str], AuditDesig
                  pool: str | None = None) -> list[tuple[pd.DataFrame, str, PoolDesign]]:
     """``scores`` split by the (reference, pool design) each row is read under: the stored design of its task and
     subtask (:func:`pool_of` its mode), unless ``reference`` or ``pool`` override it."""
-    keys = scores[["task", "subtask", "mode"]].astype(str).agg("\t".join, axis=1)
-    settings = {}
-    for key in keys.unique():
-        task, subtask, mode = key.split("\t")
-        design = designs.get((task, subtask))
+    settings: dict[tuple[str, PoolDesign], list[pd.Index]] = {}
+    for (task, subtask, mode), rows in scores.groupby(["task", "subtask", "mode"], sort=False, observed=True):
+        design = designs.get((str(task), str(subtask)))
         if design is None and (reference is None or pool is None):
             raise AuditError(f"no stored design for task {task!r}, subtask {subtask!r}; give the reference and pool")
-        settings[key] = (reference or design.reference, PoolDesign.parse(pool) if pool else pool_of(design, mode))
-    part = keys.map(settings)
-    return [(scores[part == value], *value) for value in dict.fromkeys(settings.values())]
+        setting = (reference or design.reference, PoolDesign.parse(pool) if pool else pool_of(design, str(mode)))
+        settings.setdefault(setting, []).append(rows.index)
+    return [(scores[scores.index.isin(pd.Index([]).append(parts))], *setting) for setting, parts in settings.items()]
 
 
 def metric_rows(tables: StoreTables, *, task: str, mode: str, grouping: str, reference: str, ci: float | None,

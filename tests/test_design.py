@@ -21,7 +21,8 @@ from audit.store import Store
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 APP = str(DEMO_STORE.parent.parent / "app.py")
-PAGES = ["pages/overview.py", "pages/allocation_gaps.py", "pages/group_correlations.py", "pages/model_rankings.py"]
+PAGES = ["pages/overview.py", "pages/run_audit.py", "pages/allocation_gaps.py", "pages/group_correlations.py",
+         "pages/model_rankings.py", "pages/cairo_explorer.py"]
 CSV = ("text,group,qualified\n"
        "\"Ana earns 80,000 a year and has no debt.\",Blue,1\n\"Bo earns 80,000 a year and has no debt.\",Green,1\n"
        "\"Cy earns 20,000 a year and missed two payments.\",Blue,0\n"
