@@ -296,12 +296,14 @@ def _migrate(db: sqlite3.Connection, from_version: int) -> None:
 def _derived_designs(db: sqlite3.Connection, known: set[tuple[str, str]]) -> list[AuditDesign]:
     """Designs for the (task, subtask) pairs with candidates but outside ``known`` (see
     :func:`audit.tasks.designs.derived_design`)."""
-    from audit.tasks.designs import derived_design
-
     groups: dict[tuple[str, str], set[str]] = {}
     for task, subtask, group in db.execute("SELECT DISTINCT task, subtask, grp FROM candidates"):
         if (task, subtask) not in known:
             groups.setdefault((task, subtask), set()).add(group)
+    if not groups:
+        return []
+    from audit.tasks.designs import derived_design  # the task modules, only when some design is missing
+
     labels = {(task, subtask): json.dumps(dict(zip(json.loads(names), json.loads(values))))
               for task, subtask, names, values in db.execute(
                   "SELECT task, subtask, MIN(labels), MIN(relevance) FROM pointwise_plan GROUP BY task, subtask")}
