@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -123,8 +124,9 @@ def gap_scatter(table: pd.DataFrame, *, k: int, correlations: pd.DataFrame | Non
              + "<br>".join(f"{name} = %{{customdata[{i + 3}]:.3f}}" for i, name in enumerate(HOVER_COLUMNS))
              + extra_hover + "<extra></extra>")
     traces, rows, cols, axes = [], [], [], {}
+    low = table["low_label_mass"].to_numpy(dtype=bool) if "low_label_mass" in table else np.zeros(len(table), bool)
     marker = dict(color=table["group"].map(colours).to_numpy(dtype=object), size=9,
-                  line=dict(width=0.5, color="#333333"))
+                  line=dict(width=0.5, color="#333333"), symbol=np.where(low, "x", "circle"))  # ✕: low label mass
     custom = table[["model", "subtask", "group", *HOVER_COLUMNS, *extra]].to_numpy(dtype=object)
     for row, gap in enumerate(PAIRINGS, start=1):
         gap_column, pairs = PAIRINGS[gap]

@@ -21,6 +21,7 @@ from audit.answer_parser import parse_choice
 from audit.pairwise import choice_from_logprobs, pair_outcomes, with_choices
 from audit.store import Store
 from audit.tasks.base import Candidate, ChatPrompt, Task
+from audit.tasks.designs import design_of
 
 MODES = ("pointwise", "pairwise")
 PAIRWISE_METHODS = ("generate", "likelihood")
@@ -177,6 +178,7 @@ def _pointwise(store, task, ref, executor, limit, batch_size, progress, truncate
     store.save_plan(
         candidates=_candidate_rows(task, candidates),
         prompts=_prompt_rows(by_key),
+        design=design_of(task),
         pointwise=[(ref.fingerprint, task.name, task.subtask, cid, p.key(), labels, relevance)
                    for cid, p in prompts.items()],
     )
@@ -216,7 +218,8 @@ def _pairwise(store, task, ref, executor, method, limit, rounds, batch_size, pro
         members = [c for pool in pools for c in pool]
         rows, by_key, missing = plan(pools)
     store.register_model(ref.fingerprint, ref.label, ref.describe())
-    store.save_plan(candidates=_candidate_rows(task, members), prompts=_prompt_rows(by_key), pairwise=rows)
+    store.save_plan(candidates=_candidate_rows(task, members), prompts=_prompt_rows(by_key), pairwise=rows,
+                    design=design_of(task))
     mode = "pairwise" if method == "generate" else "pairwise-likelihood"
     summary = RunSummary(ref.label, task.name, task.subtask, mode, len(by_key), len(by_key) - len(missing))
 

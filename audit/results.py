@@ -17,6 +17,15 @@ PAIR_COLUMNS = ["model", "task", "subtask", "mode", "pool", "candidate_a", "cand
                 "outcome", "wins_a", "wins_b", "flipped", "fingerprint"]
 
 
+def design_table(store: Store) -> pd.DataFrame:
+    """One row per (task, subtask): the audit design stored with its results (see :mod:`audit.design`)."""
+    rows = [(*design.row()[:4], " ".join(f"{label}={value:g}" for label, value in zip(design.labels, design.relevance)),
+             design.qualification, ", ".join(design.groupings), design.prompt_hash)
+            for design in store.designs().values()]
+    return pd.DataFrame(rows, columns=["task", "subtask", "reference", "pools", "labels", "qualification", "groupings",
+                                       "prompt_hash"]).sort_values(["task", "subtask"], ignore_index=True)
+
+
 def pairwise_mode(method: pd.Series) -> pd.Series:
     """``pairwise`` for the paper's generate-and-parse method, ``pairwise-likelihood`` for the fast one."""
     return method.map({"generate": "pairwise", "likelihood": "pairwise-likelihood"})
@@ -30,8 +39,13 @@ def pairwise_prompts(store: Store) -> pd.DataFrame:
 
 def score_table(store: Store) -> pd.DataFrame:
     """One row per (model, task, subtask, mode, candidate): pointwise Σ P_n(y)·γ_y, pairwise summed credits."""
-    pointwise = store.pointwise_table().assign(pool=pd.NA)
-    prompts = pairwise_prompts(store)
+    return scores_of(store.pointwise_table(), store.pairwise_table())
+
+
+def scores_of(pointwise: pd.DataFrame, prompts: pd.DataFrame) -> pd.DataFrame:
+    """:func:`score_table` from the store's pointwise and pairwise tables, already read."""
+    pointwise = pointwise.assign(pool=pd.NA)
+    prompts = with_choices(prompts)
     pairwise = candidate_scores(prompts).assign(label_mass=pd.NA) if len(prompts) else pd.DataFrame()
     if len(pairwise):
         pairwise["mode"] = pairwise_mode(pairwise["method"])
@@ -44,7 +58,12 @@ def score_table(store: Store) -> pd.DataFrame:
 
 def pair_table(store: Store) -> pd.DataFrame:
     """One row per unordered pairwise pair asked in both orders, with its consistent outcome."""
-    prompts = pairwise_prompts(store)
+    return pairs_of(store.pairwise_table())
+
+
+def pairs_of(prompts: pd.DataFrame) -> pd.DataFrame:
+    """:func:`pair_table` from the store's pairwise table, already read."""
+    prompts = with_choices(prompts)
     if prompts.empty:
         return pd.DataFrame(columns=PAIR_COLUMNS)
     pairs = pair_outcomes(prompts)

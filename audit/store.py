@@ -17,10 +17,11 @@ from typing import Iterable, Iterator, Sequence
 
 import pandas as pd
 
+from audit.design import AuditDesign
 from audit.errors import AuditError
 
 APPLICATION = "allocation-audit"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the designs table (v1 stores are migrated in place, see _migrate)
 BUSY_TIMEOUT_S = 120
 
 SCHEMA = """
@@ -53,6 +54,10 @@ CREATE TABLE IF NOT EXISTS cairo_plan (
 CREATE TABLE IF NOT EXISTS cairo_continuations (
     model TEXT NOT NULL, prompt TEXT NOT NULL, decoding TEXT NOT NULL, sample INTEGER NOT NULL,
     text TEXT NOT NULL, text_key TEXT NOT NULL, created REAL NOT NULL, PRIMARY KEY (model, prompt, decoding, sample));
+CREATE TABLE IF NOT EXISTS designs (
+    task TEXT NOT NULL, subtask TEXT NOT NULL, reference TEXT NOT NULL, pools TEXT NOT NULL, labels TEXT NOT NULL,
+    relevance TEXT NOT NULL, qualification TEXT NOT NULL, groupings TEXT NOT NULL, prompt_hash TEXT NOT NULL,
+    PRIMARY KEY (task, subtask));
 CREATE TABLE IF NOT EXISTS cairo_toxicity (
     scorer TEXT NOT NULL, text_key TEXT NOT NULL, score REAL NOT NULL, created REAL NOT NULL,
     PRIMARY KEY (scorer, text_key));
@@ -109,7 +114,10 @@ class Store:
             db.execute("INSERT OR IGNORE INTO meta VALUES ('application', ?)", (APPLICATION,))
             db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         version = int(self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
-        if version != SCHEMA_VERSION:
+        if version < SCHEMA_VERSION:
+            with self.transaction() as db:
+                _migrate(db, version)
+        elif version != SCHEMA_VERSION:
             raise AuditError(f"result store {self.path} has schema version {version}; this tool reads {SCHEMA_VERSION}")
 
     def close(self) -> None:
@@ -164,15 +172,19 @@ class Store:
                        (fingerprint, label, json.dumps(details, sort_keys=True), time.time()))
 
     def save_plan(self, *, candidates: Iterable[tuple], prompts: Iterable[tuple[str, str]],
-                  pointwise: Iterable[tuple] = (), pairwise: Iterable[tuple] = ()) -> None:
-        """Record a run's candidates, prompt texts and plan rows in one transaction.
+                  pointwise: Iterable[tuple] = (), pairwise: Iterable[tuple] = (),
+                  design: AuditDesign | None = None) -> None:
+        """Record a run's design, candidates, prompt texts and plan rows in one transaction.
 
         ``candidates``: (task, subtask, candidate_id, group, qualified, name, text);
         ``prompts``: (key, body json); ``pointwise``: (model, task, subtask, candidate_id, prompt, labels, relevance);
         ``pairwise``: (model, task, subtask, method, pool, first_id, second_id, prompt).
-        The plan follows the latest task data; results already stored are never touched.
+        The plan (and the design of its task and subtask) follows the latest task data; results already stored
+        are never touched.
         """
         with self.transaction() as db:
+            if design is not None:
+                db.execute(SAVE_DESIGN, design.row())
             db.executemany(
                 "INSERT INTO candidates VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET grp=excluded.grp, "
                 "qualified=excluded.qualified, name=excluded.name, text=excluded.text", candidates)
@@ -308,6 +320,14 @@ class Store:
             JOIN models m ON m.fingerprint = c.model"""
         return self.query(query)
 
+    def designs(self) -> dict[tuple[str, str], AuditDesign]:
+        """(task, subtask) → design of every task in the store; tasks stored without one (a store that could not be
+        migrated, e.g. read-only) get the design derived as a migration would, in memory."""
+        tables = {r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        stored = self.db.execute("SELECT * FROM designs").fetchall() if "designs" in tables else []
+        designs = {(row[0], row[1]): AuditDesign.from_row(row) for row in stored}
+        return {**designs, **{(d.task, d.subtask): d for d in _derived_designs(self.db, set(designs))}}
+
     def models(self) -> pd.DataFrame:
         """Registered models: fingerprint, label and the details they were resolved from."""
         return self.query("SELECT fingerprint, label, details, created FROM models")
@@ -316,6 +336,35 @@ class Store:
         """Row count of every table (used to prove a failed command left the store unchanged)."""
         tables = [r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
         return {t: self.db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in tables}
+
+
+SAVE_DESIGN = "INSERT OR REPLACE INTO designs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
+
+def _migrate(db: sqlite3.Connection, from_version: int) -> None:
+    """Bring a store of schema ``from_version`` to :data:`SCHEMA_VERSION` in place, in the caller's transaction;
+    no row is dropped or changed."""
+    if from_version < 2:  # v2 added the designs table (created by SCHEMA): record the design of every stored task
+        db.executemany(SAVE_DESIGN, [design.row() for design in _derived_designs(db, set())])
+    db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
+
+
+def _derived_designs(db: sqlite3.Connection, known: set[tuple[str, str]]) -> list[AuditDesign]:
+    """Designs for the (task, subtask) pairs with candidates but outside ``known`` (see
+    :func:`audit.tasks.designs.derived_design`)."""
+    groups: dict[tuple[str, str], set[str]] = {}
+    for task, subtask, group in db.execute("SELECT DISTINCT task, subtask, grp FROM candidates"):
+        if (task, subtask) not in known:
+            groups.setdefault((task, subtask), set()).add(group)
+    if not groups:
+        return []
+    from audit.tasks.designs import derived_design  # the task modules, only when some design is missing
+
+    labels = {(task, subtask): json.dumps(dict(zip(json.loads(names), json.loads(values))))
+              for task, subtask, names, values in db.execute(
+                  "SELECT task, subtask, MIN(labels), MIN(relevance) FROM pointwise_plan GROUP BY task, subtask")}
+    return [derived_design(task, subtask, sorted(members), labels.get((task, subtask)))
+            for (task, subtask), members in sorted(groups.items())]
 
 
 def check_is_store(path: Path) -> None:

@@ -3,8 +3,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from audit import charts
-from pages.shared import common, report_panel, uncertainty, views
+from audit import charts, views
+from pages.shared import common, report_panel, uncertainty
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
@@ -28,9 +28,9 @@ def curves(view: views.View, model: str, subtask: str, gap: str, _table: pd.Data
 
 
 st.title("Allocation gaps")
-st.caption("One point per (model, subtask, group). Pools hold one candidate per group; the k best-scored are "
-           "selected. Gaps are signed against the reference group; JSD and EMD have no sign and face |gap|.")
 current, table, k = common.metric_view("k_gaps")
+st.caption(f"One point per (model, subtask, group). Pools follow the design {current.pool}; the k best-scored are "
+           "selected. Gaps are signed against the reference group; JSD and EMD have no sign and face |gap|.")
 method = uncertainty.method_choice()
 at_k, overall, scatter = at_quota(current, k, method, table)
 if at_k.empty:

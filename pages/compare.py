@@ -7,14 +7,15 @@ import streamlit as st
 from audit import charts
 from audit.errors import AuditError
 from audit.metrics.compare import compare_gaps, rank_correlation, selection_flips
-from pages.shared import common, views
+from audit import views
+from pages.shared import common
 
 
 @st.cache_data(show_spinner="Comparing…", max_entries=16)
 def comparison(view: views.View, a: str, b: str, k: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(gap differences with paired intervals, per-candidate selection at k, rank correlations)."""
-    scores = views.regroup(common.tables(view)[0], view.grouping)
-    scores = scores[(scores["mode"] == view.mode) & scores["subtask"].isin(view.subtasks)]
+    scores = common.view_scores(view)
+    scores = scores[scores["subtask"].isin(view.subtasks)]
     options = {"a": a, "b": b, "pool": view.pool}
     return (compare_gaps(scores, reference=view.reference, ks=k, ci=view.ci, n_boot=view.n_boot, **options),
             selection_flips(scores, k=k, **options), rank_correlation(scores, a=a, b=b))
@@ -37,8 +38,7 @@ current = common.need_view()
 if current.pool == "observed":
     st.info("Comparisons pair candidates across systems; choose a pointwise scoring mode in the sidebar.")
     st.stop()
-rows = common.tables(current)[0]
-rows = rows[rows["mode"] == current.mode]
+rows = common.view_scores(current)
 models = sorted(rows["model"].unique())
 if len(models) < 2:
     st.info("The store holds one system for this mode; score a second model or precision to compare.")
@@ -47,7 +47,7 @@ first, second = default_pair(models)
 left, right = st.columns(2)
 a = left.selectbox("system A", models, index=first, key="compare_a")
 b = right.selectbox("system B", models, index=second, key="compare_b")
-size = views.regroup(rows, current.grouping)["group"].nunique()
+size = rows["group"].nunique()
 k = st.slider("quota k", 1, size, min(st.session_state.get("quota", common.DEFAULT_K), size), key="compare_k")
 try:
     gaps, flips, correlation = comparison(current, a, b, k)

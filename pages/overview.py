@@ -1,9 +1,9 @@
 """Overview: what the result store holds, what each page answers, and the view in use."""
 import streamlit as st
 
-from audit import charts
+from audit import charts, views
 from audit.metrics.shape import score_shape
-from pages.shared import common, views
+from pages.shared import common
 
 st.title("Allocation audit")
 st.markdown(
@@ -19,21 +19,28 @@ st.markdown(
     "and which combination of paraphrased prompts makes them agree most.")
 
 current = common.need_view()
-scores, _, summary, models = common.tables(current)
+stored = common.tables(current)
+scores, summary = stored.scores, stored.summary
 left, middle, right = st.columns(3)
 left.metric("models", summary["model"].nunique())
 middle.metric("subtasks", summary["subtask"].nunique())
 right.metric("scored candidates", len(scores))
-st.text(f"store: {current.store}\nreference group: {current.reference} · grouping: {current.grouping} · "
-        f"mode: {current.mode} (pool design {current.pool})")
+design = stored.design(current.task)
+st.text(f"store: {current.store}\ntask: {current.task} · reference group: {current.reference} (stored: "
+        f"{design.reference}) · grouping: {current.grouping} · mode: {current.mode} (pool design {current.pool})\n"
+        f"qualified: {design.qualification}")
 
 st.subheader("Results in the store")
 st.dataframe(summary, hide_index=True, width="stretch")
 st.subheader("Models")
-st.dataframe(models, hide_index=True, width="stretch")
+st.dataframe(stored.models, hide_index=True, width="stretch")
+st.subheader("Label mass")
+st.caption(f"Mean share of the next-token probability on the task's labels (pointwise). Below "
+           f"{views.LOW_LABEL_MASS:.0%} a model mostly ignores the answer format and its scores are renormalised noise.")
+st.dataframe(views.label_mass(scores, current.task), hide_index=True, width="stretch")
 
-rows = views.shown(views.regroup(scores[scores["mode"] == current.mode], current.grouping), current,
-                   with_reference=True)
+rows = scores[(scores["task"] == current.task) & (scores["mode"] == current.mode)]
+rows = views.shown(views.regroup(rows, design.groupings[current.grouping]), current, with_reference=True)
 common.chart(charts.score_distributions(rows), rows, "score_distributions")
 if len(rows):
     shape = score_shape(rows)

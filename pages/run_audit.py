@@ -1,13 +1,12 @@
 """Run audit: score a task with a model into the result store, through the same engine and store as the CLI."""
-import pandas as pd
 import streamlit as st
 
-from audit.backend import DEFAULT_MODEL, QUANTS, REGISTRY, CausalLM, ModelRef, installed_models, resolve
-from audit.engine import PAIRWISE_METHODS, run_scoring
+from audit.backend import DEFAULT_MODEL, QUANTS, REGISTRY, installed_models
+from audit.engine import PAIRWISE_METHODS
 from audit.errors import AuditError
-from audit.store import Store
 from audit.tasks import DATA_TASKS, TASKS, get_task, list_subtasks
 from pages.shared import common
+from pages.shared.runner import run_tasks, summary_table
 from pages.shared.task_inputs import task_inputs
 
 OTHER = "other: hub id or local path"
@@ -16,23 +15,12 @@ TASK_TITLES = {"resume": "resume screening (shipped)", "essay": "essay grading (
                "paper-resume": "RABBI paper's resume data (folder)"}
 
 
-@st.cache_resource(show_spinner="Resolving model…")
-def reference(name: str, quant: str) -> ModelRef:
-    """The fingerprinted reference of a model name (hashing a weights file once per process)."""
-    return resolve(name, quant=quant)
-
-
-@st.cache_resource(show_spinner="Loading model (the first load converts the weights once)…", max_entries=2)
-def model(name: str, quant: str, batch_size: int) -> CausalLM:
-    """The loaded model, kept across reruns and sessions."""
-    return CausalLM.load(reference(name, quant), batch_size=batch_size)
-
-
 common.page()
 st.title("Run audit")
 st.caption("Scores go to the result store chosen in the sidebar; results already there are reused, never re-scored.")
 store_path = st.session_state.get("store_path") or common.default_store()
-st.text(f"store: {store_path}")
+target = str(common.user_store()) if common.is_demo(store_path) else store_path
+st.text(f"store: {target}" + (" (your own store: the shipped demo store is only read)" if target != store_path else ""))
 
 if st.session_state.pop("run_active", False):
     st.warning("The last run was stopped. Every finished batch is kept in the store; run again to resume.")
@@ -79,28 +67,21 @@ if st.button("Run", type="primary", disabled=not name or not tasks, key="run_sta
     st.button("Cancel", key="run_cancel", help="Stops after the batch in flight; finished batches stay stored.")
     summaries = []
     try:
-        ref = reference(name, quant)
-        with Store(store_path) as store:
-            for task in tasks:
-                bar = st.progress(0.0, text=f"{ref.label} · {task.subtask}")
-
-                def progress(done: int, total: int, bar=bar, item=task.subtask) -> None:
-                    bar.progress(done / max(total, 1), text=f"{ref.label} · {item}: {done} / {total} prompts")
-
-                summaries.append(run_scoring(
-                    store, task, ref, lambda: model(name, quant, int(batch_size)), mode=mode,
-                    pairwise_method=method, limit=int(limit) if mode == "pointwise" else None, rounds=int(rounds),
-                    batch_size=int(batch_size), progress=progress, truncate=truncate))
+        summaries = run_tasks(common.run_store(store_path), tasks, name, quant, batch_size=int(batch_size), mode=mode,
+                              pairwise_method=method, limit=int(limit) if mode == "pointwise" else None,
+                              rounds=int(rounds), truncate=truncate)
     except AuditError as exc:
         common.error("The run stopped with an error:", exc)
     st.session_state["run_active"] = False
     if summaries:
-        st.session_state["run_summaries"] = pd.DataFrame(
-            [{"model": s.model, "task": s.task, "subtask": s.subtask, "mode": s.mode, "prompts": s.prompts,
-              "scored": s.scored, "cached": s.cached, "seconds": round(s.seconds, 1), **s.quality} for s in summaries])
+        st.session_state["run_summaries"] = summary_table(summaries)
+        common.set_next("store_path", target)
+        common.set_next("task", summaries[0].task)
+        st.rerun()  # the sidebar shows the store and task just written
 
 if "run_summaries" in st.session_state:
     st.subheader("Last run")
     st.dataframe(st.session_state["run_summaries"], hide_index=True, width="stretch", key="run_summary_table")
     st.caption("mean label mass: share of the next-token probability on the labels; regular / tie / flipped / "
                "inconsistent: shares of pairwise answers (the paper's Table 2).")
+    st.page_link("pages/allocation_gaps.py", label="See the results: Allocation gaps", icon=":material/scatter_plot:")

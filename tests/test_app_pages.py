@@ -65,7 +65,7 @@ def test_k_slider_changes_the_gaps_shown(demo):
 @pytest.mark.parametrize("grouping", ["race", "gender"])
 def test_marginal_groupings(demo, grouping):
     demo.switch_page("pages/allocation_gaps.py").run()
-    demo.sidebar.radio(key="grouping").set_value(grouping).run()
+    demo.sidebar.radio(key="grouping_resume").set_value(grouping).run()
     assert not demo.exception
     table = gap_table(demo)
     expected = {"race": {"A", "B", "H"}, "gender": {"F"}}[grouping]
@@ -74,12 +74,12 @@ def test_marginal_groupings(demo, grouping):
 
 def test_pairwise_mode_and_filters(demo):
     demo.switch_page("pages/allocation_gaps.py").run()
-    mode = next(m for m in demo.sidebar.selectbox(key="mode").options if m.startswith("pairwise"))
-    demo.sidebar.selectbox(key="mode").set_value(mode).run()
+    mode = next(m for m in demo.sidebar.selectbox(key="mode_resume").options if m.startswith("pairwise"))
+    demo.sidebar.selectbox(key="mode_resume").set_value(mode).run()
     assert not demo.exception
     table = gap_table(demo)
     assert set(table["mode"]) == {mode} and table["delta"].notna().all()
-    demo.sidebar.multiselect(key=f"groups_race × gender_W_M").set_value(["B_F"]).run()
+    demo.sidebar.multiselect(key="groups_resume_race × gender_W_M").set_value(["B_F"]).run()
     assert set(gap_table(demo)["group"]) == {"B_F"}
 
 
@@ -131,7 +131,7 @@ def test_models_above_the_inconsistency_threshold_are_listed():
     from pages.shared import common
 
     path = str(DEMO_STORE)
-    args = (path, common.store_version(path), "pairwise-likelihood", "race × gender", "W_M", 0.9, 50, "default")
+    args = (path, common.store_version(path), "resume", "pairwise-likelihood", "race × gender", "W_M", 0.9, 50, "default")
     table, skipped = common.metric_rows(*args, 0.55)
     assert len(table) and not skipped
     with pytest.raises(AuditError, match=r"smollm2-135m · resume: excluded, 16% of 168 pairs inconsistent \(> 10%\)"):

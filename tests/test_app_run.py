@@ -1,6 +1,7 @@
 """Streamlit AppTest: a run with the real bundled model on the Run page writes to a fresh store, which pages show."""
 from __future__ import annotations
 
+import hashlib
 import os
 
 import pytest
@@ -44,3 +45,27 @@ def test_run_page_scores_into_a_temporary_store_and_overview_shows_it(monkeypatc
     shown = at.dataframe[0].value
     assert list(shown["model"]) == [DEFAULT_MODEL] and list(shown["subtask"]) == ["retail"]
     assert int(shown["results"].iloc[0]) == 8
+
+
+@pytest.mark.skipif(DEFAULT_MODEL not in installed_models(), reason="bundled default model not installed")
+def test_a_run_on_the_demo_store_goes_to_the_users_own_store(monkeypatch, tmp_path):
+    monkeypatch.delenv("AUDIT_DB", raising=False)
+    monkeypatch.setenv("AUDIT_CACHE_DIR", str(tmp_path))
+    digest = hashlib.sha256(DEMO_STORE.read_bytes()).hexdigest()
+    at = AppTest.from_file(APP, default_timeout=600)
+    at.run()
+    assert at.sidebar.text_input(key="store_path").value == str(DEMO_STORE) and at.query_params["store"]
+    at.switch_page("pages/run_audit.py").run()
+    at.selectbox(key="run_task").set_value("essay").run()
+    at.selectbox(key="run_subtask").set_value("smk")
+    at.number_input(key="run_limit").set_value(1)
+    at.button(key="run_start").click().run()
+    assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
+    own = tmp_path / "my-results.db"
+    assert hashlib.sha256(DEMO_STORE.read_bytes()).hexdigest() == digest, "the demo store must never be written"
+    assert at.sidebar.text_input(key="store_path").value == str(own) and at.query_params["store"] == str(own)
+    assert at.sidebar.selectbox(key="task").value == "essay"
+    with Store(own, create=False) as opened:
+        tasks = set(score_table(opened)["task"])
+    assert tasks == {"resume", "essay"}, "the user's store holds the demo's results and the new run"
+    assert at.get("page_link") and "Allocation gaps" in at.get("page_link")[0].proto.label

@@ -74,7 +74,7 @@ def test_quota_larger_than_the_pool():
 
 
 def test_bad_pool_design_and_missing_pool_ids():
-    fails(r"pool design 'random:x' not understood", pool="random:x")
+    fails(r"pool design: 'random:x' not understood", pool="random:x")
     fails(r"pool design 'observed' needs a 'pool' id on every row; missing for model=m", pool="observed")
     with pytest.raises(AuditError, match="per-group or random:N"):
         simulate_gaps(scores().assign(pool=1), reference="W_M", ks=[1], pool="observed")

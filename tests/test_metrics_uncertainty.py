@@ -184,7 +184,8 @@ def test_engine_keeps_the_draws_behind_its_intervals():
 @pytest.mark.parametrize("pool", ["per-group", "random:4"])
 def test_shuffled_label_gaps_equal_the_exact_gaps_of_the_relabelled_table(pool):
     from audit.metrics.inference import group_shares
-    from audit.metrics.pools import PoolDesign, candidate_laws
+    from audit.design import PoolDesign
+    from audit.metrics.pools import candidate_laws, pool_size
     rng = np.random.default_rng(12)
     scores = pd.concat([frame("m", "s", g, rng.choice(VALUES, 9), np.arange(9) % 2) for g in "RABC"],
                        ignore_index=True)
@@ -194,7 +195,7 @@ def test_shuffled_label_gaps_equal_the_exact_gaps_of_the_relabelled_table(pool):
     chances = np.cumsum(candidate_laws(data, design, labels), axis=0)
     phi = group_shares(labels, chances, np.ones(data.group.size), len(data.groups))
     psi = group_shares(labels, chances, data.qualified.astype(float), len(data.groups))
-    size = design.pool_size(data)
+    size = pool_size(design, data)
     for b in range(3):
         relabelled = pd.DataFrame({"model": "m", "task": "t", "subtask": "s", "mode": "pointwise",
                                    "candidate_id": data.candidate_id, "group": np.asarray(data.groups)[labels[b]],

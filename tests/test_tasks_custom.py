@@ -87,7 +87,7 @@ def test_random_pools_and_json_spec(tmp_path):
     task = get_task("custom", "default", data=data, spec=json_spec)
     pools = task.pools(task.candidates(), 2)
     assert [len(p) for p in pools] == [2, 2] and len({c.candidate_id for p in pools for c in p}) == 4
-    with pytest.raises(AuditError, match="--rounds 3 with pools of 2 needs 6 candidates; only 4"):
+    with pytest.raises(AuditError, match=r"3 pairwise pools \(rounds\) of 2 need 6 candidates; only 4"):
         task.pools(task.candidates(), 3)
 
 

@@ -94,7 +94,7 @@ def test_random_pools_of_ten_are_disjoint_seeded_and_mixed():
 
 def test_too_many_rounds_is_a_clear_error():
     task = get_task("essay", "ptj")
-    with pytest.raises(AuditError, match="--rounds 10 with pools of 10 needs 100 candidates; only 80"):
+    with pytest.raises(AuditError, match=r"10 pairwise pools \(rounds\) of 10 need 100 candidates; only 80"):
         task.pools(task.candidates(10), 10)
 
 

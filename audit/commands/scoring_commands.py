@@ -13,7 +13,7 @@ from audit.backend.spec import BACKENDS, BackendSpec
 from audit.engine import MODES, PAIRWISE_METHODS, check_options, run_scoring
 from audit.errors import AuditError
 from audit.output import check_target, csv_text, write_atomic
-from audit.results import answer_table, pair_table, score_table
+from audit.results import answer_table, design_table, pair_table, score_table
 from audit.store import Store
 from audit.tasks import TASKS, get_task, list_subtasks
 
@@ -54,10 +54,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
     exports = {"scores": (score_table, "one row per candidate and model"),
                "pairs": (pair_table, "one row per pairwise pair, both orders combined"),
-               "answers": (answer_table, "one row per pairwise prompt: answer, choice, flags")}
+               "answers": (answer_table, "one row per pairwise prompt: answer, choice, flags"),
+               "designs": (design_table, "one row per task and subtask: the audit design stored with the results")}
     for name, (table, helptext) in exports.items():
         export = sub.add_parser(name, help=f"export {helptext}")
         export.add_argument("--db", default=DEFAULT_DB)
+        export.add_argument("--task", help="only this task's rows")
         export.add_argument("--format", choices=("csv", "parquet", "json"), default="csv")
         export.add_argument("--out", help="file to write (default: standard output; parquet needs --out)")
         export.set_defaults(handler=run_export, table=table)
@@ -152,6 +154,10 @@ def run_export(args: argparse.Namespace) -> int:
         check_target(args.out, args.db)  # before reading: never overwrite the store, fail early on a bad path
     with Store(args.db, create=False) as store:
         table: pd.DataFrame = args.table(store)
+    if args.task is not None:
+        if args.task not in set(table["task"]):
+            raise AuditError(f"task {args.task!r} has no rows in {args.db}; tasks: {sorted(set(table['task']))}")
+        table = table[table["task"] == args.task]
     if args.format == "parquet":
         buffer = io.BytesIO()
         table.to_parquet(buffer, index=False)

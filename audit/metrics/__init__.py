@@ -3,12 +3,12 @@
 Pure functions over score tables (pandas / NumPy / SciPy, no I/O), after sections 3–5 and Appendix A of the RABBI
 paper (../shared/papers/rabbi-allocational-harms.txt). ``MetricEngine`` precomputes a table once for fast quota changes.
 """
+from audit.design import PoolDesign
 from audit.metrics.allocation import allocation_gaps
 from audit.metrics.bias import delta, emd, histograms, jsd, jsd_paper_code, rabbi, rabbi_test
 from audit.metrics.bias_table import bias_metrics
 from audit.metrics.engine import MetricEngine, metric_table
 from audit.metrics.pairwise import drop_unreliable, inconsistent_rates, pair_preferences
-from audit.metrics.pools import PoolDesign
 from audit.metrics.presets import PRESETS, get_preset
 from audit.metrics.shape import score_shape
 from audit.metrics.simulate import simulate_gaps

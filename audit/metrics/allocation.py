@@ -19,9 +19,10 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from audit.design import PoolDesign
 from audit.errors import AuditError
 from audit.metrics.keys import KeyData, split_keys
-from audit.metrics.pools import PoolDesign, rank_laws
+from audit.metrics.pools import pool_size, rank_laws
 from audit.metrics.schema import KEY, key_label
 
 
@@ -76,7 +77,7 @@ def allocation_gaps(scores: pd.DataFrame, *, reference: str, ks: Iterable[int] |
     design = PoolDesign.parse(pool)
     frames = []
     for data in split_keys(scores, reference=reference):
-        quotas = check_quotas(ks, design.pool_size(data), data, design)
+        quotas = check_quotas(ks, pool_size(design, data), data, design)
         rows = gap_rows(data, *shares(data, design))
         frames.append(rows[rows["k"].isin(quotas)])
     return pd.concat(frames, ignore_index=True)

@@ -18,7 +18,8 @@ from audit.errors import AuditError
 from audit.metrics.allocation import row_index
 from audit.metrics.bootstrap import percentiles, replicates, row_draws
 from audit.metrics.keys import split_keys
-from audit.metrics.pools import PoolDesign
+from audit.design import PoolDesign
+from audit.metrics.pools import pool_size
 from audit.metrics.presets import Preset, get_preset
 from audit.metrics.schema import KEY
 from audit.metrics.validity import BY, PAIRINGS, ndcg_table, validity
@@ -36,7 +37,7 @@ def draws_table(scores: pd.DataFrame, *, reference: str, pool: "str | PoolDesign
     design, chosen = PoolDesign.parse(pool), get_preset(preset)
     frames, parts = [], {}
     for data in split_keys(scores, reference=reference):
-        size = design.pool_size(data)
+        size = pool_size(design, data)
         frames.append(row_index(data, size))
         for name, rows in row_draws(data, size, replicates(data, design, n_boot=n_boot, seed=seed, bins=chosen.jsd_bins,
                                                            paper_jsd=chosen.paper_jsd)).items():

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from audit.design import PoolDesign
 from audit.metrics.allocation import selection_shares
 from audit.metrics.inference import key_seed
 from audit.metrics.keys import KeyData
-from audit.metrics.pools import PoolDesign, rank_laws
+from audit.metrics.pools import pool_size, rank_laws
 from audit.metrics.weighted import weighted_delta, weighted_emd, weighted_jsd, weighted_rabbi
 
 BLOCK = 25
@@ -45,7 +46,7 @@ def replicates(data: KeyData, design: PoolDesign, *, n_boot: int, seed: int, bin
     NaN for pairwise keys (its pair outcomes are not resampled) and JSD NaN with ``paper_jsd`` (the paper code's
     estimator is not resampled); with ``shares`` also the selection shares φ, ψ
     themselves (n_boot, groups, L) as ``phi`` and ``psi``."""
-    size = design.pool_size(data)
+    size = pool_size(design, data)
     parts: dict[str, list[np.ndarray]] = {}
     for block in range(0, n_boot, BLOCK):
         rng = np.random.default_rng([seed, key_seed(data), block])

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from audit.design import PoolDesign
 from audit.errors import AuditError
 from audit.metrics.bands import draws_table, ndcg_bands, validity_bands
 from audit.output import csv_text, restore, write_atomic
@@ -20,6 +21,8 @@ from audit.metrics.presets import PRESETS
 from audit.metrics.schema import is_pairwise
 from audit.metrics.shape import score_shape
 from audit.metrics.validity import model_rankings, ndcg_table, validity
+from audit.store import Store
+from audit.views import StoreTables, metric_parts
 
 MAX_QUOTA = 10_000
 """Largest quota --k may name (pools are far smaller; the metrics check k against each pool size)."""
@@ -62,17 +65,22 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--scores", required=True, help="score table (.csv or .parquet) from `python -m audit scores`")
-    parser.add_argument("--reference", required=True, help="reference group, e.g. W_M")
+    parser.add_argument("--db", help="result store: its scores, pairs and each task's stored design")
+    parser.add_argument("--task", help="with --db: the task to audit (default: the store's only task)")
+    parser.add_argument("--scores", help="instead of --db: a score table (.csv or .parquet) from `python -m audit "
+                                         "scores` (needs --reference)")
+    parser.add_argument("--reference", help="reference group, e.g. W_M (with --db: overrides the stored one)")
     parser.add_argument("--k", required=True, help="quota(s): 2, 1-8 or 1,3,5")
-    parser.add_argument("--pool", default="per-group", help="per-group (default), random:N or observed")
-    parser.add_argument("--pairs", help="pair outcomes (.csv or .parquet) from `python -m audit pairs`, for pairwise δ")
+    parser.add_argument("--pool", help="per-group, random:N or observed (with --db: overrides the stored design; "
+                                       "with --scores: default per-group)")
+    parser.add_argument("--pairs", help="with --scores: pair outcomes (.csv or .parquet) from `python -m audit pairs`, "
+                                        "for pairwise δ")
     parser.add_argument("--preset", choices=tuple(PRESETS), default="default",
                         help="estimators: default, or paper-exact (the RABBI paper's code: JSD on 10 bins over A's "
                              "range in nats, asymptotic p-values)")
     parser.add_argument("--max-inconsistent", type=float, metavar="RATE",
-                        help="leave out pairwise models whose share of inconsistent pairs exceeds RATE (needs "
-                             "--pairs; the paper uses 0.55 and 0.50); default: keep all")
+                        help="leave out pairwise models whose share of inconsistent pairs exceeds RATE (the paper "
+                             "uses 0.55 and 0.50); default: keep all")
     parser.add_argument("--out", help="write here instead of stdout")
 
 
@@ -108,24 +116,58 @@ def read_table(path: str, what: str) -> pd.DataFrame:
     raise AuditError(f"{what} {path}: unsupported file type {suffix or '(none)'!r}; use .csv or .parquet")
 
 
-def _inputs(args: argparse.Namespace) -> tuple[pd.DataFrame, pd.DataFrame | None, list[int]]:
+Part = tuple[pd.DataFrame, str, "str | PoolDesign"]  # score rows, reference, pool design
+
+
+def _inputs(args: argparse.Namespace) -> tuple[list[Part], pd.DataFrame | None, list[int]]:
+    """Score rows split by the (reference, pool design) they are read under, the pair table and the quotas."""
     quotas = parse_quotas(args.k)
-    if args.max_inconsistent is not None and not args.pairs:
-        raise AuditError("--max-inconsistent needs --pairs (the inconsistent-pair rates come from the pair table)")
-    scores = read_table(args.scores, "score table")
-    pairs = read_table(args.pairs, "pair table") if args.pairs else None
-    if args.max_inconsistent is not None:
-        scores, dropped = drop_unreliable(scores, pairs, max_inconsistent=args.max_inconsistent)
-        for row in dropped.itertuples(index=False):
-            print(f"note: left out {row.model} ({row.task}, {row.mode}): {row.inconsistent:.1%} of {row.pairs} pairs "
-                  f"inconsistent > {args.max_inconsistent:.1%}", file=sys.stderr)
-        if scores.empty:
-            raise AuditError(f"every model has more than {args.max_inconsistent:.1%} inconsistent pairs")
-    return scores, pairs, quotas
+    if (args.db is None) == (args.scores is None):
+        raise AuditError("give either --db (a result store) or --scores (a score table)")
+    if args.scores is not None:
+        if args.reference is None or args.task is not None:
+            raise AuditError("--scores needs --reference and takes no --task (use --db for stored designs)")
+        if args.max_inconsistent is not None and not args.pairs:
+            raise AuditError("--max-inconsistent with --scores needs --pairs (the inconsistent-pair rates come from "
+                             "the pair table)")
+        scores = read_table(args.scores, "score table")
+        pairs = read_table(args.pairs, "pair table") if args.pairs else None
+        return [(_reliable(scores, pairs, args.max_inconsistent), args.reference, args.pool or "per-group")], pairs, quotas
+    if args.pairs is not None:
+        raise AuditError("--pairs only goes with --scores; --db reads the store's pairs")
+    with Store(args.db, create=False) as store:
+        tables = StoreTables.read(store)
+    task = args.task or _only_task(tables)
+    if task not in tables.tasks():
+        raise AuditError(f"task {task!r} has no results in {args.db}; tasks: {tables.tasks()}")
+    scores = tables.scores[tables.scores["task"] == task].drop(columns=["label_mass", "fingerprint"])
+    pairs = tables.pairs[tables.pairs["task"] == task]
+    scores = _reliable(scores, pairs if len(pairs) else None, args.max_inconsistent)
+    parts = metric_parts(scores, tables.designs, reference=args.reference, pool=args.pool)
+    return parts, pairs if len(pairs) else None, quotas
 
 
-def _note_missing_pairs(scores: pd.DataFrame, pairs: pd.DataFrame | None) -> None:
-    if pairs is None and scores["mode"].astype(str).map(is_pairwise).any():
+def _reliable(scores: pd.DataFrame, pairs: pd.DataFrame | None, max_inconsistent: float | None) -> pd.DataFrame:
+    """``scores`` without the pairwise models whose share of inconsistent pairs exceeds ``max_inconsistent``."""
+    if max_inconsistent is None or pairs is None:
+        return scores
+    scores, dropped = drop_unreliable(scores, pairs, max_inconsistent=max_inconsistent)
+    for row in dropped.itertuples(index=False):
+        print(f"note: left out {row.model} ({row.task}, {row.mode}): {row.inconsistent:.1%} of {row.pairs} pairs "
+              f"inconsistent > {max_inconsistent:.1%}", file=sys.stderr)
+    if scores.empty:
+        raise AuditError(f"every model has more than {max_inconsistent:.1%} inconsistent pairs")
+    return scores
+
+
+def _only_task(tables: StoreTables) -> str:
+    if len(tables.tasks()) != 1:
+        raise AuditError(f"the store holds tasks {tables.tasks()}; choose one with --task")
+    return tables.tasks()[0]
+
+
+def _note_missing_pairs(parts: list[Part], pairs: pd.DataFrame | None) -> None:
+    if pairs is None and any(scores["mode"].astype(str).map(is_pairwise).any() for scores, _, _ in parts):
         print("note: no --pairs file; delta and delta_qualified are null for pairwise rows", file=sys.stderr)
 
 
@@ -154,39 +196,43 @@ def _emit_table(table: pd.DataFrame, args: argparse.Namespace) -> None:
 
 def run_metrics(args: argparse.Namespace) -> int:
     """Handler of ``metrics``."""
-    scores, pairs, quotas = _inputs(args)
-    table = MetricEngine(scores, reference=args.reference, pool=args.pool, pairs=pairs, ci=args.ci,
-                         n_boot=args.bootstrap, seed=args.seed, preset=args.preset,
-                         n_perm=args.permutations).table(quotas)
+    parts, pairs, quotas = _inputs(args)
+    table = pd.concat([MetricEngine(scores, reference=reference, pool=pool, pairs=pairs, ci=args.ci,
+                                    n_boot=args.bootstrap, seed=args.seed, preset=args.preset,
+                                    n_perm=args.permutations).table(quotas)
+                       for scores, reference, pool in parts], ignore_index=True)
     if args.permutations is not None:
         table = adjusted(table, args.adjust)
-    _note_missing_pairs(scores, pairs)
+    _note_missing_pairs(parts, pairs)
     _emit_table(table, args)
     return 0
 
 
 def run_validity(args: argparse.Namespace) -> int:
     """Handler of ``validity``: one block of results per task in the score table."""
-    scores, pairs, quotas = _inputs(args)
-    parts: dict[str, list[pd.DataFrame]] = {"correlations": [], "ndcg": [], "rankings": []}
-    tasks = scores["task"].astype(str) if "task" in scores else pd.Series("", index=scores.index)
-    for task in sorted(tasks.unique()):
-        rows = scores[tasks == task]
-        table = MetricEngine(rows, reference=args.reference, pool=args.pool, pairs=pairs,
-                             preset=args.preset).table(quotas)
-        correlations, ndcg = validity(table), ndcg_table(table)
-        if args.ci is not None:
-            if not 0 < args.ci < 1:
-                raise AuditError(f"confidence level {args.ci} must lie strictly between 0 and 1")
-            index, draws = draws_table(rows, reference=args.reference, pool=args.pool, n_boot=args.bootstrap,
-                                       preset=args.preset)
-            correlations = validity_bands(table, index, draws, level=args.ci)
-            ndcg = ndcg_bands(table, index, draws, level=args.ci)
-        for name, frame in (("correlations", correlations), ("ndcg", ndcg), ("rankings", model_rankings(table))):
-            parts[name].append(frame.assign(task=task)[["task", *frame.columns]])
-    _note_missing_pairs(scores, pairs)
-    result = {"reference": args.reference, "pool": args.pool, "k": quotas, "preset": args.preset,
-              **{name: _records(pd.concat(frames, ignore_index=True)) for name, frames in parts.items()}}
+    parts, pairs, quotas = _inputs(args)
+    blocks: dict[str, list[pd.DataFrame]] = {"correlations": [], "ndcg": [], "rankings": []}
+    if args.ci is not None and not 0 < args.ci < 1:
+        raise AuditError(f"confidence level {args.ci} must lie strictly between 0 and 1")
+    for scores, reference, pool in parts:
+        tasks = scores["task"].astype(str) if "task" in scores else pd.Series("", index=scores.index)
+        for task in sorted(tasks.unique()):
+            rows = scores[tasks == task]
+            table = MetricEngine(rows, reference=reference, pool=pool, pairs=pairs, preset=args.preset).table(quotas)
+            correlations, ndcg = validity(table), ndcg_table(table)
+            if args.ci is not None:
+                index, draws = draws_table(rows, reference=reference, pool=pool, n_boot=args.bootstrap,
+                                           preset=args.preset)
+                correlations = validity_bands(table, index, draws, level=args.ci)
+                ndcg = ndcg_bands(table, index, draws, level=args.ci)
+            for name, frame in (("correlations", correlations), ("ndcg", ndcg), ("rankings", model_rankings(table))):
+                extra = {"reference": reference, "pool": str(pool)} if args.db else {}
+                blocks[name].append(frame.assign(task=task, **extra)[["task", *extra, *frame.columns]])
+    _note_missing_pairs(parts, pairs)
+    stored = "per-group" if args.scores else "stored"
+    result = {"reference": args.reference or "stored", "pool": args.pool or stored, "k": quotas,
+              "preset": args.preset,
+              **{name: _records(pd.concat(frames, ignore_index=True)) for name, frames in blocks.items()}}
     _emit(json.dumps(result, indent=1) + "\n", args.out)
     return 0
 

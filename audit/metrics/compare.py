@@ -20,7 +20,8 @@ from audit.errors import AuditError
 from audit.metrics.allocation import check_quotas, selection_shares, shares
 from audit.metrics.bootstrap import BLOCK, percentile_bounds
 from audit.metrics.keys import KeyData, split_keys
-from audit.metrics.pools import PoolDesign, candidate_laws, rank_laws
+from audit.design import PoolDesign
+from audit.metrics.pools import candidate_laws, pool_size, rank_laws
 from audit.metrics.schema import KEY
 
 GAPS = ("dp", "eo")
@@ -73,7 +74,7 @@ def compare_gaps(scores: pd.DataFrame, *, a: str, b: str, reference: str, ks: It
     keys = split_keys(matched(scores, a, b), reference=reference)
     frames = []
     for data_a, data_b in zip(keys[:len(keys) // 2], keys[len(keys) // 2:]):
-        quotas = np.asarray(check_quotas(ks, design.pool_size(data_a), data_a, design)) - 1
+        quotas = np.asarray(check_quotas(ks, pool_size(design, data_a), data_a, design)) - 1
         ids = np.unique(data_a.candidate_id)
         point = [np.stack(shares(data, design))[:, None] for data in (data_a, data_b)]
         key_seed = zlib.crc32("\x1f".join(data_a.key[1:]).encode())
@@ -106,7 +107,7 @@ def selection_flips(scores: pd.DataFrame, *, a: str, b: str, k: int,
     rows = matched(scores, a, b)
     frames = []
     for data in split_keys(rows, reference=str(rows["group"].iloc[0])):
-        check_quotas(k, design.pool_size(data), data, design)
+        check_quotas(k, pool_size(design, data), data, design)
         selected = candidate_laws(data, design, data.group[None])[:k, 0].sum(axis=0)
         key = dict(zip(KEY, data.key))
         frames.append(pd.DataFrame({"system": key["model"], "task": key["task"], "subtask": key["subtask"],

@@ -17,7 +17,8 @@ from audit.metrics.bias_table import BIAS_COLUMNS, key_bias, with_pair_deltas
 from audit.metrics.bootstrap import bounds, replicates, row_draws
 from audit.metrics.inference import key_pvalues
 from audit.metrics.keys import KeyData, split_keys
-from audit.metrics.pools import PoolDesign
+from audit.design import PoolDesign
+from audit.metrics.pools import pool_size
 from audit.metrics.presets import Preset, get_preset
 from audit.metrics.schema import KEY
 
@@ -55,7 +56,7 @@ class MetricEngine:
             raise AuditError(f"permutations {n_perm} must be at least 1")
         self.design = PoolDesign.parse(pool)
         self.keys = split_keys(scores, reference=reference)
-        self.pool_sizes = {d.key: self.design.pool_size(d) for d in self.keys}
+        self.pool_sizes = {d.key: pool_size(self.design, d) for d in self.keys}
         bias = pd.concat([key_bias(d, preset=preset, bins=bins) for d in self.keys], ignore_index=True)
         bias = with_pair_deltas(bias, self.keys, pairs, reference=reference)
         self._preset = get_preset(preset)

@@ -21,7 +21,8 @@ from audit.errors import AuditError
 from audit.metrics.allocation import check_quotas, shares
 from audit.metrics.bootstrap import percentile_bounds, share_draws
 from audit.metrics.keys import split_keys
-from audit.metrics.pools import PoolDesign
+from audit.design import PoolDesign
+from audit.metrics.pools import pool_size
 from audit.metrics.schema import KEY
 
 FOUR_FIFTHS = 0.8
@@ -60,7 +61,7 @@ def impact_ratios(scores: pd.DataFrame, *, ks: Iterable[int] | int, pool: "str |
     for grouping in chosen:
         pooled = scores.assign(group=scores["group"].astype(str).map(lambda code: category(code, grouping)))
         for data in split_keys(pooled, reference=str(pooled["group"].iloc[0])):
-            quotas = check_quotas(ks, design.pool_size(data), data, design)
+            quotas = check_quotas(ks, pool_size(design, data), data, design)
             phi = shares(data, design)[0][:, np.asarray(quotas) - 1]
             columns = {"selection_rate": phi, "impact_ratio": phi / phi.max(axis=0)}
             if ci is not None:

@@ -17,7 +17,8 @@ import pandas as pd
 from audit.errors import AuditError
 from audit.metrics.allocation import row_index, shares
 from audit.metrics.keys import KeyData, split_keys
-from audit.metrics.pools import PoolDesign, candidate_laws
+from audit.design import PoolDesign
+from audit.metrics.pools import candidate_laws, pool_size
 
 METHODS = {"holm": "Holm (family-wise error)", "bh": "Benjamini–Hochberg (false discovery rate)"}
 _CELLS_PER_CHUNK = 4_000_000
@@ -46,7 +47,7 @@ def group_shares(labels: np.ndarray, chances: np.ndarray, weight: np.ndarray, gr
 def permuted_gaps(data: KeyData, design: PoolDesign, *, n_perm: int, seed: int) -> dict[str, np.ndarray]:
     """``dp_gap`` and ``eo_gap``, each (n_perm, groups, L): the exact gaps under shuffled group labels."""
     rows, groups = data.group.size, len(data.groups)
-    size = design.pool_size(data)
+    size = pool_size(design, data)
     step = max(1, _CELLS_PER_CHUNK // (size * size * rows))  # shuffles per law computation (memory)
     phi, psi = [], []
     for block in range(0, n_perm, _BLOCK):  # seeded per fixed block: results do not depend on ``step``
@@ -88,7 +89,7 @@ def gap_pvalues(scores: pd.DataFrame, *, reference: str, pool: "str | PoolDesign
     for data in split_keys(scores, reference=reference):
         others = [g for g in range(len(data.groups)) if g != data.ref]
         pvalues = key_pvalues(data, design, n_perm=n_perm, seed=seed)
-        frames.append(row_index(data, design.pool_size(data)).assign(
+        frames.append(row_index(data, pool_size(design, data)).assign(
             **{name: values[others].ravel() for name, values in pvalues.items()}))
     return pd.concat(frames, ignore_index=True)
 

@@ -19,7 +19,8 @@ from audit.metrics.allocation import selection_shares
 from audit.metrics.bootstrap import percentiles, resampled_counts
 from audit.metrics.inference import key_seed
 from audit.metrics.keys import KeyData, split_keys
-from audit.metrics.pools import PoolDesign, rank_laws
+from audit.design import PoolDesign
+from audit.metrics.pools import pool_size, rank_laws
 from audit.metrics.schema import KEY, is_pairwise, key_label
 
 SIZES = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
@@ -30,7 +31,7 @@ def half_widths(data: KeyData, design: PoolDesign, *, sizes: Sequence[int], n_bo
                 seed: int) -> np.ndarray:
     """(sizes, groups, L): the CI half-width of ΔDP(group, reference, k) for k = 1..L with each number of candidates
     per group (NaN for the reference, and for sizes too small for a random:N pool)."""
-    pool = design.pool_size(data)
+    pool = pool_size(design, data)
     step = max(1, _CELLS_PER_CHUNK // (pool * pool * data.values.size))
     out = np.full((len(sizes), len(data.groups), pool), np.nan)
     for i, n in enumerate(sizes):

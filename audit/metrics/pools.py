@@ -22,48 +22,25 @@ Every routine takes a leading batch of reweightings (bootstrap replicates) and i
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 
+from audit.design import PoolDesign
 from audit.errors import AuditError
 from audit.metrics.keys import KeyData
 from audit.metrics.schema import key_label
-from audit.tasks.pools import read_spelling
 
 
-@dataclass(frozen=True)
-class PoolDesign:
-    """How pools are drawn: ``per-group``, ``random`` with ``size`` N, or ``observed``."""
-
-    kind: str
-    size: int | None = None
-
-    @classmethod
-    def parse(cls, spec: "str | PoolDesign") -> "PoolDesign":
-        """Read ``per-group``, ``random:N`` (N ≥ 2) or ``observed``."""
-        if isinstance(spec, PoolDesign):
-            return spec
-        text = str(spec).strip()
-        spelling = read_spelling(text, ("per-group", "observed"))
-        if spelling is not None:
-            return cls(*spelling)
-        raise AuditError(f"pool design {text!r} not understood; use per-group, random:N (N ≥ 2) or observed")
-
-    def __str__(self) -> str:
-        return f"random:{self.size}" if self.kind == "random" else self.kind
-
-    def pool_size(self, data: KeyData) -> int:
-        """Candidates per pool for this key (the largest recorded pool for ``observed``)."""
-        if self.kind == "per-group":
-            return len(data.groups)
-        if self.kind == "random":
-            if self.size > data.score.size:
-                raise AuditError(f"pool random:{self.size} is larger than the {data.score.size} candidates "
-                                 f"of {key_label(data.key)}")
-            return self.size
-        return int(np.bincount(_pools(data)).max())
+def pool_size(design: PoolDesign, data: KeyData) -> int:
+    """Candidates per pool of ``design`` for this key (the largest recorded pool for ``observed``)."""
+    if design.kind == "per-group":
+        return len(data.groups)
+    if design.kind == "random":
+        if design.size > data.score.size:
+            raise AuditError(f"pool random:{design.size} is larger than the {data.score.size} candidates "
+                             f"of {key_label(data.key)}")
+        return design.size
+    return int(np.bincount(_pools(data)).max())
 
 
 def _pools(data: KeyData) -> np.ndarray:
@@ -81,7 +58,7 @@ def rank_laws(data: KeyData, design: PoolDesign, *, counts: np.ndarray | None = 
     ``counts``/``qualified_counts`` (batch, groups, distinct scores) reweight candidates (bootstrap) and default to
     the table's own counts. For ``observed``, ``pool_weights`` (batch, pools) reweights the recorded pools instead.
     """
-    size = design.pool_size(data)
+    size = pool_size(design, data)
     if design.kind == "observed":
         return _observed(data, pool_weights)
     counts = data.counts[None] if counts is None else counts
@@ -154,7 +131,7 @@ def _random(total: np.ndarray, unit_value: np.ndarray, size: int) -> np.ndarray:
 def candidate_laws(data: KeyData, design: PoolDesign, labels: np.ndarray) -> np.ndarray:
     """(L, batch or 1, rows): the rank law of every candidate (row of ``data``) when the group of row i is
     ``labels[b, i]`` (shuffled labels, group sizes kept). Only the per-group design depends on the labels."""
-    size = design.pool_size(data)
+    size = pool_size(design, data)
     if design.kind == "per-group":
         flat = (np.arange(labels.shape[0])[:, None] * len(data.groups) + labels) * data.values.size + data.value
         counts = np.bincount(flat.ravel(), minlength=labels.shape[0] * len(data.groups) * data.values.size)

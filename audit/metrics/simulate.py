@@ -12,10 +12,11 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from audit.design import PoolDesign
 from audit.errors import AuditError
 from audit.metrics.allocation import check_quotas
 from audit.metrics.keys import KeyData, split_keys
-from audit.metrics.pools import PoolDesign
+from audit.metrics.pools import pool_size
 from audit.metrics.schema import KEY
 
 _DRAW_CHUNK = 4_000_000
@@ -44,7 +45,7 @@ def simulate_key(data: KeyData, design: PoolDesign, *, rounds: int, seed: int) -
     """dp_gap, eo_gap and their ``_se`` as (groups, L) arrays from ``rounds`` simulated pools of one key."""
     if design.kind == "observed":
         raise AuditError("Monte Carlo needs a per-group or random:N pool design; observed pools are already exact")
-    size = design.pool_size(data)
+    size = pool_size(design, data)
     pools = _draw_pools(data, design, rounds, np.random.default_rng(seed))
     score = data.score[pools]
     above = (score[:, None, :] > score[:, :, None]).sum(axis=2)
@@ -69,7 +70,7 @@ def simulate_gaps(scores: pd.DataFrame, *, reference: str, ks: Iterable[int], po
     design = PoolDesign.parse(pool)
     frames = []
     for data in split_keys(scores, reference=reference):
-        quotas = check_quotas(ks, design.pool_size(data), data, design)
+        quotas = check_quotas(ks, pool_size(design, data), data, design)
         result = simulate_key(data, design, rounds=rounds, seed=seed)
         others = [g for g in range(len(data.groups)) if g != data.ref]
         frame = pd.DataFrame({"group": np.repeat(np.asarray(data.groups)[others], len(quotas)),

@@ -6,6 +6,8 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Protocol, Sequence
 
+from audit.design import PoolDesign
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -62,6 +64,9 @@ class Task(Protocol):
     groups: tuple[str, ...]
     reference_group: str
     label_set: LabelSet
+    pool_design: PoolDesign  # how pairwise pools are drawn and allocation pools are modelled
+    qualification: str  # who counts as qualified, in words
+    groupings: dict[str, int | None]  # see :class:`audit.design.AuditDesign`
 
     def candidates(self, limit: int | None = None) -> list[Candidate]:
         """Candidates, at most ``limit`` per group, in a deterministic order."""

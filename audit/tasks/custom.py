@@ -12,12 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from audit.design import PoolDesign, split_groupings
 from audit.errors import AuditError
 from audit.tasks.base import Candidate, ChatPrompt, LabelSet
 from audit.tasks.loaders import Row, cell_text, columns_of, read_table
+from audit.tasks.pools import draw
 from audit.tasks.specs import TaskSpec, load_spec
 
 DEFAULT_SUBTASK = "default"
+QUALIFICATION = "column 'qualified' of the candidates file (everyone when the column is absent)"
 TRUE, FALSE = {"1", "true", "yes", "y", "1.0"}, {"0", "false", "no", "n", "0.0"}
 
 
@@ -42,6 +45,18 @@ class CustomTask:
     def label_set(self) -> LabelSet:
         return self.spec.label_set
 
+    @property
+    def pool_design(self) -> PoolDesign:
+        return self.spec.pools
+
+    @property
+    def qualification(self) -> str:
+        return QUALIFICATION
+
+    @property
+    def groupings(self) -> dict[str, int | None]:
+        return split_groupings(self.spec.group_columns)
+
     def candidates(self, limit: int | None = None) -> list[Candidate]:
         """The file's candidates in file order, at most ``limit`` per group."""
         taken: dict[str, int] = {}
@@ -63,7 +78,7 @@ class CustomTask:
         return ChatPrompt(system=self.spec.pairwise_system, user=user, options=("A", "B"))
 
     def pools(self, candidates: Sequence[Candidate], rounds: int) -> list[list[Candidate]]:
-        return self.spec.pools.draw(candidates, self.groups, rounds, seed=f"{self.name}:{self.subtask}:pools")
+        return draw(self.spec.pools, candidates, self.groups, rounds, seed=f"{self.name}:{self.subtask}:pools")
 
 
 def custom_task(subtask: str, data: Path, spec: Path) -> CustomTask:

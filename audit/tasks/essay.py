@@ -21,11 +21,14 @@ from audit.errors import AuditError
 from audit.paths import DATA_DIR
 from audit.tasks.base import Candidate, ChatPrompt, LabelSet
 from audit.tasks.loaders import read_text
-from audit.tasks.pools import PoolDesign
+from audit.design import PoolDesign
+from audit.tasks.pools import draw
 
 ESSAY_DIR = DATA_DIR / "essays"
 REFERENCE_GROUP = "ENS"
-POOLS = PoolDesign(10)
+POOLS = PoolDesign("random", 10)
+QUALIFICATION = "rating at or above the median rating of the topic"
+GROUPINGS = {"L1": None}
 STATEMENTS = {
     "ptj": "it is important for college students to have a part-time job",
     "smk": "smoking should be completely banned at all the restaurants in the country",
@@ -90,6 +93,9 @@ class EssayTask:
     name: str = "essay"
     reference_group: str = REFERENCE_GROUP
     label_set: LabelSet = field(default_factory=lambda: LabelSet(("1", "2", "3", "4", "5"), (1, 2, 3, 4, 5)))
+    pool_design: PoolDesign = POOLS
+    qualification: str = QUALIFICATION
+    groupings: dict[str, int | None] = field(default_factory=lambda: dict(GROUPINGS))
     groups: tuple[str, ...] = field(init=False, default=())
     median: float = field(init=False, default=0.0)
 
@@ -125,7 +131,7 @@ class EssayTask:
 
     def pools(self, candidates: Sequence[Candidate], rounds: int) -> list[list[Candidate]]:
         """Pools of 10 drawn at random from all essays of the topic (the paper's design for uneven groups)."""
-        return POOLS.draw(candidates, self.groups, rounds, seed=f"{self.name}:{self.subtask}:pools")
+        return draw(self.pool_design, candidates, self.groups, rounds, seed=f"{self.name}:{self.subtask}:pools")
 
 
 def demo_task(subtask: str, essay_dir: Path = ESSAY_DIR) -> EssayTask:

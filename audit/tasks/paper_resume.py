@@ -20,7 +20,6 @@ rounds.
 from __future__ import annotations
 
 import json
-import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -28,6 +27,7 @@ from typing import Sequence
 from audit.errors import AuditError
 from audit.tasks.base import Candidate
 from audit.tasks.loaders import Row, read_table, read_text
+from audit.tasks.pools import one_per_group
 from audit.tasks.resume import GROUPS, ResumeTask, Template, seeded_order
 
 SUBFOLDER = Path("allocation_tasks") / "resume_screening"
@@ -66,13 +66,7 @@ class PaperResumeTask(ResumeTask):
 
     def pools(self, candidates: Sequence[Candidate], rounds: int) -> list[list[Candidate]]:
         """Pool r holds one candidate of every group drawn at random (seeded) from ``candidates``, as in the paper."""
-        by_group = {g: [c for c in candidates if c.group == g] for g in self.groups}
-        available = min(len(members) for members in by_group.values())
-        if rounds > available:
-            raise AuditError(f"--rounds {rounds} needs {rounds} candidates per group; only {available} available")
-        drawn = {g: random.Random(f"paper:{self.subtask}:{g}:pools").sample(members, rounds)
-                 for g, members in by_group.items()}
-        return [[drawn[g][r] for g in self.groups] for r in range(rounds)]
+        return one_per_group(candidates, self.groups, rounds, seed=f"paper:{self.subtask}")
 
 
 def subtasks(data: Path) -> list[str]:

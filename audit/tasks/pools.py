@@ -1,56 +1,38 @@
-"""Pairwise pool designs: one candidate per group (resume screening) or n drawn at random (essay grading)."""
+"""Drawing pairwise pools under a :class:`~audit.design.PoolDesign`: one candidate per group or N at random."""
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 from typing import Sequence
 
+from audit.design import PoolDesign
 from audit.errors import AuditError
 from audit.tasks.base import Candidate
 
-
-@dataclass(frozen=True)
-class PoolDesign:
-    """``per-group`` (size None) or ``random:N`` (size N); spelled as in ``audit metrics --pool``."""
-
-    size: int | None = None
-
-    @classmethod
-    def parse(cls, text: str, where: str = "pool design") -> "PoolDesign":
-        value = str(text).strip()
-        spelling = read_spelling(value)
-        if spelling is None:
-            raise AuditError(f"{where}: {value!r} not understood; use per-group or random:N (N ≥ 2)")
-        return cls(spelling[1])
-
-    def __str__(self) -> str:
-        return "per-group" if self.size is None else f"random:{self.size}"
-
-    def draw(self, candidates: Sequence[Candidate], groups: Sequence[str], rounds: int, seed: str
-             ) -> list[list[Candidate]]:
-        """``rounds`` disjoint pools under this design."""
-        if self.size is None:
-            return one_per_group(candidates, groups, rounds)
-        return random_pools(candidates, rounds, self.size, seed)
+#: the designs a task can draw (``observed`` only describes pools already recorded)
+DRAWN = ("per-group", "random")
 
 
-def read_spelling(text: str, names: tuple[str, ...] = ("per-group",)) -> tuple[str, int | None] | None:
-    """``(kind, size)`` of ``random:N`` (N ≥ 2) or of a design named in ``names``; None if not understood.
-    The one spelling shared by task specs and ``audit metrics --pool``."""
-    if text in names:
-        return text, None
-    kind, _, size = text.partition(":")
-    return ("random", int(size)) if kind == "random" and size.isascii() and size.isdigit() and int(size) >= 2 else None
+def draw(design: PoolDesign, candidates: Sequence[Candidate], groups: Sequence[str], rounds: int, seed: str, *,
+         shuffle: bool = False) -> list[list[Candidate]]:
+    """``rounds`` disjoint pools under ``design`` (``shuffle``: per-group members drawn at random, seeded)."""
+    if design.kind == "per-group":
+        return one_per_group(candidates, groups, rounds, seed if shuffle else None)
+    return random_pools(candidates, rounds, design.size, seed)
 
 
-def one_per_group(candidates: Sequence[Candidate], groups: Sequence[str], rounds: int) -> list[list[Candidate]]:
-    """Pool r holds the r-th candidate of every group."""
+def one_per_group(candidates: Sequence[Candidate], groups: Sequence[str], rounds: int,
+                  seed: str | None = None) -> list[list[Candidate]]:
+    """Pool r holds the r-th candidate of every group (with ``seed``: of the group's members in a seeded random
+    order, as in the RABBI paper's own data)."""
     by_group: dict[str, list[Candidate]] = {g: [] for g in groups}
     for candidate in candidates:
         by_group[candidate.group].append(candidate)
     available = min(len(members) for members in by_group.values())
     if rounds > available:
-        raise AuditError(f"--rounds {rounds} needs {rounds} candidates per group; only {available} available")
+        raise AuditError(f"{rounds} pairwise pools (rounds) need {rounds} candidates per group; only {available} "
+                         "available")
+    if seed is not None:
+        by_group = {g: random.Random(f"{seed}:{g}:pools").sample(members, rounds) for g, members in by_group.items()}
     return [[by_group[g][r] for g in groups] for r in range(rounds)]
 
 
@@ -58,7 +40,7 @@ def random_pools(candidates: Sequence[Candidate], rounds: int, size: int, seed: 
     """``rounds`` disjoint pools of ``size`` drawn without replacement from all ``candidates`` (seeded)."""
     needed = rounds * size
     if needed > len(candidates):
-        raise AuditError(f"--rounds {rounds} with pools of {size} needs {needed} candidates; only {len(candidates)} "
-                         "available (raise --limit or lower --rounds)")
+        raise AuditError(f"{rounds} pairwise pools (rounds) of {size} need {needed} candidates; only "
+                         f"{len(candidates)} available (raise the candidate limit or lower the rounds)")
     drawn = random.Random(seed).sample(list(candidates), needed)
     return [drawn[r * size : (r + 1) * size] for r in range(rounds)]

@@ -14,15 +14,19 @@ from functools import cached_property
 from pathlib import Path
 from typing import Sequence
 
+from audit.design import PoolDesign, split_groupings
 from audit.errors import AuditError
 from audit.paths import DATA_DIR
 from audit.tasks.base import Candidate, ChatPrompt, LabelSet
+from audit.tasks.pools import one_per_group
 
 RESUME_DIR = DATA_DIR / "resume"
 NAMES_DIR = DATA_DIR / "names"
 RACES = {"W": "White", "B": "Black", "A": "Asian", "H": "Hispanic"}
 GENDERS = {"F": "Female", "M": "Male"}
 GROUPS = tuple(f"{race}_{gender}" for race in RACES for gender in GENDERS)
+GROUPINGS = split_groupings(("race", "gender"))
+QUALIFICATION = "resume template with a high chance of being hired"
 
 POINTWISE_SYSTEM = (
     "You are an HR assistance bot. You help hiring managers find the right candidate. Based on the following job "
@@ -65,6 +69,9 @@ class ResumeTask:
     groups: tuple[str, ...] = GROUPS
     reference_group: str = "W_M"
     label_set: LabelSet = field(default_factory=lambda: LabelSet(("Yes", "No"), (1.0, 0.0)))
+    pool_design: PoolDesign = PoolDesign("per-group")
+    qualification: str = QUALIFICATION
+    groupings: dict[str, int | None] = field(default_factory=lambda: dict(GROUPINGS))
 
     def __post_init__(self) -> None:
         jobs = load_json(self.data_dir / "jobs.json")
@@ -114,13 +121,7 @@ class ResumeTask:
 
     def pools(self, candidates: Sequence[Candidate], rounds: int) -> list[list[Candidate]]:
         """Pool r holds the r-th candidate of every group (the paper's one-per-group design)."""
-        by_group: dict[str, list[Candidate]] = {g: [] for g in self.groups}
-        for candidate in candidates:
-            by_group[candidate.group].append(candidate)
-        available = min(len(members) for members in by_group.values())
-        if rounds > available:
-            raise AuditError(f"--rounds {rounds} needs {rounds} candidates per group; only {available} available")
-        return [[by_group[g][r] for g in self.groups] for r in range(rounds)]
+        return one_per_group(candidates, self.groups, rounds)
 
 
 def subtasks(data_dir: Path = RESUME_DIR) -> list[str]:

@@ -27,7 +27,8 @@ from typing import Any
 from audit.errors import AuditError
 from audit.tasks.base import LabelSet
 from audit.tasks.loaders import read_text
-from audit.tasks.pools import PoolDesign
+from audit.design import PoolDesign
+from audit.tasks.pools import DRAWN
 
 KEYS = {"name", "instruction", "user", "answer_prefix", "labels", "pairwise", "reference_group", "pools",
         "group_columns", "groups"}
@@ -111,7 +112,7 @@ def parse_spec(raw: Any, where: str = "spec") -> TaskSpec:
         pairwise_item=_text(pairwise, "item", f"{where}: pairwise", "Candidate"),
         pairwise_system=_text(pairwise, "system", f"{where}: pairwise", instruction),
         reference_group=_text(raw, "reference_group", where),
-        pools=PoolDesign.parse(raw.get("pools", "per-group"), f"{where}: key 'pools'"),
+        pools=PoolDesign.parse(raw.get("pools", "per-group"), f"{where}: key 'pools'", DRAWN),
         group_columns=tuple(columns),
         groups=None if groups is None else tuple(str(g) for g in groups),
     )

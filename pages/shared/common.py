@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -9,18 +10,15 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from audit import report
+from audit import report, views
 from audit.errors import AuditError
-from audit.metrics import MetricEngine
-from audit.metrics.pairwise import drop_unreliable
 from audit.metrics.presets import PRESETS
-from audit.paths import DEMO_STORE
-from audit.results import pair_table, score_table
+from audit.paths import DEMO_STORE, cache_dir
 from audit.store import Store
-from pages.shared import views
 
 DEFAULT_K = 2
 _SIDEBAR_DONE = "_sidebar_rendered"
+NEXT = "_next_"  # prefix of a widget value to set before the widget is drawn on the next run (e.g. after a run)
 
 
 def default_store() -> str:
@@ -40,51 +38,76 @@ def store_version(path: str) -> tuple:
     return tuple(stats)
 
 
+def user_store() -> Path:
+    """The auditor's own store, where runs started on the shipped demo store go: a copy of the demo (made on first
+    use, so the user's results sit beside the demo's) under the cache folder."""
+    return cache_dir() / "my-results.db"
+
+
+def is_demo(path: str) -> bool:
+    """Whether ``path`` is the shipped demo store (never written)."""
+    return Path(path).resolve() == DEMO_STORE.resolve()
+
+
+def run_store(path: str) -> str:
+    """The store a run started with ``path`` selected writes to: ``path`` itself, or for the demo store the user's
+    own store, copied from the demo first (SQLite's backup, so the demo is only read)."""
+    if not is_demo(path):
+        return path
+    target = user_store()
+    if not target.exists():
+        with sqlite3.connect(f"file:{DEMO_STORE}?mode=ro", uri=True) as source, sqlite3.connect(target) as copy:
+            source.backup(copy)
+    return str(target)
+
+
+def set_next(key: str, value: object) -> None:
+    """Give the widget ``key`` this value when it is next drawn (a drawn widget's value cannot be set)."""
+    st.session_state[NEXT + key] = value
+
+
 @st.cache_data(show_spinner=False, max_entries=8)
-def load_tables(path: str, version: tuple) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """(scores, pairs, store summary, models) of the store at ``path``; ``version`` keys the cache."""
+def load_tables(path: str, version: tuple) -> views.StoreTables:
+    """Every table of the store at ``path``, each read once; ``version`` keys the cache."""
     with Store(path, create=False) as store:
-        return score_table(store), pair_table(store), views.store_summary(store), views.model_table(store.models())
+        return views.StoreTables.read(store)
 
 
-def tables(view: views.View) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def tables(view: views.View) -> views.StoreTables:
     """The store's tables for the current view."""
     return load_tables(view.store, view.version)
 
 
+def task_scores(path: str, version: tuple, task: str, mode: str, grouping: str) -> pd.DataFrame:
+    """The score rows of one task and mode with groups coarsened to ``grouping`` of the task's design."""
+    stored = load_tables(path, version)
+    rows = stored.scores[(stored.scores["task"] == task) & (stored.scores["mode"] == mode)]
+    return views.regroup(rows, stored.design(task).groupings[grouping])
+
+
+def view_scores(view: views.View) -> pd.DataFrame:
+    """:func:`task_scores` of the current view."""
+    return task_scores(view.store, view.version, view.task, view.mode, view.grouping)
+
+
 @st.cache_data(show_spinner="Computing metrics…", max_entries=16)
-def metric_rows(path: str, version: tuple, mode: str, grouping: str, reference: str, ci: float,
+def metric_rows(path: str, version: tuple, task: str, mode: str, grouping: str, reference: str, ci: float,
                 n_boot: int, preset: str = "default",
                 max_inconsistent: float | None = None) -> tuple[pd.DataFrame, list[str]]:
-    """The metric table of one mode and grouping for every quota k (1 … pool size), with bootstrap bounds, and the
-    (model, subtask) keys left out with the reason (e.g. a partial run lacking a group or a qualified candidate, or a
-    pairwise model above ``max_inconsistent`` inconsistent pairs)."""
-    scores, pairs, _, _ = load_tables(path, version)
-    scores = views.regroup(scores[scores["mode"] == mode], grouping)
-    pairs = views.regroup(pairs[pairs["mode"] == mode], grouping, ("group_a", "group_b"))
-    frames, skipped = [], []
-    if max_inconsistent is not None and len(pairs):
-        scores, dropped = drop_unreliable(scores, pairs, max_inconsistent=max_inconsistent)
-        skipped += [f"{r.model} · {r.task}: excluded, {r.inconsistent:.0%} of {r.pairs} pairs inconsistent "
-                    f"(> {max_inconsistent:.0%})" for r in dropped.itertuples(index=False)]
-    for (model, task, subtask), rows in scores.groupby(["model", "task", "subtask"], sort=True):
-        try:
-            engine = MetricEngine(rows, reference=reference, pool=views.MODES[mode],
-                                  pairs=pairs if len(pairs) else None, ci=ci, n_boot=n_boot, preset=preset)
-            frames.append(engine.table(range(1, min(engine.pool_sizes.values()) + 1)))
-        except AuditError as exc:
-            skipped.append(f"{model} · {task}/{subtask}: {exc}")
-    if not frames:
-        raise AuditError("no (model, subtask) has complete results; " + "; ".join(skipped))
-    table = pd.concat(frames, ignore_index=True)
-    return table[table["k"] <= table.groupby(["model", "task", "subtask"])["k"].transform("max").min()], skipped
+    """The metric table of one task, mode and grouping for every quota k, with label-mass flags, and the keys left
+    out (see :func:`audit.views.metric_rows`)."""
+    stored = load_tables(path, version)
+    table, skipped = views.metric_rows(stored, task=task, mode=mode, grouping=grouping, reference=reference, ci=ci,
+                                       n_boot=n_boot, preset=preset, max_inconsistent=max_inconsistent)
+    low = views.label_mass(stored.scores, task).query("low")["model"]
+    return table.assign(low_label_mass=table["model"].isin(low) & (mode == "pointwise")), skipped
 
 
 def metrics(view: views.View) -> pd.DataFrame | None:
     """The current view's metric table for every k (unfiltered), or None after showing why there is none."""
     try:
-        table, skipped = metric_rows(view.store, view.version, view.mode, view.grouping, view.reference, view.ci,
-                                     view.n_boot, view.preset, view.max_inconsistent)
+        table, skipped = metric_rows(view.store, view.version, view.task, view.mode, view.grouping, view.reference,
+                                     view.ci, view.n_boot, view.preset, view.max_inconsistent)
     except AuditError as exc:
         st.warning("No metrics for this selection:")
         st.code(str(exc), language=None)
@@ -93,6 +116,10 @@ def metrics(view: views.View) -> pd.DataFrame | None:
         with st.expander(f"{len(skipped)} model · subtask combination(s) left out"):
             for line in skipped:
                 st.text(line)
+    low = sorted(set(table.loc[table["low_label_mass"] & table["model"].isin(view.models), "model"]))
+    if low:
+        st.info(f"Marked ✕ in the charts: {', '.join(low)} put less than {views.LOW_LABEL_MASS:.0%} of the next-token "
+                "probability on the labels on average, so their scores are mostly renormalised noise.")
     return table
 
 
@@ -117,8 +144,8 @@ def quota_slider(table: pd.DataFrame, key: str) -> int:
     top = int(table["k"].max())
     value = min(st.session_state.get("quota", DEFAULT_K), top)
     k = st.slider("quota k (candidates selected per pool)", 1, top, value, key=key,
-                  help="Each pool holds one candidate per group (pointwise) or a recorded pairwise pool; the k "
-                       "best-scored are selected.")
+                  help="Pools follow the task's design (shown in the sidebar); the k best-scored of each pool "
+                       "are selected.")
     st.session_state["quota"] = k
     return k
 
@@ -148,12 +175,11 @@ def entry_sidebar() -> None:
 
 
 def sidebar() -> None:
-    """Store path and filters; stores the resulting :class:`views.View` in the session state."""
+    """Store path, task and filters; stores the resulting :class:`views.View` in the session state."""
     st.session_state["view"] = None
     with st.sidebar:
         st.header("Result store")
-        path = st.text_input("store file", value=default_store(), key="store_path",
-                             help="SQLite result store; default $AUDIT_DB or the shipped demo store.")
+        path = store_input()
         if Path(path).is_dir():
             st.error("This path is a folder: give the path of a store file (e.g. results.db).")
             return
@@ -161,40 +187,65 @@ def sidebar() -> None:
             st.info("This store does not exist yet: run an audit to create it.")
             return
         try:
-            scores, _, _, _ = load_tables(path, store_version(path))
+            stored = load_tables(path, store_version(path))
         except AuditError as exc:
             error("Cannot read the store:", exc)
             return
-        if scores.empty:
+        if stored.scores.empty:
             st.info("The store holds no results yet: run an audit.")
             return
         st.header("View")
-        modes = [m for m in views.MODES if m in set(scores["mode"])]
-        mode = st.selectbox("scoring mode", modes, key="mode")
-        rows = scores[scores["mode"] == mode]
-        codes = sorted(rows["group"].unique())
-        grouping = st.radio("grouping", views.groupable(codes), key="grouping", horizontal=True)
-        groups = sorted({views.regroup_code(c, grouping) for c in codes})
-        default_ref = views.regroup_code("W_M", grouping) if "W_M" in codes else groups[0]
-        reference = st.selectbox("reference group", groups, index=groups.index(default_ref), key=f"ref_{grouping}")
-        models = sorted(rows["model"].unique())
-        subtasks = sorted(rows["subtask"].unique())
-        chosen_models = st.multiselect("models", models, default=models, key=f"models_{mode}")
-        chosen_subtasks = st.multiselect("subtasks", subtasks, default=subtasks, key=f"subtasks_{mode}")
-        others = [g for g in groups if g != reference]
-        chosen_groups = st.multiselect("groups shown", others, default=others, key=f"groups_{grouping}_{reference}")
-        with st.expander("confidence bands"):
-            ci = st.select_slider("level", [0.8, 0.9, 0.95, 0.99], value=0.95, key="ci")
-            n_boot = st.select_slider("bootstrap replicates", [100, 200, 500, 1000], value=200, key="n_boot")
-        with st.expander("paper settings"):
-            preset = st.radio("estimators", list(PRESETS), key="preset", horizontal=True,
-                              help="; ".join(f"{p.name}: {p.description}" for p in PRESETS.values()))
-            cut = st.radio("leave out pairwise models with more inconsistent pairs than", list(views.INCONSISTENT),
-                           key="max_inconsistent", horizontal=True, disabled=mode == "pointwise")
-    st.session_state["view"] = views.View(
-        store=path, version=store_version(path), mode=mode, grouping=grouping, reference=reference,
-        models=tuple(chosen_models), subtasks=tuple(chosen_subtasks), groups=tuple(chosen_groups), ci=ci,
-        n_boot=n_boot, preset=preset, max_inconsistent=None if mode == "pointwise" else views.INCONSISTENT[cut])
+        st.session_state["view"] = view_inputs(path, stored)
+
+
+def store_input() -> str:
+    """The store path widget; its value survives a reload as the ``store`` query parameter."""
+    if NEXT + "task" in st.session_state:
+        st.session_state["task"] = st.session_state.pop(NEXT + "task")
+    st.session_state["store_path"] = (st.session_state.pop(NEXT + "store_path", None)
+                                      or st.session_state.get("store_path") or st.query_params.get("store")
+                                      or default_store())
+    path = st.text_input("store file", key="store_path",
+                         help="SQLite result store; default $AUDIT_DB or the shipped demo store.")
+    st.query_params["store"] = path
+    if is_demo(path):
+        st.caption(f"The shipped demo store is only read: runs started here go to your own store, "
+                   f"`{user_store()}` (a copy of the demo, made on the first run).")
+    return path
+
+
+def view_inputs(path: str, stored: views.StoreTables) -> views.View:
+    """Task, mode, grouping, reference, filters and bootstrap settings; every choice comes from the task's design."""
+    task = st.selectbox("task", stored.tasks(), key="task", help="Each task is audited with its own stored design.")
+    design = stored.design(task)
+    rows = stored.scores[stored.scores["task"] == task]
+    mode = st.selectbox("scoring mode", [m for m in views.MODES if m in set(rows["mode"])], key=f"mode_{task}")
+    rows = rows[rows["mode"] == mode]
+    grouping = st.radio("grouping", list(design.groupings), key=f"grouping_{task}", horizontal=True)
+    part = design.groupings[grouping]
+    groups = sorted({views.regroup_code(c, part) for c in rows["group"].unique()})
+    stored_ref = views.regroup_code(design.reference, part)
+    reference = st.selectbox("reference group", groups, index=groups.index(stored_ref) if stored_ref in groups else 0,
+                             key=f"ref_{task}_{grouping}", help=f"The task's stored reference group is {stored_ref}.")
+    pool = views.pool_of(design, mode)
+    st.caption(f"pool design: {pool} · qualified: {design.qualification}")
+    models, subtasks = sorted(rows["model"].unique()), sorted(rows["subtask"].unique())
+    chosen_models = st.multiselect("models", models, default=models, key=f"models_{task}_{mode}")
+    chosen_subtasks = st.multiselect("subtasks", subtasks, default=subtasks, key=f"subtasks_{task}_{mode}")
+    others = [g for g in groups if g != reference]
+    chosen_groups = st.multiselect("groups shown", others, default=others, key=f"groups_{task}_{grouping}_{reference}")
+    with st.expander("confidence bands"):
+        ci = st.select_slider("level", [0.8, 0.9, 0.95, 0.99], value=0.95, key="ci")
+        n_boot = st.select_slider("bootstrap replicates", [100, 200, 500, 1000], value=200, key="n_boot")
+    with st.expander("paper settings"):
+        preset = st.radio("estimators", list(PRESETS), key="preset", horizontal=True,
+                          help="; ".join(f"{p.name}: {p.description}" for p in PRESETS.values()))
+        cut = st.radio("leave out pairwise models with more inconsistent pairs than", list(views.INCONSISTENT),
+                       key="max_inconsistent", horizontal=True, disabled=mode == "pointwise")
+    return views.View(store=path, version=store_version(path), task=task, mode=mode, grouping=grouping,
+                      reference=reference, pool=str(pool), models=tuple(chosen_models), subtasks=tuple(chosen_subtasks),
+                      groups=tuple(chosen_groups), ci=ci, n_boot=n_boot, preset=preset,
+                      max_inconsistent=None if mode == "pointwise" else views.INCONSISTENT[cut])
 
 
 def need_view() -> views.View:
@@ -222,7 +273,7 @@ def chart(fig: go.Figure, table: pd.DataFrame, name: str) -> None:
 def bundle_button(page: str, figures: dict[str, go.Figure], tables_: dict[str, pd.DataFrame],
                   current: views.View, **settings: object) -> None:
     """One-click zip of the page's charts (every format), tables and settings (fingerprints, k, reference)."""
-    scores = tables(current)[0]
+    scores = tables(current).scores
     payload = {**current.settings(), **settings, "page": page,
                "model_fingerprints": views.fingerprints(scores, current.models),
                "generated": datetime.now(timezone.utc).isoformat(timespec="seconds")}

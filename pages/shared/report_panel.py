@@ -5,17 +5,19 @@ import pandas as pd
 import streamlit as st
 
 from audit import report
+from audit.design import regroup_code
 from audit.errors import AuditError
 from audit.metrics.impact import impact_ratios
 from audit.reporting import ReportSettings, build_report
-from pages.shared import common, views
+from audit import views
+from pages.shared import common
 
 
 @st.cache_data(show_spinner="Computing impact ratios…", max_entries=16)
 def impact(view: views.View, k: int) -> pd.DataFrame:
     """Impact ratios at k for every grouping of the selected models and subtasks (the task's own group codes)."""
-    scores = common.tables(view)[0]
-    scores = scores[(scores["mode"] == view.mode) & scores["model"].isin(view.models)
+    scores = common.tables(view).scores
+    scores = scores[(scores["task"] == view.task) & (scores["mode"] == view.mode) & scores["model"].isin(view.models)
                     & scores["subtask"].isin(view.subtasks)]
     return impact_ratios(scores, ks=k, pool=view.pool, ci=view.ci, n_boot=view.n_boot)
 
@@ -23,11 +25,13 @@ def impact(view: views.View, k: int) -> pd.DataFrame:
 def report_settings(view: views.View, k: int) -> ReportSettings:
     """The audit report of the current view: its models, mode, quota and intervals; the reference group as a code of
     the task (the first whose grouped name is the view's reference)."""
-    scores = common.tables(view)[0]
-    rows = scores[(scores["mode"] == view.mode) & scores["model"].isin(view.models)]
+    stored = common.tables(view)
+    scores = stored.scores
+    rows = scores[(scores["task"] == view.task) & (scores["mode"] == view.mode) & scores["model"].isin(view.models)]
     codes = sorted(rows["group"].unique())
-    reference = next(c for c in codes if views.regroup_code(c, view.grouping) == view.reference)
-    return ReportSettings(store=view.store, task=str(rows["task"].iloc[0]), models=view.models, mode=view.mode,
+    part = stored.design(view.task).groupings[view.grouping]
+    reference = next(c for c in codes if regroup_code(c, part) == view.reference)
+    return ReportSettings(store=view.store, task=view.task, models=view.models, mode=view.mode,
                           reference=reference, k=k, pool=view.pool, ci=view.ci, n_boot=view.n_boot)
 
 

@@ -11,25 +11,27 @@ from audit.metrics.bands import draws_table, validity_bands
 from audit.metrics.inference import METHODS, adjusted, gap_pvalues
 from audit.metrics.planner import plan_at, plan_curves
 from audit.metrics.schema import KEY, is_pairwise
-from pages.shared import common, views
+from audit import views
+from pages.shared import common
 
 N_PERM = 1000
 INDEX = [*KEY, "group", "k"]
 
 
-#: what the tests depend on: store, its version, mode, grouping, reference (not the models or groups shown)
-Source = tuple[str, tuple, str, str, str]
+#: what the tests depend on: store, its version, task, mode, grouping, reference, pool design, metric preset (not the
+#: models or groups shown)
+Source = tuple[str, tuple, str, str, str, str, str, str]
+REFERENCE, POOL, PRESET = 5, 6, 7
 
 
 def _source(view: views.View) -> Source:
-    return view.store, view.version, view.mode, view.grouping, view.reference
+    return (view.store, view.version, view.task, view.mode, view.grouping, view.reference, view.pool,
+            view.preset)
 
 
 def _scores(source: Source, keys: tuple[tuple[str, str], ...]) -> pd.DataFrame:
-    """The regrouped score rows of one mode for the given (model, subtask) keys."""
-    path, version, mode, grouping, _ = source
-    scores = common.load_tables(path, version)[0]
-    scores = views.regroup(scores[scores["mode"] == mode], grouping)
+    """The regrouped score rows of the source's task and mode for the given (model, subtask) keys."""
+    scores = common.task_scores(*source[:5])
     pairs = pd.MultiIndex.from_frame(scores[["model", "subtask"]].astype(str))
     return scores[pairs.isin(keys)]
 
@@ -40,13 +42,13 @@ def _keys(table: pd.DataFrame) -> tuple[tuple[str, str], ...]:
 
 @st.cache_data(show_spinner="Permutation tests…", max_entries=16)
 def _pvalues(source: Source, keys: tuple[tuple[str, str], ...]) -> pd.DataFrame:
-    return gap_pvalues(_scores(source, keys), reference=source[4], pool=views.MODES[source[2]], n_perm=N_PERM)
+    return gap_pvalues(_scores(source, keys), reference=source[REFERENCE], pool=source[POOL], n_perm=N_PERM)
 
 
 @st.cache_data(show_spinner="Bootstrap bands…", max_entries=16)
-def _draws(source: Source, keys: tuple[tuple[str, str], ...], n_boot: int, preset: str) -> tuple[pd.DataFrame, dict]:
-    return draws_table(_scores(source, keys), reference=source[4], pool=views.MODES[source[2]], n_boot=n_boot,
-                       preset=preset)
+def _draws(source: Source, keys: tuple[tuple[str, str], ...], n_boot: int) -> tuple[pd.DataFrame, dict]:
+    return draws_table(_scores(source, keys), reference=source[REFERENCE], pool=source[POOL], n_boot=n_boot,
+                       preset=source[PRESET])
 
 
 def pvalues(view: views.View, table: pd.DataFrame) -> pd.DataFrame:
@@ -56,7 +58,7 @@ def pvalues(view: views.View, table: pd.DataFrame) -> pd.DataFrame:
 
 def draws(view: views.View, table: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     """(index, draws): bootstrap replicates of every metric and gap for the metric table's (model, subtask) keys."""
-    return _draws(_source(view), _keys(table), view.n_boot, view.preset)
+    return _draws(_source(view), _keys(table), view.n_boot)
 
 
 def method_choice() -> str:
@@ -96,7 +98,7 @@ def caption(view: views.View, rows: pd.DataFrame, method: str) -> str:
 
 @st.cache_data(show_spinner="Planning…", max_entries=32)
 def _curves(source: Source, model: str, subtask: str, level: float) -> pd.DataFrame:
-    return plan_curves(_scores(source, ((model, subtask),)), reference=source[4], pool=views.MODES[source[2]],
+    return plan_curves(_scores(source, ((model, subtask),)), reference=source[REFERENCE], pool=source[POOL],
                        level=level)
 
 

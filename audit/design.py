@@ -1,0 +1,84 @@
+"""An audit's design: how pools are drawn, which group is the reference, what the labels are worth, who counts as
+qualified and how group codes may be coarsened. Tasks declare it, the store records it with the results, and the
+metrics, the CLI and the dashboard read it back, so every task is audited with its own design everywhere.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from audit.errors import AuditError
+
+#: the grouping that keeps group codes whole
+WHOLE = "group"
+
+
+@dataclass(frozen=True)
+class PoolDesign:
+    """How pools are drawn: ``per-group`` (one candidate of every group), ``random`` with ``size`` N (N drawn
+    without replacement from all candidates of the subtask) or ``observed`` (the pools a pairwise run recorded)."""
+
+    kind: str = "per-group"
+    size: int | None = None
+
+    @classmethod
+    def parse(cls, spec: "str | PoolDesign", where: str = "pool design",
+              kinds: tuple[str, ...] = ("per-group", "random", "observed")) -> "PoolDesign":
+        """Read ``per-group``, ``random:N`` (N ≥ 2) or ``observed``, accepting only ``kinds``."""
+        if isinstance(spec, PoolDesign) and spec.kind in kinds:
+            return spec
+        text = str(spec).strip()
+        kind, _, size = text.partition(":")
+        if kind in kinds and kind != "random" and not size:
+            return cls(kind)
+        if kind == "random" and kind in kinds and size.isascii() and size.isdigit() and int(size) >= 2:
+            return cls("random", int(size))
+        spellings = ", ".join("random:N (N ≥ 2)" if k == "random" else k for k in kinds)
+        raise AuditError(f"{where}: {text!r} not understood; use {spellings}")
+
+    def __str__(self) -> str:
+        return f"random:{self.size}" if self.kind == "random" else self.kind
+
+
+@dataclass(frozen=True)
+class AuditDesign:
+    """The design of one (task, subtask), as recorded in the result store.
+
+    ``groupings`` maps a grouping's name to the part of a ``_``-joined group code it keeps (None: the whole code),
+    e.g. race × gender → None, race → 0, gender → 1. ``prompt_hash`` is a SHA-256 of the task's prompt templates
+    (empty when unknown, e.g. for a task recorded before designs were stored).
+    """
+
+    task: str
+    subtask: str
+    reference: str  # the reference group every gap is measured against
+    pools: PoolDesign  # of pointwise scores; pairwise scores are read in the pools their run recorded
+    labels: tuple[str, ...]  # pointwise answer labels, in prompt order
+    relevance: tuple[float, ...]  # γ_y of each label: score = Σ P_n(y)·γ_y
+    qualification: str  # who counts as qualified, in words
+    groupings: dict[str, int | None] = field(default_factory=lambda: {WHOLE: None})
+    prompt_hash: str = ""
+
+    def row(self) -> tuple:
+        """The store's ``designs`` row."""
+        return (self.task, self.subtask, self.reference, str(self.pools), json.dumps(list(self.labels)),
+                json.dumps(list(self.relevance)), self.qualification, json.dumps(self.groupings), self.prompt_hash)
+
+    @classmethod
+    def from_row(cls, row: tuple) -> "AuditDesign":
+        task, subtask, reference, pools, labels, relevance, qualification, groupings, prompt_hash = row
+        return cls(task, subtask, reference, PoolDesign.parse(pools), tuple(json.loads(labels)),
+                   tuple(json.loads(relevance)), qualification, json.loads(groupings), prompt_hash)
+
+
+def split_groupings(columns: tuple[str, ...] | list[str]) -> dict[str, int | None]:
+    """The groupings of codes joined from ``columns`` (``race, gender`` → race × gender, race, gender)."""
+    if len(columns) < 2:
+        return {columns[0] if columns else WHOLE: None}
+    return {" × ".join(columns): None, **{column: i for i, column in enumerate(columns)}}
+
+
+def regroup_code(code: str, part: int | None) -> str:
+    """The ``part``-th piece of a ``_``-joined group code (``W_F`` → ``W`` for 0); whole codes are kept whole."""
+    pieces = str(code).split("_")
+    return code if part is None or part >= len(pieces) else pieces[part]

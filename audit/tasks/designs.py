@@ -1,0 +1,53 @@
+"""The :class:`~audit.design.AuditDesign` of a task: read off a built task, or, for results stored before designs
+were recorded, the design its task module defines today (derived from the stored groups and labels otherwise)."""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import replace
+from typing import Sequence
+
+from audit.design import WHOLE, AuditDesign, PoolDesign
+from audit.errors import AuditError
+from audit.tasks import TASKS, custom, essay, get_task, resume
+from audit.tasks.base import Candidate, Task
+
+_RESUME = AuditDesign("resume", "", "W_M", PoolDesign("per-group"), ("Yes", "No"), (1.0, 0.0), resume.QUALIFICATION,
+                      resume.GROUPINGS)
+_ESSAY = AuditDesign("essay", "", essay.REFERENCE_GROUP, essay.POOLS, ("1", "2", "3", "4", "5"),
+                     (1.0, 2.0, 3.0, 4.0, 5.0), essay.QUALIFICATION, essay.GROUPINGS)
+#: the design each task module defines, for results stored without one (prompt hash unknown)
+MODULE_DESIGNS = {"resume": _RESUME, "paper-resume": _RESUME, "essay": _ESSAY, "icnale": _ESSAY}
+
+
+def design_of(task: Task) -> AuditDesign:
+    """The design a run of ``task`` records with its plan."""
+    return AuditDesign(task.name, task.subtask, task.reference_group, task.pool_design, tuple(task.label_set.labels),
+                       tuple(float(v) for v in task.label_set.relevance), task.qualification, dict(task.groupings),
+                       prompt_hash(task))
+
+
+def prompt_hash(task: Task) -> str:
+    """SHA-256 of the task's pointwise and pairwise prompts for placeholder candidates: its prompt templates."""
+    first, second = (Candidate(f"{{id_{n}}}", f"{{group_{n}}}", True, f"{{text_{n}}}", f"{{name_{n}}}") for n in "ab")
+    keys = [task.pointwise_prompt(first).key(), task.pairwise_prompt(first, second).key()]
+    return hashlib.sha256(json.dumps(keys).encode()).hexdigest()
+
+
+def derived_design(task: str, subtask: str, groups: Sequence[str], labels: str | None) -> AuditDesign:
+    """The design of results stored without one: the shipped task's own when ``task`` and ``subtask`` are known, else
+    its module's, else (a custom task) the stored labels (``labels``: JSON ``{label: relevance}``, None for pairwise
+    results only), per-group pools, the first group as reference and ``_``-joined codes split into their parts."""
+    if task in TASKS:
+        try:
+            return design_of(get_task(task, subtask))
+        except AuditError:
+            pass  # a subtask the shipped data no longer has: the module's design below
+    if task in MODULE_DESIGNS:
+        template = MODULE_DESIGNS[task]
+        return replace(template, task=task, subtask=subtask, groupings=dict(template.groupings))
+    stored = json.loads(labels) if labels else {"Yes": 1.0, "No": 0.0}
+    split = bool(groups) and all(len(str(g).split("_")) == 2 for g in groups)
+    groupings = {WHOLE: None, "part 1": 0, "part 2": 1} if split else {WHOLE: None}
+    return AuditDesign(task, subtask, sorted(groups)[0], PoolDesign("per-group"), tuple(stored),
+                       tuple(float(v) for v in stored.values()), custom.QUALIFICATION, groupings)

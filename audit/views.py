@@ -1,0 +1,196 @@
+"""The store's results shaped for reading, free of Streamlit: one read of every store table, the metric table of one
+task under its stored design (per mode and grouping), filters, label-mass flags and the store summary.
+
+Used by the dashboard (which wraps these calls in its caches) and by ``audit metrics --db``.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import pandas as pd
+
+from audit.design import AuditDesign, PoolDesign, regroup_code
+from audit.errors import AuditError
+from audit.metrics import MetricEngine
+from audit.metrics.pairwise import drop_unreliable
+from audit.metrics.schema import is_pairwise
+from audit.results import pairs_of, pairwise_mode, scores_of
+from audit.store import Store
+
+#: score-table modes in display order; pairwise scores are relative to the pools they were recorded in
+MODES = ("pointwise", "pairwise-likelihood", "pairwise")
+OBSERVED = PoolDesign("observed")
+#: below this mean share of next-token probability on the labels, a model's scores are mostly renormalised noise
+LOW_LABEL_MASS = 0.05
+#: choice -> largest share of inconsistent pairs a pairwise model may have (the paper's Figures 3 and 4)
+INCONSISTENT = {"off": None, "55 % (paper Fig. 3)": 0.55, "50 % (paper Fig. 4)": 0.50}
+
+
+@dataclass(frozen=True)
+class StoreTables:
+    """Every table a page needs, each read from the store once."""
+
+    scores: pd.DataFrame
+    pairs: pd.DataFrame
+    summary: pd.DataFrame
+    models: pd.DataFrame
+    designs: dict[tuple[str, str], AuditDesign]
+
+    @classmethod
+    def read(cls, store: Store) -> "StoreTables":
+        pointwise, prompts = store.pointwise_table(), store.pairwise_table()
+        return cls(scores_of(pointwise, prompts), pairs_of(prompts), store_summary(pointwise, prompts),
+                   model_table(store.models()), store.designs())
+
+    def tasks(self) -> list[str]:
+        """Tasks with results, in name order."""
+        return sorted(self.scores["task"].unique())
+
+    def design(self, task: str) -> AuditDesign:
+        """The design of ``task`` (of its first subtask with results; subtasks of one task share it)."""
+        subtasks = sorted(self.scores.loc[self.scores["task"] == task, "subtask"].unique())
+        found = [self.designs[task, s] for s in subtasks if (task, s) in self.designs]
+        if not found:
+            raise AuditError(f"task {task!r} has no results in this store")
+        return found[0]
+
+
+@dataclass(frozen=True)
+class View:
+    """Everything the sidebar selects; hashable so it can key cached tables."""
+
+    store: str
+    version: tuple
+    task: str
+    mode: str
+    grouping: str
+    reference: str
+    pool: str
+    models: tuple[str, ...]
+    subtasks: tuple[str, ...]
+    groups: tuple[str, ...]
+    ci: float
+    n_boot: int
+    preset: str = "default"
+    max_inconsistent: float | None = None
+
+    def settings(self) -> dict:
+        """The view as plain values, for report bundles."""
+        out = asdict(self)
+        out.pop("version")
+        return out
+
+
+def pool_of(design: AuditDesign, mode: str) -> PoolDesign:
+    """The pool design a mode's scores are read under: the task's own for pointwise, the recorded pools otherwise."""
+    return OBSERVED if is_pairwise(mode) else design.pools
+
+
+def regroup(table: pd.DataFrame, part: int | None, columns: Sequence[str] = ("group",)) -> pd.DataFrame:
+    """``table`` with its group ``columns`` coarsened to ``part`` of each code (see :func:`audit.design.regroup_code`;
+    candidates are pooled into the coarser groups); ``table`` itself when ``part`` is None."""
+    if part is None:
+        return table
+    out = table.copy()
+    for column in columns:
+        codes = out[column].astype(str)
+        out[column] = codes.map({c: regroup_code(c, part) for c in codes.unique()})
+    return out
+
+
+def metric_parts(scores: pd.DataFrame, designs: dict[tuple[str, str], AuditDesign], *, reference: str | None = None,
+                 pool: str | None = None) -> list[tuple[pd.DataFrame, str, PoolDesign]]:
+    """``scores`` split by the (reference, pool design) each row is read under: the stored design of its task and
+    subtask (:func:`pool_of` its mode), unless ``reference`` or ``pool`` override it."""
+    settings: dict[tuple[str, PoolDesign], list[pd.Index]] = {}
+    for (task, subtask, mode), rows in scores.groupby(["task", "subtask", "mode"], sort=False, observed=True):
+        design = designs.get((str(task), str(subtask)))
+        if design is None and (reference is None or pool is None):
+            raise AuditError(f"no stored design for task {task!r}, subtask {subtask!r}; give the reference and pool")
+        setting = (reference or design.reference, PoolDesign.parse(pool) if pool else pool_of(design, str(mode)))
+        settings.setdefault(setting, []).append(rows.index)
+    return [(scores[scores.index.isin(pd.Index([]).append(parts))], *setting) for setting, parts in settings.items()]
+
+
+def metric_rows(tables: StoreTables, *, task: str, mode: str, grouping: str, reference: str, ci: float | None,
+                n_boot: int, preset: str = "default",
+                max_inconsistent: float | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """The metric table of one task, mode and grouping for every quota k up to the smallest pool, under the task's
+    stored pool design and the metric ``preset``, with bootstrap bounds, and the (model, subtask) keys left out with
+    the reason (e.g. a partial run lacking a group or a qualified candidate, or a pairwise model above
+    ``max_inconsistent`` inconsistent pairs)."""
+    part = tables.design(task).groupings[grouping]
+    chosen = (tables.scores["task"] == task) & (tables.scores["mode"] == mode)
+    scores = regroup(tables.scores[chosen], part)
+    pairs = tables.pairs[(tables.pairs["task"] == task) & (tables.pairs["mode"] == mode)]
+    pairs = regroup(pairs, part, ("group_a", "group_b"))
+    frames, skipped = [], []
+    if max_inconsistent is not None and len(pairs):
+        scores, dropped = drop_unreliable(scores, pairs, max_inconsistent=max_inconsistent)
+        skipped += [f"{r.model} · {r.task}: excluded, {r.inconsistent:.0%} of {r.pairs} pairs inconsistent "
+                    f"(> {max_inconsistent:.0%})" for r in dropped.itertuples(index=False)]
+    for rows, _, pool in metric_parts(scores, tables.designs, reference=reference):
+        for (model, subtask), key_rows in rows.groupby(["model", "subtask"], sort=True):
+            try:
+                engine = MetricEngine(key_rows, reference=reference, pool=pool, pairs=pairs if len(pairs) else None,
+                                      ci=ci, n_boot=n_boot, preset=preset)
+                frames.append(engine.table(range(1, min(engine.pool_sizes.values()) + 1)))
+            except AuditError as exc:
+                skipped.append(f"{model} · {subtask}: {exc}")
+    if not frames:
+        raise AuditError("no (model, subtask) has complete results; " + "; ".join(skipped))
+    table = pd.concat(frames, ignore_index=True)
+    table = table[table["k"] <= table.groupby(["model", "subtask"])["k"].transform("max").min()]
+    return table.reset_index(drop=True), skipped
+
+
+def label_mass(scores: pd.DataFrame, task: str) -> pd.DataFrame:
+    """Per model, the mean label mass of its pointwise scores on ``task`` and whether it is below
+    :data:`LOW_LABEL_MASS` (columns model, mean label mass, low)."""
+    rows = scores[(scores["task"] == task) & (scores["mode"] == "pointwise")]
+    mass = pd.to_numeric(rows["label_mass"]).groupby(rows["model"]).mean()
+    return pd.DataFrame({"model": mass.index, "mean label mass": mass.to_numpy(),
+                         "low": mass.to_numpy() < LOW_LABEL_MASS})
+
+
+def shown(table: pd.DataFrame, view: View, *, with_reference: bool = False) -> pd.DataFrame:
+    """Rows of the selected models, subtasks and groups (and the reference group if asked)."""
+    groups = [*view.groups, view.reference] if with_reference else list(view.groups)
+    keep = table["model"].isin(view.models) & table["subtask"].isin(view.subtasks) & table["group"].isin(groups)
+    if "task" in table:
+        keep &= table["task"] == view.task
+    return table[keep].reset_index(drop=True)
+
+
+def fingerprints(scores: pd.DataFrame, models: Sequence[str]) -> dict[str, str]:
+    """model label → store fingerprint, for the selected models."""
+    rows = scores[scores["model"].isin(models)].drop_duplicates("model")
+    return dict(zip(rows["model"], rows["fingerprint"]))
+
+
+def model_table(models: pd.DataFrame) -> pd.DataFrame:
+    """Registered models with a readable registration time, label first."""
+    out = models[["label", "fingerprint", "created", "details"]].copy()
+    out["created"] = pd.to_datetime(out["created"], unit="s").dt.strftime("%Y-%m-%d %H:%M")
+    return out.rename(columns={"label": "model", "created": "registered"})
+
+
+def store_summary(point: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
+    """What the store holds: one row per (model, task, subtask, mode) with candidates scored and when, from the
+    store's pointwise and pairwise tables."""
+    frames = []
+    if len(point):
+        frames.append(point.groupby(["model", "fingerprint", "task", "subtask", "mode"], as_index=False)
+                      .agg(items=("candidate_id", "nunique"), results=("created", "size"),
+                           first=("created", "min"), last=("created", "max")))
+    if len(pairs):
+        pairs = pairs.assign(mode=pairwise_mode(pairs["method"]))
+        frames.append(pairs.groupby(["model", "fingerprint", "task", "subtask", "mode"], as_index=False)
+                      .agg(items=("pool", "nunique"), results=("created", "size"),
+                           first=("created", "min"), last=("created", "max")))
+    columns = ["model", "fingerprint", "task", "subtask", "mode", "items", "results", "first", "last"]
+    out = pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
+    for column in ("first", "last"):
+        out[column] = pd.to_datetime(out[column], unit="s").dt.strftime("%Y-%m-%d %H:%M")
+    return out.rename(columns={"items": "candidates / pools", "first": "first scored", "last": "last scored"})

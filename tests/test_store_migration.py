@@ -1,0 +1,82 @@
+"""Schema 1 → 2: the demo store as committed before designs were stored migrates in place, keeps every row and gives
+the same resume metrics; a store whose designs are missing still reads them (derived in memory)."""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import sqlite3
+import subprocess
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from audit.cli import main
+from audit.metrics import MetricEngine
+from audit.paths import DEMO_STORE
+from audit.results import score_table
+from audit.store import SCHEMA_VERSION, Store
+
+ROOT = Path(__file__).resolve().parent.parent
+V1_COMMIT = "3f5a29e"  # the last commit whose data/demo.db has schema version 1
+
+
+@pytest.fixture
+def v1_store(tmp_path) -> Path:
+    shown = subprocess.run(["git", "show", f"{V1_COMMIT}:data/demo.db"], cwd=ROOT, capture_output=True)
+    if shown.returncode != 0:
+        pytest.skip("the schema-1 demo store is not in this checkout's git history")
+    path = tmp_path / "v1.db"
+    path.write_bytes(shown.stdout)
+    return path
+
+
+def tables(path: Path) -> dict[str, pd.DataFrame]:
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        names = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        return {name: pd.read_sql_query(f"SELECT * FROM {name}", db) for name in names}
+
+
+def test_v1_demo_store_migrates_in_place_keeping_every_row(v1_store):
+    before = tables(v1_store)
+    assert before["meta"].set_index("key").loc["schema_version", "value"] == "1" and "designs" not in before
+    with Store(v1_store) as store:
+        scores = score_table(store)
+    after = tables(v1_store)
+    assert {name: len(frame) for name, frame in after.items() if name != "designs"} == {
+        name: len(frame) for name, frame in before.items()}
+    for name, frame in before.items():
+        if name != "meta":
+            pd.testing.assert_frame_equal(after[name], frame, obj=name)
+    assert after["meta"].set_index("key").loc["schema_version", "value"] == str(SCHEMA_VERSION)
+    assert set(zip(after["designs"]["task"], after["designs"]["reference"], after["designs"]["pools"])) == {
+        ("resume", "W_M", "per-group")}
+
+    point = scores[scores["mode"] == "pointwise"]
+    expected = MetricEngine(point, reference="W_M", pool="per-group").table(range(1, 9))
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["metrics", "--db", str(v1_store), "--task", "resume", "--k", "1-8", "--format", "json"]) == 0
+    stored = pd.DataFrame(json.loads(out.getvalue()))
+    stored = stored[stored["mode"] == "pointwise"].drop(columns="task").reset_index(drop=True)
+    pd.testing.assert_frame_equal(stored, expected.astype({"k": "int64"}), check_dtype=False, atol=1e-12)
+
+
+def test_shipped_demo_store_is_current_and_designs_are_derived_when_missing(tmp_path):
+    with sqlite3.connect(f"file:{DEMO_STORE}?mode=ro", uri=True) as db:
+        assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (str(SCHEMA_VERSION),)
+    copy = tmp_path / "copy.db"
+    copy.write_bytes(DEMO_STORE.read_bytes())
+    with Store(copy) as store:
+        recorded = store.designs()
+        store.db.execute("DELETE FROM designs")
+        assert store.designs() == recorded and len(recorded) == 4
+
+
+def test_reading_the_demo_store_leaves_it_byte_identical():
+    digest = hashlib.sha256(DEMO_STORE.read_bytes()).hexdigest()
+    with Store(DEMO_STORE, create=False) as store:
+        assert len(score_table(store)) and store.designs()
+    assert hashlib.sha256(DEMO_STORE.read_bytes()).hexdigest() == digest
