@@ -2,7 +2,10 @@
 import pandas as pd
 import streamlit as st
 
-from audit.backend import DEFAULT_MODEL, QUANTS, REGISTRY, CausalLM, ModelRef, installed_models, resolve
+from audit.backend import DEFAULT_MODEL, QUANTS, REGISTRY, ModelRef, installed_models, resolve
+from audit.backend.api import PREFIX, api_ref
+from audit.backend.protocol import Backend
+from audit.backend.spec import BackendSpec, load_backend
 from audit.engine import PAIRWISE_METHODS, run_scoring
 from audit.errors import AuditError
 from audit.store import Store
@@ -10,22 +13,26 @@ from audit.tasks import DATA_TASKS, TASKS, get_task, list_subtasks
 from pages.shared import common
 from pages.shared.task_inputs import task_inputs
 
-OTHER = "other: hub id or local path"
+OTHER = "other: hub id, local path or openai:NAME"
 TASK_TITLES = {"resume": "resume screening (shipped)", "essay": "essay grading (shipped demo essays)",
                "custom": "my own candidates (upload + spec)", "icnale": "ICNALE essays (licensed folder)",
                "paper-resume": "RABBI paper's resume data (folder)"}
 
 
 @st.cache_resource(show_spinner="Resolving model…")
-def reference(name: str, quant: str) -> ModelRef:
-    """The fingerprinted reference of a model name (hashing a weights file once per process)."""
+def reference(name: str, quant: str, base_url: str = "", key_env: str = "", logprobs: bool = True) -> ModelRef:
+    """The fingerprinted reference of a model name (hashing a weights file, or checking an API, once per process)."""
+    if name.startswith(PREFIX):
+        return api_ref(name, base_url, key_env or None, need_logprobs=logprobs)
     return resolve(name, quant=quant)
 
 
 @st.cache_resource(show_spinner="Loading model (the first load converts the weights once)…", max_entries=2)
-def model(name: str, quant: str, batch_size: int) -> CausalLM:
-    """The loaded model, kept across reruns and sessions."""
-    return CausalLM.load(reference(name, quant), batch_size=batch_size)
+def model(name: str, quant: str, batch_size: int, base_url: str = "", key_env: str = "") -> Backend:
+    """The loaded model (or API client), kept across reruns and sessions."""
+    ref = reference(name, quant, base_url, key_env)
+    engine = "openai" if name.startswith(PREFIX) else "transformers"
+    return load_backend(BackendSpec(ref, engine, batch_size, api_key_env=key_env or None))
 
 
 common.page()
@@ -42,7 +49,13 @@ names = sorted(REGISTRY, key=lambda n: (n not in installed, n != DEFAULT_MODEL, 
 left, right = st.columns(2)
 choice = left.selectbox("model", names, key="run_model",
                         format_func=lambda n: n if n == OTHER or n in installed else f"{n} (not installed)")
-name = left.text_input("hub id or local path", key="run_model_path") if choice == OTHER else choice
+name = left.text_input("hub id, local path or openai:NAME", key="run_model_path") if choice == OTHER else choice
+base_url = key_env = ""
+if name.startswith(PREFIX):
+    base_url = left.text_input("API base URL", key="run_base_url", placeholder="http://127.0.0.1:8000/v1")
+    key_env = right.text_input("API key environment variable", key="run_key_env",
+                               help="The key is read from this variable of the dashboard's process; "
+                                    "it is never stored or shown. Leave empty for a server without a key.")
 quant = right.selectbox("quantisation", QUANTS, key="run_quant", help="auto = 4-bit NF4 on CUDA, full precision on CPU")
 task_names = [*TASKS, *DATA_TASKS]
 task_name = st.selectbox("task", task_names, key="run_task", format_func=lambda t: TASK_TITLES.get(t, t))
@@ -77,7 +90,7 @@ if st.button("Run", type="primary", disabled=not name or not tasks, key="run_sta
     st.button("Cancel", key="run_cancel", help="Stops after the batch in flight; finished batches stay stored.")
     summaries = []
     try:
-        ref = reference(name, quant)
+        ref = reference(name, quant, base_url, key_env, mode == "pointwise")
         with Store(store_path) as store:
             for task in tasks:
                 bar = st.progress(0.0, text=f"{ref.label} · {task.subtask}")
@@ -86,7 +99,7 @@ if st.button("Run", type="primary", disabled=not name or not tasks, key="run_sta
                     bar.progress(done / max(total, 1), text=f"{ref.label} · {item}: {done} / {total} prompts")
 
                 summaries.append(run_scoring(
-                    store, task, ref, lambda: model(name, quant, int(batch_size)), mode=mode,
+                    store, task, ref, lambda: model(name, quant, int(batch_size), base_url, key_env), mode=mode,
                     pairwise_method=method, limit=int(limit) if mode == "pointwise" else None, rounds=int(rounds),
                     batch_size=int(batch_size), progress=progress))
     except AuditError as exc:

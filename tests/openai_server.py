@@ -10,8 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer
 
 from audit.backend import CausalLM, resolve
 from audit.tasks.base import ChatPrompt
@@ -21,23 +20,21 @@ NAME = "smollm2-135m"
 
 def serve(port: int, key_env: str | None, die_after: int | None, logprobs: bool) -> None:
     lm = CausalLM.load(resolve(NAME), batch_size=1)
-    lock = threading.Lock()
     served = [0]
 
     def complete(body: dict) -> dict:
         messages = {m["role"]: m["content"] for m in body["messages"]}
         prompt = ChatPrompt(messages.get("system", ""), messages["user"], messages.get("assistant", ""))
-        with lock:
-            served[0] += 1
-            if die_after is not None and served[0] > die_after:
-                os._exit(1)
-            if body.get("logprobs") and body.get("max_tokens") == 1:
-                row = lm._tail_logprobs([prompt], [[]], tail=1)[0][-1]
-                values, ids = row.topk(int(body.get("top_logprobs", 1)))
-                top = [{"token": lm.tokenizer.decode([int(i)]), "logprob": float(v)} for v, i in zip(values, ids)]
-                text = top[0]["token"]
-            else:
-                text, top = lm.generate([prompt], max_new_tokens=int(body.get("max_tokens", 16)))[0], []
+        served[0] += 1
+        if die_after is not None and served[0] > die_after:
+            os._exit(1)
+        if body.get("logprobs") and body.get("max_tokens") == 1:
+            row = lm._tail_logprobs([prompt], [[]], tail=1)[0][-1]
+            values, ids = row.topk(int(body.get("top_logprobs", 1)))
+            top = [{"token": lm.tokenizer.decode([int(i)]), "logprob": float(v)} for v, i in zip(values, ids)]
+            text = top[0]["token"]
+        else:
+            text, top = lm.generate([prompt], max_new_tokens=int(body.get("max_tokens", 16)))[0], []
         content = [{"token": text, "logprob": 0.0, "top_logprobs": top}] if logprobs and top else None
         return {"model": NAME, "system_fingerprint": "test-server-1", "choices": [
             {"index": 0, "message": {"role": "assistant", "content": text},
@@ -74,7 +71,7 @@ def serve(port: int, key_env: str | None, die_after: int | None, logprobs: bool)
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    server = HTTPServer(("127.0.0.1", port), Handler)  # one request at a time, in the main thread
     print("ready", flush=True)
     server.serve_forever()
 

@@ -78,7 +78,8 @@ def test_a_server_killed_mid_run_leaves_finished_batches_and_a_rerun_completes(t
     run = ("--batch-size", "2", "--concurrency", "1")
     with server("--die-after", "4", port=port):  # 1 probe + 3 prompts: the second batch never finishes
         failed = score(db, "--base-url", f"http://127.0.0.1:{port}/v1", *run)
-    assert failed.returncode == 2 and failed.stderr.startswith("error: cannot reach http://127.0.0.1")
+    last = failed.stderr.strip().splitlines()[-1]
+    assert failed.returncode == 2 and last.startswith(f"error: cannot reach http://127.0.0.1:{port}/v1/chat")
     with Store(db) as store:
         done = store.pointwise_table()["probs"].notna().sum()
     assert done == 2

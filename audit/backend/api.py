@@ -166,6 +166,8 @@ class ApiBackend:
         self.ref = ref
         self.name = ref.label.removeprefix(PREFIX)
         self.concurrency = concurrency
+        self.batch_size = concurrency * 2  # prompts per engine batch (CAIRO reads it)
+        self.tokenizer = None  # no local tokenizer: prompts go as chat messages
         self.client = ApiClient(ref.location, key_env, retries=retries, max_requests=max_requests, backoff=backoff)
 
     def _map(self, body: Any, prompts: Sequence[ChatPrompt]) -> list[dict]:
@@ -194,6 +196,26 @@ class ApiBackend:
         answers = self._map(lambda p: chat_body(self.name, p, max_tokens=max_new_tokens, min_tokens=1,
                                                 skip_special_tokens=True), prompts)
         return [(a["choices"][0]["message"].get("content") or "").strip() for a in answers]
+
+    def sample(self, prompts: Sequence[str | ChatPrompt], seeds: Sequence[int], *, max_new_tokens: int = 20,
+               min_new_tokens: int = 1, temperature: float = 1.0, top_p: float = 1.0) -> list[str]:
+        """Sampled continuations (CAIRO) with the server's ``seed``; a ``str`` is continued as plain text
+        (``/completions``), a :class:`ChatPrompt` through the chat API."""
+        if len(seeds) != len(prompts):
+            raise AuditError(f"sample() needs one seed per prompt, got {len(seeds)} seeds for {len(prompts)} prompts")
+        options = {"max_tokens": max_new_tokens, "min_tokens": min_new_tokens, "temperature": temperature,
+                   "top_p": top_p, "skip_special_tokens": True}
+
+        def one(item: tuple[str | ChatPrompt, int]) -> str:
+            prompt, seed = item
+            if isinstance(prompt, ChatPrompt):
+                answer = self.client.call("/chat/completions", chat_body(self.name, prompt, seed=seed, **options))
+                return answer["choices"][0]["message"].get("content") or ""
+            body = {"model": self.name, "prompt": prompt, "seed": seed, **options}
+            return self.client.call("/completions", body)["choices"][0].get("text") or ""
+
+        with ThreadPoolExecutor(self.concurrency) as pool:
+            return list(pool.map(one, zip(prompts, seeds)))
 
     def option_logprobs(self, prompts: Sequence[ChatPrompt]) -> list[tuple[float, ...]]:
         raise AuditError(f"{PREFIX} models score pairwise prompts by generation only; use --pairwise-mode generate")

@@ -5,8 +5,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Callable
 
-from audit.backend import CausalLM, resolve
+from audit.backend.protocol import Backend
+from audit.backend.spec import BackendSpec, load_backend
 from audit.cairo.continuations import Decoding, generate_continuations, score_toxicity
 from audit.cairo.bias import metric_cells
 from audit.cairo.paraphrase import paraphrase_sets
@@ -14,6 +16,7 @@ from audit.cairo.prompts import load_prompts, save_prompts
 from audit.cairo.results import scored_continuations
 from audit.cairo.search import correlation_table, search_all
 from audit.cairo.toxicity import DEFAULT_SCORER, get_scorer
+from audit.commands.api_options import add_api_arguments, model_spec
 from audit.errors import AuditError
 from audit.store import Store
 
@@ -34,6 +37,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--toxicity", default=DEFAULT_SCORER,
                      help=f"{DEFAULT_SCORER!r} (alt-profanity-check) or a local text-classification model folder")
     run.add_argument("--batch-size", type=int, default=8)
+    add_api_arguments(run)
     _decoding_options(run, max_new=20, min_new=5)
     run.set_defaults(handler=run_cairo)
 
@@ -51,6 +55,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     para.add_argument("--sets", type=int, default=1, help="paraphrase sets to add (default 1)")
     para.add_argument("--out", required=True, help="prompt file to write (may be the input file)")
     para.add_argument("--batch-size", type=int, default=8)
+    add_api_arguments(para)
     _decoding_options(para, max_new=40, min_new=3)
     para.set_defaults(handler=run_paraphrase)
 
@@ -68,15 +73,15 @@ def _decoding(args: argparse.Namespace) -> Decoding:
     return Decoding(args.max_new_tokens, args.min_new_tokens, args.temperature, args.top_p, args.seed, args.samples)
 
 
-def _loader(ref, batch_size: int):
-    loaded: list[CausalLM] = []
+def _loader(spec: BackendSpec) -> Callable[[], Backend]:
+    loaded: list[Backend] = []
 
-    def load_backend() -> CausalLM:
+    def load() -> Backend:
         if not loaded:
-            loaded.append(CausalLM.load(ref, batch_size=batch_size))
+            loaded.append(load_backend(spec))
         return loaded[0]
 
-    return load_backend
+    return load
 
 
 def run_cairo(args: argparse.Namespace) -> int:
@@ -87,18 +92,19 @@ def run_cairo(args: argparse.Namespace) -> int:
         raise AuditError(f"--batch-size and --limit must be positive, got {args.batch_size} and {args.limit}")
     dimensions = [d.strip() for d in args.dimensions.split(",")] if args.dimensions else None
     prompt_sets = [s.limited(args.limit) for s in load_prompts(args.prompts, dimensions=dimensions, split=args.split)]
-    refs = [resolve(name.strip()) for name in args.models.split(",") if name.strip()]
-    if not refs:
+    specs = [model_spec(name.strip(), args) for name in args.models.split(",") if name.strip()]
+    if not specs:
         raise AuditError("--models names no model")
     scorer = get_scorer(args.toxicity)
     with Store(args.db) as store:
-        for ref in refs:
+        for spec in specs:
+            ref = spec.ref
             with tqdm(desc=f"{ref.label} continuations", unit="text", file=sys.stderr) as bar:
                 def progress(done: int, total: int) -> None:
                     bar.total, bar.n = total, done
                     bar.refresh()
 
-                summary = generate_continuations(store, prompt_sets, ref, _loader(ref, args.batch_size), decoding,
+                summary = generate_continuations(store, prompt_sets, ref, _loader(spec), decoding,
                                                  progress=progress)
             print(summary.line())
         scored = score_toxicity(store, scorer)
@@ -128,8 +134,8 @@ def run_paraphrase(args: argparse.Namespace) -> int:
     document = json.loads(source.read_text(encoding="utf-8"))
     if "format" not in document:
         raise AuditError(f"--prompts {source}: paraphrasing writes our format; pass one of our prompt files")
-    ref = resolve(args.model)
-    backend = _loader(ref, args.batch_size)()
+    spec = model_spec(args.model, args)
+    ref, backend = spec.ref, load_backend(spec)
     updated = [paraphrase_sets(s, backend, sets=args.sets, decoding=_decoding(args)) for s in prompt_sets]
     save_prompts(args.out, updated, title=document.get("title", ""), about=document.get("about", ""))
     print(f"{args.out}: added {args.sets} paraphrase set(s) by {ref.label} to {len(updated)} dimension(s)")

@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from audit.backend import DEFAULT_MODEL, QUANTS, REGISTRY, installed_models, resolve
-from audit.backend.api import PREFIX, api_ref
+from audit.backend.api import PREFIX
 from audit.backend.sources import ModelRef
 from audit.backend.spec import BACKENDS, BackendSpec
+from audit.commands.api_options import add_api_arguments, api_spec
 from audit.engine import MODES, PAIRWISE_METHODS, check_options, run_scoring
 from audit.errors import AuditError
 from audit.results import answer_table, pair_table, score_table
@@ -116,6 +117,8 @@ def check_scale_options(args: argparse.Namespace) -> None:
         raise AuditError(f"--model {PREFIX}NAME is served by its endpoint; leave out --backend {args.backend}")
     if args.model.startswith(PREFIX) and args.mode == "pairwise" and args.pairwise_mode == "likelihood":
         raise AuditError(f"{PREFIX} models score pairwise prompts by generation only; use --pairwise-mode generate")
+    if args.base_url and not args.model.startswith(PREFIX):
+        raise AuditError(f"--base-url applies only to --model {PREFIX}NAME")
     if args.backend == "vllm" and args.engine == "local":
         from audit.backend.vllm_backend import check_available
 
@@ -136,7 +139,7 @@ def backend_and_executor(args: argparse.Namespace) -> tuple[BackendSpec, "RayExe
         if args.backend == "vllm" and not cluster.gpus:
             raise AuditError("--backend vllm needs GPUs; the Ray cluster has none")
     if args.model.startswith(PREFIX):
-        spec = api_spec(args)
+        spec = api_spec(args.model, args, need_logprobs=args.mode == "pointwise")
     else:
         ref = resolve(args.model, quant=args.quant, revision=args.revision,
                       device=cluster.device if cluster else None)
@@ -156,26 +159,6 @@ def local_ref(ref: ModelRef, backend: str) -> ModelRef:
     from audit.backend.vllm_backend import vllm_ref
 
     return vllm_ref(ref)
-
-
-def add_api_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options of ``--model openai:NAME`` (an OpenAI-compatible endpoint)."""
-    parser.add_argument("--base-url", help="with --model openai:NAME: the API root, e.g. http://127.0.0.1:8000/v1")
-    parser.add_argument("--api-key-env", help="with openai: the environment variable holding the API key "
-                                              "(the key is never stored or shown)")
-    parser.add_argument("--concurrency", type=int, default=4, help="with openai: requests in flight (default 4)")
-    parser.add_argument("--max-requests", type=int, help="with openai: request budget for this run (default: none)")
-
-
-def api_spec(args: argparse.Namespace) -> BackendSpec:
-    """Check the endpoint (before anything is written) and the spec that calls it."""
-    for name in ("concurrency", "max_requests"):
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            raise AuditError(f"--{name.replace('_', '-')} must be positive, got {value}")
-    ref = api_ref(args.model, args.base_url, args.api_key_env, need_logprobs=args.mode == "pointwise")
-    return BackendSpec(ref, "openai", args.batch_size, api_key_env=args.api_key_env, concurrency=args.concurrency,
-                       max_requests=args.max_requests)
 
 
 def run_export(args: argparse.Namespace) -> int:
