@@ -81,14 +81,13 @@ def test_a_server_killed_mid_run_leaves_finished_batches_and_a_rerun_completes(t
     last = failed.stderr.strip().splitlines()[-1]
     assert failed.returncode == 2 and last.startswith(f"error: cannot reach http://127.0.0.1:{port}/v1/chat")
     with Store(db) as store:
-        done = store.pointwise_table()["probs"].notna().sum()
-    assert done == 2
+        assert len(store.pointwise_table()) == 2 < store.row_counts()["pointwise_plan"]
     with server(port=port):
         rerun = score(db, "--base-url", f"http://127.0.0.1:{port}/v1", *run)
     assert rerun.returncode == 0, rerun.stderr
     with Store(db) as store:
-        table = store.pointwise_table()
-    assert table["probs"].notna().all() and len(table) == table["candidate_id"].nunique() > 2
+        table, planned = store.pointwise_table(), store.row_counts()["pointwise_plan"]
+    assert len(table) == table["candidate_id"].nunique() == planned and table["score"].notna().all()
     assert "2 cached" in rerun.stdout
 
 
