@@ -13,13 +13,15 @@ from pathlib import Path
 import pytest
 
 from audit.backend.api import api_ref
+from audit.backend.protocol import Backend
 from audit.backend.spec import BackendSpec, load_backend
 from audit.store import Store
 from audit.tasks import get_task
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk-test-9f3e1c-secret"
-ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "AUDIT_TEST_KEY": KEY}
+ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "AUDIT_TEST_KEY": KEY,
+       "AUDIT_WRONG_KEY": "sk-wrong"}
 
 
 def free_port() -> int:
@@ -58,6 +60,7 @@ def test_pointwise_and_pairwise_equal_the_in_process_backend(url, smollm):
     task = get_task("resume", "retail")
     prompts = [task.pointwise_prompt(c) for c in task.candidates(1)][:4]
     backend = load_backend(BackendSpec(api_ref("openai:smollm2-135m", url), "openai", concurrency=2))
+    assert isinstance(backend, Backend) and isinstance(smollm, Backend)
     remote = backend.label_probabilities(prompts, ["Yes", "No"])
     local = smollm.label_probabilities(prompts, ["Yes", "No"])
     for r, l in zip(remote, local):
@@ -97,14 +100,14 @@ def test_misconfigurations_give_one_clear_error_and_leave_the_store_untouched(ur
         before = store.row_counts()
     dead = f"http://127.0.0.1:{free_port()}/v1"
     with server("--key-env", "AUDIT_TEST_KEY") as keyed, server("--no-logprobs") as bare:
-        os.environ["AUDIT_WRONG_KEY"] = "sk-wrong"
         cases = {
             "refused the API key": score(db, "--base-url", keyed, "--api-key-env", "AUDIT_WRONG_KEY"),
             "does not serve 'nope'": score(db, "--base-url", url, model="openai:nope"),
             f"cannot reach {dead}/models": score(db, "--base-url", dead),
             "returns no log-probabilities": score(db, "--base-url", bare),
+            "AUDIT_UNSET: that environment variable is not set": score(db, "--base-url", url, "--api-key-env",
+                                                                        "AUDIT_UNSET"),
         }
-        del os.environ["AUDIT_WRONG_KEY"]
     for expected, result in cases.items():
         assert result.returncode == 2 and result.stderr.startswith("error: ") and expected in result.stderr
         assert result.stderr.strip().count("\n") == 0, result.stderr
@@ -117,8 +120,13 @@ def test_the_api_key_appears_nowhere(tmp_path):
     db = tmp_path / "results.db"
     with server("--key-env", "AUDIT_TEST_KEY") as keyed:
         runs = [score(db, "--base-url", keyed, "--api-key-env", "AUDIT_TEST_KEY"),
-                score(db, "--base-url", keyed, "--api-key-env", "AUDIT_TEST_KEY", "--mode", "pairwise", "--rounds", "1")]
-    assert all(r.returncode == 0 for r in runs), runs[-1].stderr
+                score(db, "--base-url", keyed, "--api-key-env", "AUDIT_TEST_KEY", "--mode", "pairwise", "--rounds", "1",
+                      "--batch-size", "2", "--concurrency", "1", "--max-requests", "4")]
+    assert runs[0].returncode == 0, runs[0].stderr
+    assert runs[1].returncode == 2 and runs[1].stderr.strip().splitlines()[-1].startswith(
+        "error: request budget of 4 spent")  # two batches of two answers stored, then the budget stops the run
+    with Store(db) as store:
+        assert len(store.pairwise_table()) > 0
     for name in ("scores", "pairs", "answers"):
         out = tmp_path / f"{name}.json"
         subprocess.run([sys.executable, "-m", "audit", name, "--db", str(db), "--format", "json", "--out", str(out)],
