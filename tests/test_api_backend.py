@@ -136,3 +136,23 @@ def test_the_api_key_appears_nowhere(tmp_path):
     for path in files:
         assert KEY.encode() not in path.read_bytes(), path
     assert all(KEY not in r.stdout + r.stderr for r in runs)
+
+
+def test_run_page_takes_an_api_model_and_reports_an_unreachable_url(monkeypatch, tmp_path):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("AUDIT_DB", str(tmp_path / "run.db"))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page("pages/run_audit.py").run()
+    at.selectbox(key="run_model").set_value(at.selectbox(key="run_model").options[-1]).run()
+    at.text_input(key="run_model_path").set_value("openai:smollm2-135m").run()
+    at.text_input(key="run_base_url").set_value(f"http://127.0.0.1:{free_port()}/v1")
+    at.selectbox(key="run_subtask").set_value("retail")
+    at.button(key="run_start").click().run()
+    assert not at.exception, at.exception
+    assert [e.value for e in at.error] == ["The run stopped with an error:"]
+    assert any("cannot reach http://127.0.0.1" in c.value for c in at.code), [c.value for c in at.code]
+    if (tmp_path / "run.db").exists():  # the sidebar may open the store; the run must not have written to it
+        with Store(tmp_path / "run.db") as store:
+            assert store.row_counts().get("label_results", 0) == 0
