@@ -14,7 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Protocol, Sequence
 
-from audit.backend import CausalLM, ModelRef
+from audit.backend import ModelRef
+from audit.backend.protocol import Backend
 from audit.context_fit import fit_candidates
 from audit.errors import AuditError
 from audit.answer_parser import parse_choice
@@ -101,7 +102,7 @@ def run_scoring(
     store: Store,
     task: Task,
     ref: ModelRef,
-    load_backend: Callable[[], CausalLM],
+    load_backend: Callable[[], Backend],
     *,
     mode: str = "pointwise",
     pairwise_method: str = "generate",

@@ -4,6 +4,8 @@ Baseline (as in the paper's code style): the full prompt of every candidate, ``g
 output_scores=True)`` in batches of 2, P(Yes) read from the first generated step and normalised over Yes/No.
 Ours: one forward pass per candidate, batches of 8, the job description's KV cache shared across candidates.
 Both read the same label tokens ("Yes"/" Yes", "No"/" No") on the same 64 candidates of one job.
+``--api-url URL`` also scores the same prompts through the API backend (``openai:NAME`` at that URL, e.g. the test
+server ``tests/openai_server.py`` or ``vllm serve`` on the same machine) and prints its throughput beside ours.
 
     HF_HUB_OFFLINE=1 PYTHONPATH=. python bench/scoring.py [--model smollm2-135m] [--candidates 64]
 """
@@ -18,7 +20,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 
 from audit.backend import CausalLM, resolve  # noqa: E402
+from audit.backend.api import api_ref  # noqa: E402
 from audit.backend.chat import render_ids  # noqa: E402
+from audit.backend.spec import BackendSpec, load_backend  # noqa: E402
 from audit.tasks import get_task  # noqa: E402
 
 
@@ -43,6 +47,8 @@ def main() -> None:
     parser.add_argument("--model", default="smollm2-135m")
     parser.add_argument("--subtask", default="software_engineer")
     parser.add_argument("--candidates", type=int, default=64)
+    parser.add_argument("--api-url", help="also time the API backend against this OpenAI-compatible endpoint")
+    parser.add_argument("--api-concurrency", type=int, default=4)
     args = parser.parse_args()
 
     task = get_task("resume", args.subtask)
@@ -68,6 +74,15 @@ def main() -> None:
     print(f"baseline (generate 10 tokens, batch 2): {baseline_s:7.2f} s  {len(prompts) / baseline_s:6.2f} cand/s")
     print(f"ours (one pass, batch 8, shared prefix): {ours_s:7.2f} s  {len(prompts) / ours_s:6.2f} cand/s")
     print(f"speed-up: {baseline_s / ours_s:.2f}x   max |P(Yes) ours - baseline| = {diff:.2e}")
+    if args.api_url:
+        api = load_backend(BackendSpec(api_ref(f"openai:{args.model}", args.api_url), "openai",
+                                       concurrency=args.api_concurrency))
+        started = time.perf_counter()
+        remote = [r.probs[0] for r in api.label_probabilities(prompts, ["Yes", "No"])]
+        api_s = time.perf_counter() - started
+        gap = max(abs(a - b) for a, b in zip(ours, remote))
+        print(f"API backend ({args.api_url}, {args.api_concurrency} in flight): {api_s:7.2f} s  "
+              f"{len(prompts) / api_s:6.2f} cand/s  ({ours_s / api_s:.2f}x ours)   max |P(Yes) API - ours| = {gap:.2e}")
 
 
 if __name__ == "__main__":

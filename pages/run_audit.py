@@ -9,7 +9,7 @@ from pages.shared import common
 from pages.shared.runner import run_tasks, summary_table
 from pages.shared.task_inputs import task_inputs
 
-OTHER = "other: hub id or local path"
+OTHER = "other: hub id, local path or openai:NAME"
 TASK_TITLES = {"resume": "resume screening (shipped)", "essay": "essay grading (shipped demo essays)",
                "custom": "my own candidates (upload + spec)", "icnale": "ICNALE essays (licensed folder)",
                "paper-resume": "RABBI paper's resume data (folder)"}
@@ -30,7 +30,13 @@ names = sorted(REGISTRY, key=lambda n: (n not in installed, n != DEFAULT_MODEL, 
 left, right = st.columns(2)
 choice = left.selectbox("model", names, key="run_model",
                         format_func=lambda n: n if n == OTHER or n in installed else f"{n} (not installed)")
-name = left.text_input("hub id or local path", key="run_model_path") if choice == OTHER else choice
+name = left.text_input("hub id, local path or openai:NAME", key="run_model_path") if choice == OTHER else choice
+base_url = key_env = ""
+if name.startswith(PREFIX):
+    base_url = left.text_input("API base URL", key="run_base_url", placeholder="http://127.0.0.1:8000/v1")
+    key_env = right.text_input("API key environment variable", key="run_key_env",
+                               help="The key is read from this variable of the dashboard's process; "
+                                    "it is never stored or shown. Leave empty for a server without a key.")
 quant = right.selectbox("quantisation", QUANTS, key="run_quant", help="auto = 4-bit NF4 on CUDA, full precision on CPU")
 task_names = [*TASKS, *DATA_TASKS]
 task_name = st.selectbox("task", task_names, key="run_task", format_func=lambda t: TASK_TITLES.get(t, t))
@@ -69,7 +75,7 @@ if st.button("Run", type="primary", disabled=not name or not tasks, key="run_sta
     try:
         summaries = run_tasks(common.run_store(store_path), tasks, name, quant, batch_size=int(batch_size), mode=mode,
                               pairwise_method=method, limit=int(limit) if mode == "pointwise" else None,
-                              rounds=int(rounds), truncate=truncate)
+                              rounds=int(rounds), truncate=truncate, base_url=base_url, key_env=key_env)
     except AuditError as exc:
         common.error("The run stopped with an error:", exc)
     st.session_state["run_active"] = False

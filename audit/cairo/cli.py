@@ -6,8 +6,10 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Callable
 
-from audit.backend import CausalLM, resolve
+from audit.backend.protocol import Backend
+from audit.backend.spec import BackendSpec, load_backend
 from audit.cairo.continuations import Decoding, generate_continuations, score_toxicity
 from audit.cairo.bias import metric_cells
 from audit.cairo.paraphrase import paraphrase_sets
@@ -15,6 +17,7 @@ from audit.cairo.prompts import load_prompts, read_json, save_prompts
 from audit.cairo.results import scored_continuations, unify_subgroups
 from audit.cairo.search import SEARCHES, Options, correlation_table, few_models_warning, search_all
 from audit.cairo.toxicity import DEFAULT_SCORER, get_scorer
+from audit.commands.api_options import add_api_arguments, model_spec
 from audit.errors import AuditError
 from audit.output import csv_text
 from audit.store import Store
@@ -38,6 +41,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--batch-size", type=int, default=8)
     run.add_argument("--seeds", type=int, default=1,
                      help="generation runs with seeds --seed … --seed + N − 1, each cached (the paper uses 5)")
+    add_api_arguments(run)
     _decoding_options(run, max_new=20, min_new=5)
     run.set_defaults(handler=run_cairo)
 
@@ -68,6 +72,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     para.add_argument("--sets", type=int, default=1, help="paraphrase sets to add (default 1)")
     para.add_argument("--out", required=True, help="prompt file to write (may be the input file)")
     para.add_argument("--batch-size", type=int, default=8)
+    add_api_arguments(para)
     _decoding_options(para, max_new=40, min_new=3)
     para.set_defaults(handler=run_paraphrase)
 
@@ -85,15 +90,15 @@ def _decoding(args: argparse.Namespace) -> Decoding:
     return Decoding(args.max_new_tokens, args.min_new_tokens, args.temperature, args.top_p, args.seed, args.samples)
 
 
-def _loader(ref, batch_size: int):
-    loaded: list[CausalLM] = []
+def _loader(spec: BackendSpec) -> Callable[[], Backend]:
+    loaded: list[Backend] = []
 
-    def load_backend() -> CausalLM:
+    def load() -> Backend:
         if not loaded:
-            loaded.append(CausalLM.load(ref, batch_size=batch_size))
+            loaded.append(load_backend(spec))
         return loaded[0]
 
-    return load_backend
+    return load
 
 
 def run_cairo(args: argparse.Namespace) -> int:
@@ -106,20 +111,20 @@ def run_cairo(args: argparse.Namespace) -> int:
     runs = [replace(decoding, seed=decoding.seed + i) for i in range(args.seeds)]
     dimensions = [d.strip() for d in args.dimensions.split(",")] if args.dimensions else None
     prompt_sets = [s.limited(args.limit) for s in load_prompts(args.prompts, dimensions=dimensions, split=args.split)]
-    refs = [resolve(name.strip()) for name in args.models.split(",") if name.strip()]
-    if not refs:
+    specs = [model_spec(name.strip(), args) for name in args.models.split(",") if name.strip()]
+    if not specs:
         raise AuditError("--models names no model")
     scorer = get_scorer(args.toxicity)
     with Store(args.db) as store:
-        for ref in refs:
-            load = _loader(ref, args.batch_size)
+        for spec in specs:
+            ref = spec.ref
             for run in runs:
                 with tqdm(desc=f"{ref.label} continuations", unit="text", file=sys.stderr) as bar:
                     def progress(done: int, total: int) -> None:
                         bar.total, bar.n = total, done
                         bar.refresh()
 
-                    summary = generate_continuations(store, prompt_sets, ref, load, run, progress=progress)
+                    summary = generate_continuations(store, prompt_sets, ref, _loader(spec), run, progress=progress)
                 print(summary.line() + (f" (seed {run.seed})" if len(runs) > 1 else ""))
         scored = score_toxicity(store, scorer)
     print(f"toxicity ({scorer.name}): {scored} new continuations scored")
@@ -161,8 +166,8 @@ def run_paraphrase(args: argparse.Namespace) -> int:
     document = json.loads(source.read_text(encoding="utf-8"))
     if "format" not in document:
         raise AuditError(f"--prompts {source}: paraphrasing writes our format; pass one of our prompt files")
-    ref = resolve(args.model)
-    backend = _loader(ref, args.batch_size)()
+    spec = model_spec(args.model, args)
+    ref, backend = spec.ref, load_backend(spec)
     updated = [paraphrase_sets(s, backend, sets=args.sets, decoding=_decoding(args)) for s in prompt_sets]
     save_prompts(args.out, updated, title=document.get("title", ""), about=document.get("about", ""))
     print(f"{args.out}: added {args.sets} paraphrase set(s) by {ref.label} to {len(updated)} dimension(s)")

@@ -9,7 +9,10 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from audit.backend import DEFAULT_MODEL, QUANTS, REGISTRY, installed_models, resolve
+from audit.backend.api import PREFIX
+from audit.backend.sources import ModelRef
 from audit.backend.spec import BACKENDS, BackendSpec
+from audit.commands.api_options import add_api_arguments, api_spec
 from audit.engine import MODES, PAIRWISE_METHODS, check_options, run_scoring
 from audit.errors import AuditError
 from audit.output import check_target, csv_text, write_atomic
@@ -30,7 +33,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     score.add_argument("--subtask", required=True, help="e.g. software_engineer, or 'all'")
     score.add_argument("--data", help="task data: folder for icnale and paper-resume, candidates file for custom")
     score.add_argument("--spec", help="task spec (YAML or JSON) for custom")
-    score.add_argument("--model", default=DEFAULT_MODEL, help="registry name, .gguf file, model folder or hub id")
+    score.add_argument("--model", default=DEFAULT_MODEL,
+                       help="registry name, .gguf file, model folder, hub id, or openai:NAME with --base-url")
     score.add_argument("--mode", choices=MODES, default="pointwise")
     score.add_argument("--pairwise-mode", choices=PAIRWISE_METHODS, default="generate")
     score.add_argument("--limit", type=int, help="candidates per group (default: all)")
@@ -43,8 +47,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                        help="auto = 4-bit NF4 on CUDA, full precision on CPU")
     score.add_argument("--revision", help="hub revision (branch, tag or commit)")
     score.add_argument("--trust-remote-code", action="store_true", help="run model code from the hub (opt-in)")
-    score.add_argument("--backend", choices=BACKENDS, default="transformers",
-                       help="inference engine: transformers (default) or vllm (optional extra, CUDA only)")
+    score.add_argument("--backend", choices=BACKENDS[:2], default="transformers",
+                       help="inference engine: transformers (default) or vllm (optional extra); "
+                            "--model openai:NAME uses an API")
+    add_api_arguments(score)
     score.add_argument("--engine", choices=ENGINES, default="local",
                        help="local: this process; ray: an actor pool on a Ray cluster, one model replica per worker")
     score.add_argument("--address", help="Ray cluster to join: auto, HOST:PORT or ray://HOST:PORT "
@@ -113,6 +119,12 @@ def check_scale_options(args: argparse.Namespace) -> None:
         raise AuditError("--address and --workers only apply with --engine ray")
     if args.backend == "vllm" and args.mode == "pairwise" and args.pairwise_mode == "likelihood":
         raise AuditError("--backend vllm scores pairwise prompts by generation only; use --pairwise-mode generate")
+    if args.model.startswith(PREFIX) and args.backend != "transformers":
+        raise AuditError(f"--model {PREFIX}NAME is served by its endpoint; leave out --backend {args.backend}")
+    if args.model.startswith(PREFIX) and args.mode == "pairwise" and args.pairwise_mode == "likelihood":
+        raise AuditError(f"{PREFIX} models score pairwise prompts by generation only; use --pairwise-mode generate")
+    if args.base_url and not args.model.startswith(PREFIX):
+        raise AuditError(f"--base-url applies only to --model {PREFIX}NAME")
     if args.backend == "vllm" and args.engine == "local":
         from audit.backend.vllm_backend import check_available
 
@@ -132,12 +144,12 @@ def backend_and_executor(args: argparse.Namespace) -> tuple[BackendSpec, "RayExe
         cluster = connect(args.address, args.workers)
         if args.backend == "vllm" and not cluster.gpus:
             raise AuditError("--backend vllm needs GPUs; the Ray cluster has none")
-    ref = resolve(args.model, quant=args.quant, revision=args.revision, device=cluster.device if cluster else None)
-    if args.backend == "vllm":
-        from audit.backend.vllm_backend import vllm_ref
-
-        ref = vllm_ref(ref)
-    spec = BackendSpec(ref, args.backend, args.batch_size, args.trust_remote_code)
+    if args.model.startswith(PREFIX):
+        spec = api_spec(args.model, args, need_logprobs=args.mode == "pointwise")
+    else:
+        ref = resolve(args.model, quant=args.quant, revision=args.revision,
+                      device=cluster.device if cluster else None)
+        spec = BackendSpec(local_ref(ref, args.backend), args.backend, args.batch_size, args.trust_remote_code)
     if cluster is None:
         return spec, None
     from audit.distributed import RayExecutor
@@ -145,6 +157,14 @@ def backend_and_executor(args: argparse.Namespace) -> tuple[BackendSpec, "RayExe
     print(f"ray: {cluster.workers} workers ({cluster.device}), {cluster.cpus} CPUs and {cluster.gpus} GPUs "
           "in the cluster", file=sys.stderr)
     return spec, RayExecutor(spec, cluster)
+
+
+def local_ref(ref: ModelRef, backend: str) -> ModelRef:
+    if backend != "vllm":
+        return ref
+    from audit.backend.vllm_backend import vllm_ref
+
+    return vllm_ref(ref)
 
 
 def run_export(args: argparse.Namespace) -> int:

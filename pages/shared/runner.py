@@ -6,29 +6,37 @@ from typing import Sequence
 import pandas as pd
 import streamlit as st
 
-from audit.backend import CausalLM, ModelRef, resolve
+from audit.backend import ModelRef, resolve
+from audit.backend.api import PREFIX, api_ref
+from audit.backend.protocol import Backend
+from audit.backend.spec import BackendSpec, load_backend
 from audit.engine import RunSummary, run_scoring
 from audit.store import Store
 from audit.tasks.base import Task
 
 
 @st.cache_resource(show_spinner="Resolving model…")
-def reference(name: str, quant: str) -> ModelRef:
-    """The fingerprinted reference of a model name (hashing a weights file once per process)."""
+def reference(name: str, quant: str, base_url: str = "", key_env: str = "", logprobs: bool = True) -> ModelRef:
+    """The fingerprinted reference of a model name (hashing a weights file, or checking an API, once per process)."""
+    if name.startswith(PREFIX):
+        return api_ref(name, base_url, key_env or None, need_logprobs=logprobs)
     return resolve(name, quant=quant)
 
 
 @st.cache_resource(show_spinner="Loading model (the first load converts the weights once)…", max_entries=2)
-def model(name: str, quant: str, batch_size: int) -> CausalLM:
-    """The loaded model, kept across reruns and sessions."""
-    return CausalLM.load(reference(name, quant), batch_size=batch_size)
+def model(name: str, quant: str, batch_size: int, base_url: str = "", key_env: str = "") -> Backend:
+    """The loaded model (or API client), kept across reruns and sessions."""
+    ref = reference(name, quant, base_url, key_env)
+    engine = "openai" if name.startswith(PREFIX) else "transformers"
+    return load_backend(BackendSpec(ref, engine, batch_size, api_key_env=key_env or None))
 
 
-def run_tasks(path: str, tasks: Sequence[Task], name: str, quant: str, *, batch_size: int,
-              **options: object) -> list[RunSummary]:
-    """Score every task with the model into the store at ``path``, one progress bar per task; ``options`` go to
-    :func:`audit.engine.run_scoring`. An :class:`AuditError` stops the run (finished batches stay stored)."""
-    ref = reference(name, quant)
+def run_tasks(path: str, tasks: Sequence[Task], name: str, quant: str, *, batch_size: int, base_url: str = "",
+              key_env: str = "", **options: object) -> list[RunSummary]:
+    """Score every task with the model (a served one for ``openai:NAME`` at ``base_url``) into the store at ``path``,
+    one progress bar per task; ``options`` go to :func:`audit.engine.run_scoring`. An :class:`AuditError` stops the
+    run (finished batches stay stored)."""
+    ref = reference(name, quant, base_url, key_env, options.get("mode") == "pointwise")
     summaries = []
     with Store(path) as store:
         for task in tasks:
@@ -37,7 +45,8 @@ def run_tasks(path: str, tasks: Sequence[Task], name: str, quant: str, *, batch_
             def progress(done: int, total: int, bar=bar, item=task.subtask) -> None:
                 bar.progress(done / max(total, 1), text=f"{ref.label} · {item}: {done} / {total} prompts")
 
-            summaries.append(run_scoring(store, task, ref, lambda: model(name, quant, batch_size), progress=progress,
+            summaries.append(run_scoring(store, task, ref, lambda: model(name, quant, batch_size, base_url, key_env),
+                                         progress=progress,
                                          batch_size=batch_size, **options))
     return summaries
 

@@ -1,0 +1,221 @@
+"""A model served behind an OpenAI-compatible chat API (vLLM, llama.cpp, Ollama, a hosted endpoint).
+
+- pointwise: one request per prompt with ``max_tokens=1`` and ``top_logprobs``; P(y) sums the returned
+  next-token probabilities of every single-token spelling of y (``"Yes"``, ``" Yes"``), then is normalised
+  over the labels; the raw sum is the label mass. A spelling outside the returned top tokens counts as 0.
+- pairwise: greedy generation, parsed by the same code as the local backends.
+- The answer prefix ("Answer:") is sent as a final assistant message continued in place
+  (``continue_final_message``, ``add_generation_prompt=False``: vLLM's chat extensions), so the model sees the
+  same text as with a local backend.
+
+Requests run on a bounded thread pool; 429, 5xx, timeouts and dropped connections are retried with
+exponential back-off; a request budget caps the total. The API key is read from the environment variable the
+user names, at request time only: it is never stored, logged or shown. The base URL is recorded without
+credentials, query or fragment.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Sequence
+from urllib.parse import urlsplit, urlunsplit
+
+from audit.backend.causal_lm import LabelScores
+from audit.backend.sources import ModelRef
+from audit.errors import AuditError
+from audit.tasks.base import ChatPrompt
+
+PREFIX = "openai:"
+TOP_LOGPROBS = 20  # the OpenAI maximum; vLLM's default --max-logprobs
+RETRIED = {429, 500, 502, 503, 504}
+
+
+def clean_url(url: str) -> str:
+    """``url`` without user name, password, query or fragment, and without a trailing slash."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise AuditError(f"--base-url must be an http(s) URL such as http://127.0.0.1:8000/v1, got {parts.scheme or 'no'} "
+                         "scheme")
+    host = parts.hostname + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+
+
+class ApiClient:
+    """JSON over HTTP with retries, back-off and a request budget; thread-safe."""
+
+    def __init__(self, base_url: str, key_env: str | None, *, retries: int = 4, backoff: float = 0.5,
+                 timeout: float = 120.0, max_requests: int | None = None):
+        self.base_url = clean_url(base_url)
+        self.key_env = key_env
+        self.retries, self.backoff, self.timeout, self.max_requests = retries, backoff, timeout, max_requests
+        self.sent = 0
+        self._lock = threading.Lock()
+        if key_env and not os.environ.get(key_env):
+            raise AuditError(f"--api-key-env {key_env}: that environment variable is not set")
+
+    def call(self, path: str, body: dict | None = None) -> dict:
+        """GET (no body) or POST ``path``; the decoded JSON answer, or one clear AuditError."""
+        for attempt in range(self.retries + 1):
+            self._spend()
+            try:
+                return self._once(path, body)
+            except urllib.error.HTTPError as exc:
+                if exc.code not in RETRIED or attempt == self.retries:
+                    raise self._refusal(exc) from None
+                problem = f"HTTP {exc.code}"
+            except (urllib.error.URLError, socket.timeout, ConnectionError, TimeoutError) as exc:
+                problem = str(getattr(exc, "reason", exc)) or type(exc).__name__
+                if attempt == self.retries:
+                    raise AuditError(f"cannot reach {self.base_url}{path} after {attempt + 1} tries: {problem}") from None
+            time.sleep(self.backoff * 2 ** attempt)
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _spend(self) -> None:
+        with self._lock:
+            if self.max_requests is not None and self.sent >= self.max_requests:
+                raise AuditError(f"request budget of {self.max_requests} spent; finished batches are stored, "
+                                 "rerun (with a larger --max-requests) to continue")
+            self.sent += 1
+
+    def _once(self, path: str, body: dict | None) -> dict:
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self.key_env:
+            headers["Authorization"] = "Bearer " + os.environ.get(self.key_env, "")
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.base_url + path, data=data, headers=headers)
+        with urllib.request.urlopen(request, timeout=self.timeout) as answer:
+            try:
+                return json.loads(answer.read())
+            except ValueError:
+                raise AuditError(f"{self.base_url}{path} did not answer JSON; is it an OpenAI-compatible API?") from None
+
+    def _refusal(self, exc: urllib.error.HTTPError) -> AuditError:
+        if exc.code in (401, 403):
+            how = f"check {self.key_env}" if self.key_env else "pass --api-key-env VAR naming a variable that holds it"
+            return AuditError(f"{self.base_url} refused the API key (HTTP {exc.code}); {how}")
+        try:
+            detail = json.loads(exc.read()).get("error", {})
+            message = detail.get("message", "") if isinstance(detail, dict) else str(detail)
+        except (ValueError, AttributeError):
+            message = ""
+        first = message.splitlines()[0][:200] if message else exc.reason
+        return AuditError(f"{self.base_url} answered HTTP {exc.code}: {first}")
+
+
+def served_models(client: ApiClient) -> list[str]:
+    return [entry["id"] for entry in client.call("/models").get("data", [])]
+
+
+def chat_body(model: str, prompt: ChatPrompt, **options: Any) -> dict:
+    """A chat request for ``prompt`` whose answer continues the answer prefix in the assistant turn."""
+    messages = [{"role": "system", "content": prompt.system}, {"role": "user", "content": prompt.user}]
+    extra: dict[str, Any] = {}
+    if prompt.answer_prefix:
+        messages.append({"role": "assistant", "content": prompt.answer_prefix})
+        extra = {"continue_final_message": True, "add_generation_prompt": False}
+    return {"model": model, "messages": messages, "temperature": 0.0, **extra, **options}
+
+
+def top_logprobs(answer: dict) -> list[dict] | None:
+    """The first generated token's top alternatives (``[{token, logprob}, …]``), or None when absent."""
+    try:
+        content = answer["choices"][0]["logprobs"]["content"]
+        return content[0]["top_logprobs"] or None
+    except (KeyError, IndexError, TypeError):
+        return None
+
+
+def api_ref(model: str, base_url: str | None, key_env: str | None = None, *, need_logprobs: bool = True,
+            client: ApiClient | None = None) -> ModelRef:
+    """Check that the endpoint serves ``openai:NAME`` (and returns log-probabilities when pointwise needs them);
+    the reference keyed by endpoint + served model id + the server's reported fingerprint."""
+    name = model.removeprefix(PREFIX)
+    if not base_url:
+        raise AuditError(f"--model {PREFIX}{name} needs --base-url (e.g. http://127.0.0.1:8000/v1)")
+    if not name:
+        raise AuditError(f"--model {PREFIX}NAME needs the served model's name")
+    client = client or ApiClient(base_url, key_env, retries=1)
+    served = served_models(client)
+    if name not in served:
+        raise AuditError(f"{client.base_url} does not serve {name!r}; it serves {served}")
+    probe = client.call("/chat/completions", chat_body(name, ChatPrompt("You answer.", "Say yes."), max_tokens=1,
+                                                       logprobs=True, top_logprobs=TOP_LOGPROBS))
+    if need_logprobs and top_logprobs(probe) is None:
+        raise AuditError(f"{client.base_url} returns no log-probabilities for {name!r}, so pointwise scores cannot "
+                         "be computed; use --mode pairwise --pairwise-mode generate")
+    served_id = probe.get("model") or name
+    server = probe.get("system_fingerprint") or ""
+    content = "|".join((client.base_url, served_id, server))
+    return ModelRef(PREFIX + name, "api", client.base_url, content, "none", "server", "remote", engine="openai")
+
+
+class ApiBackend:
+    """The scoring operations over an OpenAI-compatible endpoint; ``option_logprobs`` is not offered."""
+
+    def __init__(self, ref: ModelRef, key_env: str | None = None, *, concurrency: int = 4, retries: int = 4,
+                 max_requests: int | None = None, backoff: float = 0.5):
+        if concurrency < 1:
+            raise AuditError(f"--concurrency must be positive, got {concurrency}")
+        self.ref = ref
+        self.name = ref.label.removeprefix(PREFIX)
+        self.concurrency = concurrency
+        self.batch_size = concurrency * 2  # prompts per engine batch (CAIRO reads it)
+        self.tokenizer = None  # no local tokenizer: prompts go as chat messages
+        self.client = ApiClient(ref.location, key_env, retries=retries, max_requests=max_requests, backoff=backoff)
+
+    def _map(self, body: Any, prompts: Sequence[ChatPrompt]) -> list[dict]:
+        with ThreadPoolExecutor(self.concurrency) as pool:
+            return list(pool.map(lambda p: self.client.call("/chat/completions", body(p)), prompts))
+
+    def label_probabilities(self, prompts: Sequence[ChatPrompt], labels: Sequence[str]) -> list[LabelScores]:
+        """P(y) for each label y summed over its single-token spellings among the top tokens, normalised."""
+        answers = self._map(lambda p: chat_body(self.name, p, max_tokens=1, logprobs=True,
+                                                top_logprobs=TOP_LOGPROBS), prompts)
+        out = []
+        for answer in answers:
+            top = top_logprobs(answer)
+            if top is None:
+                raise AuditError(f"{self.ref.location} returned no log-probabilities; use --mode pairwise "
+                                 "--pairwise-mode generate")
+            per_label = [sum(math.exp(t["logprob"]) for t in top if t["token"] in (label, " " + label))
+                         for label in labels]
+            mass = sum(per_label)
+            normalised = tuple(x / mass for x in per_label) if mass > 0 else tuple(1 / len(labels) for _ in labels)
+            out.append(LabelScores(normalised, mass))
+        return out
+
+    def generate(self, prompts: Sequence[ChatPrompt], *, max_new_tokens: int = 16) -> list[str]:
+        """Greedy answers; the first token may not end the turn (``min_tokens=1``, as with local backends)."""
+        answers = self._map(lambda p: chat_body(self.name, p, max_tokens=max_new_tokens, min_tokens=1,
+                                                skip_special_tokens=True), prompts)
+        return [(a["choices"][0]["message"].get("content") or "").strip() for a in answers]
+
+    def sample(self, prompts: Sequence[str | ChatPrompt], seeds: Sequence[int], *, max_new_tokens: int = 20,
+               min_new_tokens: int = 1, temperature: float = 1.0, top_p: float = 1.0) -> list[str]:
+        """Sampled continuations (CAIRO) with the server's ``seed``; a ``str`` is continued as plain text
+        (``/completions``), a :class:`ChatPrompt` through the chat API."""
+        if len(seeds) != len(prompts):
+            raise AuditError(f"sample() needs one seed per prompt, got {len(seeds)} seeds for {len(prompts)} prompts")
+        options = {"max_tokens": max_new_tokens, "min_tokens": min_new_tokens, "temperature": temperature,
+                   "top_p": top_p, "skip_special_tokens": True}
+
+        def one(item: tuple[str | ChatPrompt, int]) -> str:
+            prompt, seed = item
+            if isinstance(prompt, ChatPrompt):
+                answer = self.client.call("/chat/completions", chat_body(self.name, prompt, seed=seed, **options))
+                return answer["choices"][0]["message"].get("content") or ""
+            body = {"model": self.name, "prompt": prompt, "seed": seed, **options}
+            return self.client.call("/completions", body)["choices"][0].get("text") or ""
+
+        with ThreadPoolExecutor(self.concurrency) as pool:
+            return list(pool.map(one, zip(prompts, seeds)))
+
+    def option_logprobs(self, prompts: Sequence[ChatPrompt]) -> list[tuple[float, ...]]:
+        raise AuditError(f"{PREFIX} models score pairwise prompts by generation only; use --pairwise-mode generate")

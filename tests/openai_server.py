@@ -1,0 +1,86 @@
+"""A real OpenAI-compatible chat server on 127.0.0.1 over the project's transformers backend (test fixture).
+
+It speaks the subset the API backend uses: ``GET /v1/models`` and ``POST /v1/chat/completions`` with
+``logprobs``/``top_logprobs``, ``max_tokens``, ``min_tokens`` and ``continue_final_message``. Flags make it
+misbehave the ways a deployment can: ``--key-env VAR`` (demand the key in VAR), ``--die-after N`` (the process
+dies on request N+1, mid-run), ``--no-logprobs`` (an endpoint that returns none).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+from audit.backend import CausalLM, resolve
+from audit.tasks.base import ChatPrompt
+
+NAME = "smollm2-135m"
+
+
+def serve(port: int, key_env: str | None, die_after: int | None, logprobs: bool) -> None:
+    lm = CausalLM.load(resolve(NAME), batch_size=1)
+    served = [0]
+
+    def complete(body: dict) -> dict:
+        messages = {m["role"]: m["content"] for m in body["messages"]}
+        prompt = ChatPrompt(messages.get("system", ""), messages["user"], messages.get("assistant", ""))
+        served[0] += 1
+        if die_after is not None and served[0] > die_after:
+            os._exit(1)
+        if body.get("logprobs") and body.get("max_tokens") == 1:
+            row = lm._tail_logprobs([prompt], [[]], tail=1)[0][-1]
+            values, ids = row.topk(int(body.get("top_logprobs", 1)))
+            top = [{"token": lm.tokenizer.decode([int(i)]), "logprob": float(v)} for v, i in zip(values, ids)]
+            text = top[0]["token"]
+        else:
+            text, top = lm.generate([prompt], max_new_tokens=int(body.get("max_tokens", 16)))[0], []
+        content = [{"token": text, "logprob": 0.0, "top_logprobs": top}] if logprobs and top else None
+        return {"model": NAME, "system_fingerprint": "test-server-1", "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": text},
+             "logprobs": {"content": content} if content else None}]}
+
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self, code: int, payload: dict) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _authorised(self) -> bool:
+            if key_env and self.headers.get("Authorization") != f"Bearer {os.environ[key_env]}":
+                self._answer(401, {"error": {"message": "Incorrect API key provided"}})
+                return False
+            return True
+
+        def do_GET(self) -> None:
+            if self._authorised():
+                self._answer(200, {"object": "list", "data": [{"id": NAME, "object": "model"}]})
+
+        def do_POST(self) -> None:
+            if not self._authorised():
+                return
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if body.get("model") != NAME:
+                self._answer(404, {"error": {"message": f"The model `{body.get('model')}` does not exist."}})
+                return
+            self._answer(200, complete(body))
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", port), Handler)  # one request at a time, in the main thread
+    print("ready", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--key-env")
+    parser.add_argument("--die-after", type=int)
+    parser.add_argument("--no-logprobs", action="store_true")
+    args = parser.parse_args()
+    serve(args.port, args.key_env, args.die_after, not args.no_logprobs)

@@ -1,0 +1,158 @@
+"""The OpenAI-compatible API backend against a real HTTP server on 127.0.0.1 (tests/openai_server.py, the bundled
+model behind the transformers backend): same numbers as in-process, resumable after the server dies mid-run, one
+clear error and an untouched store for every misconfiguration, and the API key nowhere on disk or in logs."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from audit.backend.api import api_ref
+from audit.backend.protocol import Backend
+from audit.backend.spec import BackendSpec, load_backend
+from audit.store import Store
+from audit.tasks import get_task
+
+ROOT = Path(__file__).resolve().parent.parent
+KEY = "sk-test-9f3e1c-secret"
+ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "AUDIT_TEST_KEY": KEY,
+       "AUDIT_WRONG_KEY": "sk-wrong"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def server(*flags: str, port: int | None = None):
+    """A running test server; yields its base URL and stops it (if still alive) on exit."""
+    port = port or free_port()
+    process = subprocess.Popen([sys.executable, str(ROOT / "tests" / "openai_server.py"), "--port", str(port), *flags],
+                               cwd=ROOT, env=ENV, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout.readline().strip() == "ready"
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        process.kill()
+        process.wait()
+
+
+@pytest.fixture(scope="module")
+def url():
+    with server() as base:
+        yield base
+
+
+def score(db: Path, *args: str, model: str = "openai:smollm2-135m") -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "audit", "score", "--subtask", "retail", "--limit", "1", "--db", str(db),
+               "--model", model, *args]
+    return subprocess.run(command, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+
+
+def test_pointwise_and_pairwise_equal_the_in_process_backend(url, smollm):
+    task = get_task("resume", "retail")
+    prompts = [task.pointwise_prompt(c) for c in task.candidates(1)][:4]
+    backend = load_backend(BackendSpec(api_ref("openai:smollm2-135m", url), "openai", concurrency=2))
+    assert isinstance(backend, Backend) and isinstance(smollm, Backend)
+    remote = backend.label_probabilities(prompts, ["Yes", "No"])
+    local = smollm.label_probabilities(prompts, ["Yes", "No"])
+    for r, l in zip(remote, local):
+        assert abs(r.probs[0] - l.probs[0]) < 1e-3 and abs(r.mass - l.mass) < 1e-3
+    first, second = task.candidates(1)[:2]
+    pairs = [task.pairwise_prompt(first, second), task.pairwise_prompt(second, first)]
+    assert backend.generate(pairs) == smollm.generate(pairs)
+
+
+def test_fingerprint_keys_endpoint_model_and_server(url):
+    ref = api_ref("openai:smollm2-135m", url + "/")
+    assert ref.content_id == f"{url}|smollm2-135m|test-server-1" and ref.engine == "openai"
+    assert api_ref("openai:smollm2-135m", url.replace("127.0.0.1", "localhost")).fingerprint != ref.fingerprint
+
+
+def test_a_server_killed_mid_run_leaves_finished_batches_and_a_rerun_completes(tmp_path):
+    db, port = tmp_path / "results.db", free_port()
+    run = ("--batch-size", "2", "--concurrency", "1")
+    with server("--die-after", "4", port=port):  # 1 probe + 3 prompts: the second batch never finishes
+        failed = score(db, "--base-url", f"http://127.0.0.1:{port}/v1", *run)
+    last = failed.stderr.strip().splitlines()[-1]
+    assert failed.returncode == 2 and last.startswith(f"error: cannot reach http://127.0.0.1:{port}/v1/chat")
+    with Store(db) as store:
+        assert len(store.pointwise_table()) == 2 < store.row_counts()["pointwise_plan"]
+    with server(port=port):
+        rerun = score(db, "--base-url", f"http://127.0.0.1:{port}/v1", *run)
+    assert rerun.returncode == 0, rerun.stderr
+    with Store(db) as store:
+        table, planned = store.pointwise_table(), store.row_counts()["pointwise_plan"]
+    assert len(table) == table["candidate_id"].nunique() == planned and table["score"].notna().all()
+    assert "2 cached" in rerun.stdout
+
+
+def test_misconfigurations_give_one_clear_error_and_leave_the_store_untouched(url, tmp_path):
+    db = tmp_path / "results.db"
+    with Store(db) as store:
+        before = store.row_counts()
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    with server("--key-env", "AUDIT_TEST_KEY") as keyed, server("--no-logprobs") as bare:
+        cases = {
+            "refused the API key": score(db, "--base-url", keyed, "--api-key-env", "AUDIT_WRONG_KEY"),
+            "does not serve 'nope'": score(db, "--base-url", url, model="openai:nope"),
+            f"cannot reach {dead}/models": score(db, "--base-url", dead),
+            "returns no log-probabilities": score(db, "--base-url", bare),
+            "AUDIT_UNSET: that environment variable is not set": score(db, "--base-url", url, "--api-key-env",
+                                                                        "AUDIT_UNSET"),
+        }
+    for expected, result in cases.items():
+        assert result.returncode == 2 and result.stderr.startswith("error: ") and expected in result.stderr
+        assert result.stderr.strip().count("\n") == 0, result.stderr
+    assert "--pairwise-mode generate" in cases["returns no log-probabilities"].stderr
+    with Store(db) as store:
+        assert store.row_counts() == before
+
+
+def test_the_api_key_appears_nowhere(tmp_path):
+    db = tmp_path / "results.db"
+    with server("--key-env", "AUDIT_TEST_KEY") as keyed:
+        runs = [score(db, "--base-url", keyed, "--api-key-env", "AUDIT_TEST_KEY"),
+                score(db, "--base-url", keyed, "--api-key-env", "AUDIT_TEST_KEY", "--mode", "pairwise", "--rounds", "1",
+                      "--batch-size", "2", "--concurrency", "1", "--max-requests", "4")]
+    assert runs[0].returncode == 0, runs[0].stderr
+    assert runs[1].returncode == 2 and runs[1].stderr.strip().splitlines()[-1].startswith(
+        "error: request budget of 4 spent")  # two batches of two answers stored, then the budget stops the run
+    with Store(db) as store:
+        assert len(store.pairwise_table()) > 0
+    for name in ("scores", "pairs", "answers"):
+        out = tmp_path / f"{name}.json"
+        subprocess.run([sys.executable, "-m", "audit", name, "--db", str(db), "--format", "json", "--out", str(out)],
+                       cwd=ROOT, env=ENV, check=True, timeout=120)
+    files = [p for p in tmp_path.iterdir() if p.is_file()]
+    assert any(p.suffix == ".db" for p in files) and len(files) >= 4
+    for path in files:
+        assert KEY.encode() not in path.read_bytes(), path
+    assert all(KEY not in r.stdout + r.stderr for r in runs)
+
+
+def test_run_page_takes_an_api_model_and_reports_an_unreachable_url(monkeypatch, tmp_path):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("AUDIT_DB", str(tmp_path / "run.db"))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page("pages/run_audit.py").run()
+    at.selectbox(key="run_model").set_value(at.selectbox(key="run_model").options[-1]).run()
+    at.text_input(key="run_model_path").set_value("openai:smollm2-135m").run()
+    at.text_input(key="run_base_url").set_value(f"http://127.0.0.1:{free_port()}/v1")
+    at.selectbox(key="run_subtask").set_value("retail")
+    at.button(key="run_start").click().run()
+    assert not at.exception, at.exception
+    assert [e.value for e in at.error] == ["The run stopped with an error:"]
+    assert any("cannot reach http://127.0.0.1" in c.value for c in at.code), [c.value for c in at.code]
+    if (tmp_path / "run.db").exists():  # the sidebar may open the store; the run must not have written to it
+        with Store(tmp_path / "run.db") as store:
+            assert store.row_counts().get("label_results", 0) == 0
