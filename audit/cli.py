@@ -1,4 +1,5 @@
-"""Command line entry: each sub-command lives in its own module and registers itself here."""
+"""Command line entry: each family of sub-commands lives in its own module of :mod:`audit.commands` and registers
+itself here."""
 from __future__ import annotations
 
 import argparse
@@ -10,10 +11,8 @@ from audit.errors import AuditError
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m audit`` parser with every sub-command registered."""
-    from audit.commands import plan_commands, scoring_commands
-    from audit.metrics import cli as metrics_commands
-    from audit.cairo import cli as cairo_commands
-    from audit.commands import report_commands
+    from audit.commands import (cairo_commands, metrics_commands, plan_commands, report_commands,
+                                scoring_commands)
 
     parser = argparse.ArgumentParser(prog="python -m audit", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)

@@ -117,7 +117,7 @@ def test_paper_settings_switch_the_jsd_estimator_and_leave_out_inconsistent_mode
     after = gap_table(demo)
     assert not demo.exception
     assert not after["jsd"].equals(before["jsd"]) and after["rabbi"].equals(before["rabbi"])
-    demo.sidebar.selectbox(key="mode").set_value("pairwise-likelihood").run()
+    demo.sidebar.selectbox(key="mode_resume").set_value("pairwise-likelihood").run()
     table = gap_table(demo)
     b_m = table[(table["group"] == "B_M") & (table["subtask"] == "software_engineer")]["delta"]
     assert b_m.tolist() == pytest.approx([-10 / 12])  # signed pairwise δ: W_M wins 11 of the 12 B_M–W_M prompts

@@ -1,5 +1,4 @@
 """The metrics and validity sub-commands: JSON/CSV output, CI columns, the pairwise note, errors as exit status 2."""
-import argparse
 import importlib.util
 import io
 import itertools
@@ -13,8 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from audit.errors import AuditError
-from audit.metrics import cli
+from audit.cli import main
 
 KEYS = ["model", "task", "subtask", "mode", "group", "k", "delta", "jsd", "emd", "rabbi", "rabbi_pvalue",
         "delta_qualified", "jsd_qualified", "emd_qualified", "rabbi_qualified", "dp_gap", "eo_gap"]
@@ -22,17 +20,10 @@ GROUPS = ["W_M", "W_F", "B_M", "B_F"]
 
 
 def run(*argv):
-    """Run a sub-command the way audit/cli.py does; returns (exit status, stdout, stderr)."""
-    parser = argparse.ArgumentParser()
-    cli.add_commands(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(list(argv))
+    """Run a sub-command in-process through ``python -m audit``'s own ``main``; (exit status, stdout, stderr)."""
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
-        try:
-            status = args.handler(args)
-        except AuditError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            status = 2
+        status = main(list(argv))
     return status, out.getvalue(), err.getvalue()
 
 

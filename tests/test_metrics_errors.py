@@ -5,7 +5,7 @@ import pytest
 
 from audit.errors import AuditError
 from audit.metrics import MetricEngine, allocation_gaps, bias_metrics, jsd, metric_table, rabbi, simulate_gaps
-from audit.metrics.cli import parse_quotas, read_table
+from audit.commands.io import parse_quotas, read_table_file
 
 
 def scores(changes=None):
@@ -111,13 +111,13 @@ def test_quota_parsing():
 
 def test_unreadable_files(tmp_path):
     with pytest.raises(AuditError, match="cannot read score table .*missing.csv"):
-        read_table(str(tmp_path / "missing.csv"), "score table")
+        read_table_file(str(tmp_path / "missing.csv"), "score table")
     broken = tmp_path / "broken.parquet"
     broken.write_bytes(b"not parquet at all")
     with pytest.raises(AuditError, match="cannot read score table .*broken.parquet"):
-        read_table(str(broken), "score table")
+        read_table_file(str(broken), "score table")
     with pytest.raises(AuditError, match="unsupported file type '.xlsx'"):
-        read_table(str(tmp_path / "scores.xlsx"), "score table")
+        read_table_file(str(tmp_path / "scores.xlsx"), "score table")
 
 
 def test_allocation_gaps_checks_every_key():

@@ -8,7 +8,6 @@ is loaded through :func:`load_backend`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from audit.backend.protocol import Backend
 from audit.backend.sources import ModelRef

@@ -7,7 +7,8 @@ import json
 import pandas as pd
 
 from audit.errors import AuditError
-from audit.metrics.cli import _emit, _records, read_table
+from audit.output import csv_text
+from audit.commands.io import emit, read_table_file, records
 from audit.metrics.planner import SIZES, plan
 from audit.results import score_table
 from audit.store import Store
@@ -46,7 +47,7 @@ def _sizes(text: str) -> list[int]:
 
 def _pilot(args: argparse.Namespace) -> pd.DataFrame:
     if args.scores:
-        scores = read_table(args.scores, "score table")
+        scores = read_table_file(args.scores, "score table")
     else:
         with Store(args.db, create=False) as store:
             scores = score_table(store)
@@ -65,9 +66,9 @@ def run_plan(args: argparse.Namespace) -> int:
     curve, summary = plan(_pilot(args), reference=args.reference, k=args.k, target=args.target, pool=args.pool,
                           sizes=sizes, n_boot=args.bootstrap, level=args.ci, seed=args.seed)
     if args.format == "csv":
-        _emit(summary.to_csv(index=False), args.out)
+        emit(csv_text(summary), args.out)
     else:
         result = {"k": args.k, "target": args.target, "level": args.ci, "pool": args.pool,
-                  "summary": _records(summary), "curve": _records(curve)}
-        _emit(json.dumps(result, indent=1) + "\n", args.out)
+                  "summary": records(summary), "curve": records(curve)}
+        emit(json.dumps(result, indent=1) + "\n", args.out)
     return 0

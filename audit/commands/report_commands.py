@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from audit.errors import AuditError
-from audit.metrics.cli import _emit, _records, parse_quotas, read_table
+from audit.commands.io import emit, parse_quotas, read_table_file, records
 from audit.metrics.compare import compare_gaps, rank_correlation, selection_flips
 from audit.metrics.impact import GROUPINGS, impact_ratios
 from audit.reporting import ReportSettings, build_report
@@ -74,7 +74,7 @@ def _scores(args: argparse.Namespace) -> tuple[pd.DataFrame, ReportSettings]:
         raise AuditError("give exactly one of --db and --scores")
     settings = ReportSettings(store=args.db or "", task=args.task, models=tuple(args.models), mode=args.mode,
                               pool=args.pool, ci=args.ci, n_boot=args.bootstrap, seed=args.seed)
-    table = read_table(args.scores, "score table") if args.scores else None
+    table = read_table_file(args.scores, "score table") if args.scores else None
     return load_scores(settings, table), settings
 
 
@@ -92,8 +92,8 @@ def run_impact(args: argparse.Namespace) -> int:
     table = impact_ratios(scores, ks=parse_quotas(args.k), pool=settings.design, groupings=args.grouping,
                           ci=args.ci, n_boot=args.bootstrap, seed=args.seed)
     text = {"csv": lambda: table.to_csv(index=False), "md": lambda: markdown(table),
-            "json": lambda: json.dumps(_records(table), indent=1) + "\n"}[args.format]()
-    _emit(text, args.out)
+            "json": lambda: json.dumps(records(table), indent=1) + "\n"}[args.format]()
+    emit(text, args.out)
     return 0
 
 
@@ -103,11 +103,11 @@ def run_compare(args: argparse.Namespace) -> int:
     quotas = parse_quotas(args.k)
     options = {"a": args.a, "b": args.b, "pool": settings.design}
     result = {"a": args.a, "b": args.b, "reference": args.reference, "k": quotas,
-              "gaps": _records(compare_gaps(scores, reference=args.reference, ks=quotas, ci=args.ci,
+              "gaps": records(compare_gaps(scores, reference=args.reference, ks=quotas, ci=args.ci,
                                             n_boot=args.bootstrap, seed=args.seed, **options)),
-              "flips": _records(selection_flips(scores, k=quotas[0], **options).query("flipped")),
-              "rank_correlation": _records(rank_correlation(scores, a=args.a, b=args.b))}
-    _emit(json.dumps(result, indent=1) + "\n", args.out)
+              "flips": records(selection_flips(scores, k=quotas[0], **options).query("flipped")),
+              "rank_correlation": records(rank_correlation(scores, a=args.a, b=args.b))}
+    emit(json.dumps(result, indent=1) + "\n", args.out)
     return 0
 
 

@@ -15,7 +15,7 @@ from typing import Sequence
 from audit.design import PoolDesign, split_groupings
 from audit.errors import AuditError
 from audit.tasks.base import Candidate, ChatPrompt, LabelSet
-from audit.tasks.loaders import Row, cell_text, columns_of, read_table
+from audit.tasks.loaders import Row, cell_text, columns_of, read_rows
 from audit.tasks.pools import draw
 from audit.tasks.specs import TaskSpec, load_spec
 
@@ -98,7 +98,7 @@ def subtasks(data: Path, spec: Path) -> list[str]:
 
 def load_candidates(path: Path, spec: TaskSpec) -> dict[str, list[Candidate]]:
     """Validated candidates by subtask; every problem is an :class:`AuditError` naming row and column."""
-    rows = read_table(path)
+    rows = read_rows(path)
     if not rows:
         raise AuditError(f"{path}: no candidates")
     absent = [c for c in ("text", *spec.group_columns) if c not in columns_of(rows)]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from audit.errors import AuditError
 from audit.tasks.essay import REFERENCE_GROUP, EssayRecord, EssayTask
-from audit.tasks.loaders import cell_text, columns_of, read_table, read_text
+from audit.tasks.loaders import cell_text, columns_of, read_rows, read_text
 
 RATINGS_FILE = "ratings.csv"
 RATING_COLUMNS = ("essay_file", "rating")
@@ -70,7 +70,7 @@ def read_ratings(path: Path) -> dict[str, float]:
         hint = f" (found {others}: export the ratings sheet as CSV)" if others else ""
         raise AuditError(f"{path}: ratings file missing{hint}; expected a CSV with columns "
                          f"{', '.join(RATING_COLUMNS)} (one row per essay, or per essay and rater)")
-    rows = read_table(path)
+    rows = read_rows(path)
     absent = [c for c in RATING_COLUMNS if c not in columns_of(rows)]
     if absent:
         raise AuditError(f"{path}: missing column(s) {absent}; expected {list(RATING_COLUMNS)}")

@@ -60,7 +60,7 @@ def read_text(path: Path) -> str:
                          "save the file as UTF-8") from None
 
 
-def read_table(path: Path) -> list[Row]:
+def read_rows(path: Path) -> list[Row]:
     """Rows of a CSV (with header), Parquet or JSONL (one object per line) file, values as read."""
     suffix = path.suffix.lower()
     if suffix not in TABLE_SUFFIXES:

@@ -26,7 +26,7 @@ from typing import Sequence
 
 from audit.errors import AuditError
 from audit.tasks.base import Candidate
-from audit.tasks.loaders import Row, read_table, read_text
+from audit.tasks.loaders import Row, read_rows, read_text
 from audit.tasks.pools import one_per_group
 from audit.tasks.resume import GROUPS, ResumeTask, Template, seeded_order
 
@@ -136,7 +136,7 @@ def load_names(root: Path, job: str, templates: int) -> dict[str, list[list[str]
     folder = root / "names"
     full = folder / "sampled_full_names.csv"
     if full.is_file():
-        return _sampled_full_names(read_table(full), full, job, templates)
+        return _sampled_full_names(read_rows(full), full, job, templates)
     first, last = _json(folder / "sampled_first_names.json"), _json(folder / "sampled_last_names.json")
     empty = [g for g in GROUPS if not first.get(g)] + [r for r in {g[0] for g in GROUPS} if not last.get(r)]
     if empty:

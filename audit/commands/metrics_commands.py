@@ -3,17 +3,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
-from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from audit.design import PoolDesign
+from audit.commands.io import emit, emit_table, parse_quotas, read_table_file, records
 from audit.errors import AuditError
 from audit.metrics.bands import draws_table, ndcg_bands, validity_bands
-from audit.output import csv_text, restore, write_atomic
 from audit.metrics.engine import MetricEngine
 from audit.metrics.inference import METHODS, adjusted
 from audit.metrics.pairwise import drop_unreliable
@@ -24,10 +21,6 @@ from audit.metrics.validity import model_rankings, ndcg_table, validity
 from audit.store import Store
 from audit.views import StoreTables, metric_parts
 
-MAX_QUOTA = 10_000
-"""Largest quota --k may name (pools are far smaller; the metrics check k against each pool size)."""
-_TEXT = ("model", "task", "subtask", "mode", "candidate_id", "group", "candidate_a", "candidate_b", "group_a",
-         "group_b", "outcome")
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -84,38 +77,6 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", help="write here instead of stdout")
 
 
-def parse_quotas(text: str) -> list[int]:
-    """``2`` → [2], ``1-8`` → [1..8], ``1,3,5`` → [1, 3, 5] (parts may mix)."""
-    quotas: set[int] = set()
-    for part in str(text).split(","):
-        low, dash, high = part.strip().partition("-")
-        if not _digits(low) or (dash and not _digits(high)):
-            raise AuditError(f"--k: {text!r} is not a quota; use 2, 1-8 or 1,3,5 (digits 0-9)")
-        if int(high if dash else low) > MAX_QUOTA:  # checked before a range is built
-            raise AuditError(f"--k: {text!r} goes past {MAX_QUOTA}; a quota cannot exceed the pool size")
-        quotas.update(range(int(low), int(high if dash else low) + 1))
-    if not quotas or min(quotas) < 1:
-        raise AuditError(f"--k: {text!r} must name quotas of at least 1")
-    return sorted(quotas)
-
-
-def _digits(text: str) -> bool:
-    return text.isascii() and text.isdigit()
-
-
-def read_table(path: str, what: str) -> pd.DataFrame:
-    """A CSV or Parquet file as a DataFrame (id and group columns as text); an AuditError if it cannot be read."""
-    suffix = Path(path).suffix.lower()
-    try:
-        if suffix == ".csv":
-            return restore(pd.read_csv(path, dtype={column: str for column in _TEXT}))
-        if suffix in (".parquet", ".pq"):
-            return pd.read_parquet(path)
-    except (ImportError, OSError, ValueError) as exc:
-        raise AuditError(f"cannot read {what} {path}: {exc}") from exc
-    raise AuditError(f"{what} {path}: unsupported file type {suffix or '(none)'!r}; use .csv or .parquet")
-
-
 Part = tuple[pd.DataFrame, str, "str | PoolDesign"]  # score rows, reference, pool design
 
 
@@ -128,10 +89,10 @@ def _inputs(args: argparse.Namespace) -> tuple[list[Part], pd.DataFrame | None, 
         if args.reference is None or args.task is not None:
             raise AuditError("--scores needs --reference and takes no --task (use --db for stored designs)")
         if args.max_inconsistent is not None and not args.pairs:
-            raise AuditError("--max-inconsistent with --scores needs --pairs (the inconsistent-pair rates come from "
+            raise AuditError("--max-inconsistent needs --pairs with --scores (the inconsistent-pair rates come from "
                              "the pair table)")
-        scores = read_table(args.scores, "score table")
-        pairs = read_table(args.pairs, "pair table") if args.pairs else None
+        scores = read_table_file(args.scores, "score table")
+        pairs = read_table_file(args.pairs, "pair table") if args.pairs else None
         return [(_reliable(scores, pairs, args.max_inconsistent), args.reference, args.pool or "per-group")], pairs, quotas
     if args.pairs is not None:
         raise AuditError("--pairs only goes with --scores; --db reads the store's pairs")
@@ -171,29 +132,6 @@ def _note_missing_pairs(parts: list[Part], pairs: pd.DataFrame | None) -> None:
         print("note: no --pairs file; delta and delta_qualified are null for pairwise rows", file=sys.stderr)
 
 
-def _plain(value):
-    if value is pd.NA:
-        return None
-    if isinstance(value, (float, np.floating)):
-        return None if math.isnan(value) else float(value)
-    return int(value) if isinstance(value, np.integer) else value
-
-
-def _records(frame: pd.DataFrame) -> list[dict]:
-    return [{key: _plain(value) for key, value in row.items()} for row in frame.to_dict("records")]
-
-
-def _emit(text: str, out: str | None) -> None:
-    if out is None:
-        sys.stdout.write(text)
-        return
-    write_atomic(out, text)
-
-
-def _emit_table(table: pd.DataFrame, args: argparse.Namespace) -> None:
-    _emit(table.to_csv(index=False) if args.format == "csv" else json.dumps(_records(table), indent=1) + "\n", args.out)
-
-
 def run_metrics(args: argparse.Namespace) -> int:
     """Handler of ``metrics``."""
     parts, pairs, quotas = _inputs(args)
@@ -204,7 +142,7 @@ def run_metrics(args: argparse.Namespace) -> int:
     if args.permutations is not None:
         table = adjusted(table, args.adjust)
     _note_missing_pairs(parts, pairs)
-    _emit_table(table, args)
+    emit_table(table, args.format, args.out)
     return 0
 
 
@@ -232,13 +170,13 @@ def run_validity(args: argparse.Namespace) -> int:
     stored = "per-group" if args.scores else "stored"
     result = {"reference": args.reference or "stored", "pool": args.pool or stored, "k": quotas,
               "preset": args.preset,
-              **{name: _records(pd.concat(frames, ignore_index=True)) for name, frames in blocks.items()}}
-    _emit(json.dumps(result, indent=1) + "\n", args.out)
+              **{name: records(pd.concat(frames, ignore_index=True)) for name, frames in blocks.items()}}
+    emit(json.dumps(result, indent=1) + "\n", args.out)
     return 0
 
 
 def run_shape(args: argparse.Namespace) -> int:
     """Handler of ``shape``."""
-    table = score_shape(read_table(args.scores, "score table"))
-    _emit_table(table, args)
+    table = score_shape(read_table_file(args.scores, "score table"))
+    emit_table(table, args.format, args.out)
     return 0

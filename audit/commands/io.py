@@ -1,0 +1,76 @@
+"""What every sub-command shares: reading score and pair files, parsing quotas, printing or writing tables."""
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from audit.errors import AuditError
+from audit.output import csv_text, restore, write_atomic
+
+MAX_QUOTA = 10_000
+"""Largest quota --k may name (pools are far smaller; the metrics check k against each pool size)."""
+_TEXT = ("model", "task", "subtask", "mode", "candidate_id", "group", "candidate_a", "candidate_b", "group_a",
+         "group_b", "outcome")
+
+
+def parse_quotas(text: str) -> list[int]:
+    """``2`` → [2], ``1-8`` → [1..8], ``1,3,5`` → [1, 3, 5] (parts may mix)."""
+    quotas: set[int] = set()
+    for part in str(text).split(","):
+        low, dash, high = part.strip().partition("-")
+        if not _digits(low) or (dash and not _digits(high)):
+            raise AuditError(f"--k: {text!r} is not a quota; use 2, 1-8 or 1,3,5 (digits 0-9)")
+        if int(high if dash else low) > MAX_QUOTA:  # checked before a range is built
+            raise AuditError(f"--k: {text!r} goes past {MAX_QUOTA}; a quota cannot exceed the pool size")
+        quotas.update(range(int(low), int(high if dash else low) + 1))
+    if not quotas or min(quotas) < 1:
+        raise AuditError(f"--k: {text!r} must name quotas of at least 1")
+    return sorted(quotas)
+
+
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
+def read_table_file(path: str, what: str) -> pd.DataFrame:
+    """A CSV or Parquet file as a DataFrame (id and group columns as text); an AuditError if it cannot be read."""
+    suffix = Path(path).suffix.lower()
+    try:
+        if suffix == ".csv":
+            return restore(pd.read_csv(path, dtype={column: str for column in _TEXT}))
+        if suffix in (".parquet", ".pq"):
+            return pd.read_parquet(path)
+    except (ImportError, OSError, ValueError) as exc:
+        raise AuditError(f"cannot read {what} {path}: {exc}") from exc
+    raise AuditError(f"{what} {path}: unsupported file type {suffix or '(none)'!r}; use .csv or .parquet")
+
+
+def _plain(value: object) -> object:
+    if value is pd.NA:
+        return None
+    if isinstance(value, (float, np.floating)):
+        return None if math.isnan(value) else float(value)
+    return int(value) if isinstance(value, np.integer) else value
+
+
+def records(frame: pd.DataFrame) -> list[dict]:
+    """Rows as JSON-ready dicts (NaN and NA become null, NumPy numbers plain numbers)."""
+    return [{key: _plain(value) for key, value in row.items()} for row in frame.to_dict("records")]
+
+
+def emit(text: str, out: str | None) -> None:
+    """``text`` to standard output, or written atomically to ``out``."""
+    if out is None:
+        sys.stdout.write(text)
+        return
+    write_atomic(out, text)
+
+
+def emit_table(table: pd.DataFrame, fmt: str, out: str | None) -> None:
+    """``table`` as CSV (formula-safe) or JSON records, to standard output or ``out``."""
+    emit(csv_text(table) if fmt == "csv" else json.dumps(records(table), indent=1) + "\n", out)
