@@ -3,7 +3,7 @@ import streamlit as st
 
 from audit.backend import DEFAULT_MODEL, QUANTS, REGISTRY, installed_models
 from audit.backend.api import PREFIX
-from audit.engine import PAIRWISE_METHODS
+from audit.scoring import PAIRWISE_METHODS
 from audit.errors import AuditError
 from audit.tasks import DATA_TASKS, TASKS, get_task, list_subtasks
 from pages.shared import common

@@ -17,7 +17,7 @@ ray = pytest.importorskip("ray")
 
 from audit.backend.spec import BackendSpec  # noqa: E402
 from audit.distributed import RayExecutor, connect  # noqa: E402
-from audit.engine import run_scoring  # noqa: E402
+from audit.scoring import run_scoring  # noqa: E402
 from audit.store import Store  # noqa: E402
 from audit.tasks import get_task  # noqa: E402
 from loan_spec import loan_spec
@@ -131,7 +131,7 @@ def test_cli_joins_a_running_cluster(tmp_path, cluster, reference):
     db = tmp_path / "cli.db"
     address = ray.get_runtime_context().gcs_address
     command = [sys.executable, "-m", "audit", "score", "--subtask", "retail", "--limit", "1", "--batch-size", "2",
-               "--db", str(db), "--engine", "ray", "--address", address, "--workers", "2"]
+               "--db", str(db), "--executor", "ray", "--address", address, "--workers", "2"]
     result = subprocess.run(command, cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "8 prompts, 8 scored, 0 cached" in result.stdout and "ray: 2 workers (cpu)" in result.stderr
@@ -141,11 +141,11 @@ def test_cli_joins_a_running_cluster(tmp_path, cluster, reference):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--engine", "ray", "--workers", "0"], "--workers must be positive, got 0"),
-        (["--engine", "ray", "--workers", "64"], "--workers 64 is more than the cluster's"),
-        (["--engine", "ray", "--address", "127.0.0.1:9"], "cannot reach the Ray cluster at 127.0.0.1:9"),
-        (["--engine", "ray", "--address", "nowhere"], "is not auto, HOST:PORT or ray://HOST:PORT"),
-        (["--address", "auto"], "--address and --workers only apply with --engine ray"),
+        (["--executor", "ray", "--workers", "0"], "--workers must be positive, got 0"),
+        (["--executor", "ray", "--workers", "64"], "--workers 64 is more than the cluster's"),
+        (["--executor", "ray", "--address", "127.0.0.1:9"], "cannot reach the Ray cluster at 127.0.0.1:9"),
+        (["--executor", "ray", "--address", "nowhere"], "is not auto, HOST:PORT or ray://HOST:PORT"),
+        (["--address", "auto"], "--address and --workers only apply with --executor ray"),
     ],
 )
 def test_bad_scale_options_are_one_line_and_leave_the_store_alone(tmp_path, args, message):
@@ -163,8 +163,8 @@ def test_bad_scale_options_are_one_line_and_leave_the_store_alone(tmp_path, args
 def test_without_ray_the_cli_says_so_in_one_line(tmp_path):
     hide_ray = "import sys; sys.modules['ray'] = None; from audit.cli import main; sys.exit(main(sys.argv[1:]))"
     command = [sys.executable, "-c", hide_ray, "score", "--subtask", "retail", "--limit", "1",
-               "--db", str(tmp_path / "results.db"), "--engine", "ray"]
+               "--db", str(tmp_path / "results.db"), "--executor", "ray"]
     result = subprocess.run(command, cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
-    assert result.stderr == "error: --engine ray needs the ray package (pip install 'ray[default]')\n"
+    assert result.stderr == "error: --executor ray needs the ray package (pip install 'ray[default]')\n"
     assert not (tmp_path / "results.db").exists()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.engine import run_scoring
+from audit.scoring import run_scoring
 from audit.errors import AuditError
 from audit.results import score_table
 from audit.store import Store

@@ -13,7 +13,7 @@ import pytest
 
 from audit.backend.spec import BackendSpec
 from audit.backend.vllm_backend import vllm_ref
-from audit.engine import BatchJob, run_scoring
+from audit.scoring import BatchJob, run_scoring
 from audit.errors import AuditError
 from audit.store import Store
 from audit.tasks import get_task

@@ -13,7 +13,7 @@ from audit.backend.api import PREFIX
 from audit.backend.sources import ModelRef
 from audit.backend.spec import BACKENDS, BackendSpec
 from audit.commands.api_options import add_api_arguments, api_spec
-from audit.engine import MODES, PAIRWISE_METHODS, check_options, run_scoring
+from audit.scoring import MODES, PAIRWISE_METHODS, check_options, run_scoring
 from audit.errors import AuditError
 from audit.output import check_target, csv_text, write_atomic
 from audit.results import answer_table, design_table, pair_table, score_table
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from audit.distributed import RayExecutor
 
 DEFAULT_DB = "results.db"
-ENGINES = ("local", "ray")
+EXECUTORS = ("local", "ray")
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -48,13 +48,13 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     score.add_argument("--revision", help="hub revision (branch, tag or commit)")
     score.add_argument("--trust-remote-code", action="store_true", help="run model code from the hub (opt-in)")
     score.add_argument("--backend", choices=BACKENDS[:2], default="transformers",
-                       help="inference engine: transformers (default) or vllm (optional extra); "
+                       help="inference backend: transformers (default) or vllm (optional extra); "
                             "--model openai:NAME uses an API")
     add_api_arguments(score)
-    score.add_argument("--engine", choices=ENGINES, default="local",
+    score.add_argument("--executor", "--engine", dest="executor", choices=EXECUTORS, default="local",
                        help="local: this process; ray: an actor pool on a Ray cluster, one model replica per worker")
     score.add_argument("--address", help="Ray cluster to join: auto, HOST:PORT or ray://HOST:PORT "
-                                         "(default: start a local one); only with --engine ray")
+                                         "(default: start a local one); only with --executor ray")
     score.add_argument("--workers", type=int, help="Ray workers (default: one per GPU, else one per CPU)")
     score.set_defaults(handler=run_score)
 
@@ -112,11 +112,11 @@ def run_score(args: argparse.Namespace) -> int:
 
 
 def check_scale_options(args: argparse.Namespace) -> None:
-    """Refuse engine and backend options that cannot work together, before anything is written."""
+    """Refuse executor and backend options that cannot work together, before anything is written."""
     if args.workers is not None and args.workers < 1:
         raise AuditError(f"--workers must be positive, got {args.workers}")
-    if args.engine != "ray" and (args.address or args.workers):
-        raise AuditError("--address and --workers only apply with --engine ray")
+    if args.executor != "ray" and (args.address or args.workers):
+        raise AuditError("--address and --workers only apply with --executor ray")
     if args.backend == "vllm" and args.mode == "pairwise" and args.pairwise_mode == "likelihood":
         raise AuditError("--backend vllm scores pairwise prompts by generation only; use --pairwise-mode generate")
     if args.model.startswith(PREFIX) and args.backend != "transformers":
@@ -125,20 +125,20 @@ def check_scale_options(args: argparse.Namespace) -> None:
         raise AuditError(f"{PREFIX} models score pairwise prompts by generation only; use --pairwise-mode generate")
     if args.base_url and not args.model.startswith(PREFIX):
         raise AuditError(f"--base-url applies only to --model {PREFIX}NAME")
-    if args.backend == "vllm" and args.engine == "local":
+    if args.backend == "vllm" and args.executor == "local":
         from audit.backend.vllm_backend import check_available
 
         check_available()
 
 
 def backend_and_executor(args: argparse.Namespace) -> tuple[BackendSpec, "RayExecutor | None"]:
-    """The model to load and, for ``--engine ray``, the executor that runs it on the cluster's workers.
+    """The model to load and, for ``--executor ray``, the executor that runs it on the cluster's workers.
 
     On Ray the cluster decides the device: workers get one GPU each when it has GPUs, so the model is
     resolved (quantisation, dtype, fingerprint) for that device, not this machine's.
     """
     cluster = None
-    if args.engine == "ray":
+    if args.executor == "ray":
         from audit.distributed import connect
 
         cluster = connect(args.address, args.workers)

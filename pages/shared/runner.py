@@ -10,7 +10,7 @@ from audit.backend import ModelRef, resolve
 from audit.backend.api import PREFIX, api_ref
 from audit.backend.protocol import Backend
 from audit.backend.spec import BackendSpec, load_backend
-from audit.engine import RunSummary, run_scoring
+from audit.scoring import RunSummary, run_scoring
 from audit.store import Store
 from audit.tasks.base import Task
 
@@ -34,7 +34,7 @@ def model(name: str, quant: str, batch_size: int, base_url: str = "", key_env: s
 def run_tasks(path: str, tasks: Sequence[Task], name: str, quant: str, *, batch_size: int, base_url: str = "",
               key_env: str = "", **options: object) -> list[RunSummary]:
     """Score every task with the model (a served one for ``openai:NAME`` at ``base_url``) into the store at ``path``,
-    one progress bar per task; ``options`` go to :func:`audit.engine.run_scoring`. An :class:`AuditError` stops the
+    one progress bar per task; ``options`` go to :func:`audit.scoring.run_scoring`. An :class:`AuditError` stops the
     run (finished batches stay stored)."""
     ref = reference(name, quant, base_url, key_env, options.get("mode") == "pointwise")
     summaries = []
