@@ -5,18 +5,17 @@
 #
 # Env: PYTHON (default .venv/bin/python), LIMIT (candidates per group, default 12), ROUNDS (pairwise pools, default 6),
 # QLIMIT (candidates per group of the 4-bit SmolLM2 run, default 8: bitsandbytes NF4 on CPU is ≈ 3 s a prompt),
-# GENERATE_ROUNDS (pools of the pairwise generate run, default 2), OUT (default data/demo.db). The store is built in a
-# temporary file and moved into place only when every run finished. The 4-bit and generate runs were added to the
-# shipped data/demo.db in place with exactly their own commands (`python -m audit score … --db data/demo.db`). Two
-# generate pools give real answers and pair outcomes to inspect (`python -m audit answers`); the metrics need a
-# qualified candidate of every group, which the first pools only hold from GENERATE_ROUNDS=5 on.
+# GENERATE_ROUNDS (pools of the pairwise generate run, default 5: the first pools holding a qualified candidate of
+# every group), OUT (default data/demo.db). The store is built in a temporary file and moved into place only when
+# every run finished. The 4-bit and generate runs were added to the shipped data/demo.db in place with exactly their
+# own commands (`python -m audit score … --db data/demo.db`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-.venv/bin/python}
 LIMIT=${LIMIT:-12}
 ROUNDS=${ROUNDS:-6}
 QLIMIT=${QLIMIT:-8}
-GENERATE_ROUNDS=${GENERATE_ROUNDS:-2}
+GENERATE_ROUNDS=${GENERATE_ROUNDS:-5}
 OUT=${OUT:-data/demo.db}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -32,7 +31,7 @@ done
 # a real quantisation comparison for `python -m audit compare` and the Compare page.
 score --model smollm2-135m --quant 4bit --subtask all --mode pointwise --limit "$QLIMIT"
 score --model smollm2-135m --subtask software_engineer --mode pairwise --pairwise-mode likelihood --rounds "$ROUNDS"
-# the paper's generate-and-parse method on the first pools (≈ 5 min on 2 cores); answers are re-parsed when read
+# the paper's generate-and-parse method on the first pools (≈ 13 min on 2 busy cores); answers are re-parsed when read
 score --model smollm2-135m --subtask software_engineer --mode pairwise --pairwise-mode generate \
   --rounds "$GENERATE_ROUNDS"
 

@@ -117,7 +117,8 @@ def test_cli_reads_the_stored_design_and_flags_override_it(mixed_store):
     assert status == 2 and "choose one with --task" in err
     status, out, _ = cli("validity", "--db", mixed_store, "--task", "resume", "--k", "2")
     pools = {(row["mode"], row["reference"], row["pool"]) for row in json.loads(out)["correlations"]}
-    assert pools == {("pointwise", "W_M", "per-group"), ("pairwise-likelihood", "W_M", "observed")}
+    assert pools == {("pointwise", "W_M", "per-group"), ("pairwise-likelihood", "W_M", "observed"),
+                     ("pairwise", "W_M", "observed")}
     status, out, _ = cli("metrics", "--db", mixed_store, "--task", "essay", "--k", "1", "--reference", "JPN",
                          "--pool", "random:4")
     assert status == 0 and "ENS" in {row["group"] for row in json.loads(out)}

@@ -60,7 +60,7 @@ def test_v1_demo_store_migrates_in_place_keeping_every_row(v1_store):
     with redirect_stdout(out):
         assert main(["metrics", "--db", str(v1_store), "--task", "resume", "--k", "1-8", "--format", "json"]) == 0
     stored = pd.DataFrame(json.loads(out.getvalue()))
-    stored = stored[stored["mode"] == "pointwise"].drop(columns="task").reset_index(drop=True)
+    stored = stored[stored["mode"] == "pointwise"].reset_index(drop=True)
     pd.testing.assert_frame_equal(stored, expected.astype({"k": "int64"}), check_dtype=False, atol=1e-12)
 
 
