@@ -105,6 +105,8 @@ def test_compare_page_defaults_to_the_two_precisions(demo):
 
 def test_allocation_page_shows_impact_ratios(demo):
     demo.switch_page("pages/allocation_gaps.py").run()
+    assert not any("impact_ratio" in frame.value.columns for frame in demo.dataframe)  # on demand only
+    demo.toggle(key="impact_on").set_value(True).run()
     impact = next(frame.value for frame in demo.dataframe if "impact_ratio" in frame.value.columns)
     assert set(impact["grouping"]) == {"race", "gender", "race × gender"}
     assert (impact["four_fifths"] == (impact["impact_ratio"] < 0.8)).all()

@@ -40,6 +40,8 @@ def impact_section(view: views.View, k: int) -> None:
     st.subheader(f"Impact ratios at k = {k}")
     st.caption("Selection rate ÷ the most-selected category's rate (NYC Local Law 144), per grouping; four_fifths "
                "flags a ratio below 0.8 (EEOC).")
+    if not st.toggle("compute impact ratios with their intervals", key="impact_on"):  # on demand: keeps cold start
+        return
     try:
         ratios = impact(view, k)
     except AuditError as exc:
