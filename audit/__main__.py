@@ -1,4 +1,5 @@
 """``python -m audit``: the headless command line."""
 from audit.cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":  # not when a spawned worker (vLLM's engine core) re-imports the main module
+    raise SystemExit(main())

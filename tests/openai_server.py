@@ -2,8 +2,8 @@
 
 It speaks the subset the API backend uses: ``GET /v1/models`` and ``POST /v1/chat/completions`` with
 ``logprobs``/``top_logprobs``, ``max_tokens``, ``min_tokens`` and ``continue_final_message``. Flags make it
-misbehave the ways a deployment can: ``--key-env VAR`` (demand the key in VAR), ``--die-after N`` (the process
-dies on request N+1, mid-run), ``--no-logprobs`` (an endpoint that returns none).
+misbehave the ways a deployment can: ``--key-env VAR`` (demand the key in VAR), ``--no-logprobs`` (an endpoint that
+returns none).
 """
 from __future__ import annotations
 
@@ -18,16 +18,12 @@ from audit.tasks.base import ChatPrompt
 NAME = "smollm2-135m"
 
 
-def serve(port: int, key_env: str | None, die_after: int | None, logprobs: bool) -> None:
+def serve(port: int, key_env: str | None, logprobs: bool) -> None:
     lm = CausalLM.load(resolve(NAME), batch_size=1)
-    served = [0]
 
     def complete(body: dict) -> dict:
         messages = {m["role"]: m["content"] for m in body["messages"]}
         prompt = ChatPrompt(messages.get("system", ""), messages["user"], messages.get("assistant", ""))
-        served[0] += 1
-        if die_after is not None and served[0] > die_after:
-            os._exit(1)
         if body.get("logprobs") and body.get("max_tokens") == 1:
             row = lm._tail_logprobs([prompt], [[]], tail=1)[0][-1]
             values, ids = row.topk(int(body.get("top_logprobs", 1)))
@@ -80,7 +76,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--key-env")
-    parser.add_argument("--die-after", type=int)
     parser.add_argument("--no-logprobs", action="store_true")
     args = parser.parse_args()
-    serve(args.port, args.key_env, args.die_after, not args.no_logprobs)
+    serve(args.port, args.key_env, not args.no_logprobs)

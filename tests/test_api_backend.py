@@ -1,13 +1,14 @@
-"""The OpenAI-compatible API backend against a real HTTP server on 127.0.0.1 (tests/openai_server.py, the bundled
-model behind the transformers backend): same numbers as in-process, resumable after the server dies mid-run, one
-clear error and an untouched store for every misconfiguration, and the API key nowhere on disk or in logs."""
+"""The OpenAI-compatible API backend against real HTTP servers of the bundled model on 127.0.0.1 — vLLM itself
+(`vllm serve`, when the vLLM virtualenv is installed: `make vllm-env`) and the project's own small server
+(tests/openai_server.py) —: same numbers as in-process, resumable after the server dies mid-run, one clear error and
+an untouched store for every misconfiguration, and the API key nowhere on disk or in logs."""
 from __future__ import annotations
 
 import os
-import socket
+import sqlite3
 import subprocess
 import sys
-from contextlib import contextmanager
+import time
 from pathlib import Path
 
 import pytest
@@ -17,49 +18,43 @@ from audit.backend.protocol import Backend
 from audit.backend.spec import BackendSpec, load_backend
 from audit.store import Store
 from audit.tasks import get_task
+from served import KINDS, NAME, free_port, served, stop
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk-test-9f3e1c-secret"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "AUDIT_TEST_KEY": KEY,
        "AUDIT_WRONG_KEY": "sk-wrong"}
+KEYED = ("--api-key-env", "AUDIT_TEST_KEY")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextmanager
-def server(*flags: str, port: int | None = None):
-    """A running test server; yields its base URL and stops it (if still alive) on exit."""
-    port = port or free_port()
-    process = subprocess.Popen([sys.executable, str(ROOT / "tests" / "openai_server.py"), "--port", str(port), *flags],
-                               cwd=ROOT, env=ENV, stdout=subprocess.PIPE, text=True)
-    try:
-        assert process.stdout.readline().strip() == "ready"
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        process.kill()
-        process.wait()
+@pytest.fixture(scope="module", params=KINDS)
+def kind(request) -> str:
+    return request.param
 
 
 @pytest.fixture(scope="module")
-def url():
-    with server() as base:
+def url(kind):
+    """A server of ``kind`` that demands the key in AUDIT_TEST_KEY, shared by the module's tests."""
+    with served(kind, ENV, key_env="AUDIT_TEST_KEY") as (base, _):
         yield base
 
 
-def score(db: Path, *args: str, model: str = "openai:smollm2-135m") -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "audit", "score", "--subtask", "retail", "--limit", "1", "--db", str(db),
-               "--model", model, *args]
-    return subprocess.run(command, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+def score(db: Path, *args: str, model: str = f"openai:{NAME}") -> subprocess.CompletedProcess:
+    return subprocess.run(score_command(db, *args, model=model), cwd=ROOT, env=ENV, capture_output=True, text=True,
+                          timeout=600)
 
 
-def test_pointwise_and_pairwise_equal_the_in_process_backend(url, smollm):
+def score_command(db: Path, *args: str, model: str = f"openai:{NAME}") -> list[str]:
+    return [sys.executable, "-m", "audit", "score", "--subtask", "retail", "--limit", "1", "--db", str(db),
+            "--model", model, *args]
+
+
+def test_pointwise_and_pairwise_equal_the_in_process_backend(url, kind, smollm, monkeypatch):
+    monkeypatch.setenv("AUDIT_TEST_KEY", KEY)
     task = get_task("resume", "retail")
     prompts = [task.pointwise_prompt(c) for c in task.candidates(1)][:4]
-    backend = load_backend(BackendSpec(api_ref("openai:smollm2-135m", url), "openai", concurrency=2))
+    ref = api_ref(f"openai:{NAME}", url, "AUDIT_TEST_KEY")
+    backend = load_backend(BackendSpec(ref, "openai", api_key_env="AUDIT_TEST_KEY", concurrency=2))
     assert isinstance(backend, Backend) and isinstance(smollm, Backend)
     remote = backend.label_probabilities(prompts, ["Yes", "No"])
     local = smollm.label_probabilities(prompts, ["Yes", "No"])
@@ -68,60 +63,73 @@ def test_pointwise_and_pairwise_equal_the_in_process_backend(url, smollm):
     first, second = task.candidates(1)[:2]
     pairs = [task.pairwise_prompt(first, second), task.pairwise_prompt(second, first)]
     assert backend.generate(pairs) == smollm.generate(pairs)
+    server = "test-server-1" if kind == "builtin" else "vllm-0.32.0-"
+    assert ref.content_id.startswith(f"{url}|{NAME}|{server}") and ref.engine == "openai"
+    assert api_ref(f"openai:{NAME}", url.replace("127.0.0.1", "localhost"), "AUDIT_TEST_KEY").fingerprint != (
+        ref.fingerprint)
 
 
-def test_fingerprint_keys_endpoint_model_and_server(url):
-    ref = api_ref("openai:smollm2-135m", url + "/")
-    assert ref.content_id == f"{url}|smollm2-135m|test-server-1" and ref.engine == "openai"
-    assert api_ref("openai:smollm2-135m", url.replace("127.0.0.1", "localhost")).fingerprint != ref.fingerprint
+def stored_rows(db: Path) -> int:
+    """Pointwise results in ``db`` so far, read while another process writes it (0 before it exists)."""
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as connection:
+            return connection.execute("SELECT COUNT(*) FROM label_results").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
 
 
-def test_a_server_killed_mid_run_leaves_finished_batches_and_a_rerun_completes(tmp_path):
+def test_a_server_killed_mid_run_leaves_finished_batches_and_a_rerun_completes(kind, tmp_path):
     db, port = tmp_path / "results.db", free_port()
-    run = ("--batch-size", "2", "--concurrency", "1")
-    with server("--die-after", "4", port=port):  # 1 probe + 3 prompts: the second batch never finishes
-        failed = score(db, "--base-url", f"http://127.0.0.1:{port}/v1", *run)
-    last = failed.stderr.strip().splitlines()[-1]
-    assert failed.returncode == 2 and last.startswith(f"error: cannot reach http://127.0.0.1:{port}/v1/chat")
+    run = ("--base-url", f"http://127.0.0.1:{port}/v1", *KEYED, "--batch-size", "2", "--concurrency", "1")
+    with served(kind, ENV, port=port, key_env="AUDIT_TEST_KEY") as (_, process):
+        running = subprocess.Popen(score_command(db, *run), cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        while stored_rows(db) < 2 and running.poll() is None:
+            time.sleep(0.05)
+        stop(process)  # the first batch is stored: the server dies with the second in flight
+        _, stderr = running.communicate(timeout=600)
+    last = stderr.strip().splitlines()[-1]
+    assert running.returncode == 2 and last.startswith(f"error: cannot reach http://127.0.0.1:{port}/v1/chat"), stderr
     with Store(db) as store:
-        assert len(store.pointwise_table()) == 2 < store.row_counts()["pointwise_plan"]
-    with server(port=port):
-        rerun = score(db, "--base-url", f"http://127.0.0.1:{port}/v1", *run)
+        assert 2 <= len(store.pointwise_table()) < store.row_counts()["pointwise_plan"]
+        stored = len(store.pointwise_table())
+    with served(kind, ENV, port=port, key_env="AUDIT_TEST_KEY"):
+        rerun = score(db, *run)
     assert rerun.returncode == 0, rerun.stderr
     with Store(db) as store:
         table, planned = store.pointwise_table(), store.row_counts()["pointwise_plan"]
     assert len(table) == table["candidate_id"].nunique() == planned and table["score"].notna().all()
-    assert "2 cached" in rerun.stdout
+    assert f"{stored} cached" in rerun.stdout
 
 
-def test_misconfigurations_give_one_clear_error_and_leave_the_store_untouched(url, tmp_path):
+def test_misconfigurations_give_one_clear_error_and_leave_the_store_untouched(url, kind, tmp_path):
     db = tmp_path / "results.db"
     with Store(db) as store:
         before = store.row_counts()
     dead = f"http://127.0.0.1:{free_port()}/v1"
-    with server("--key-env", "AUDIT_TEST_KEY") as keyed, server("--no-logprobs") as bare:
+    with served(kind, ENV, logprobs=False) as (bare, _):
         cases = {
-            "refused the API key": score(db, "--base-url", keyed, "--api-key-env", "AUDIT_WRONG_KEY"),
-            "does not serve 'nope'": score(db, "--base-url", url, model="openai:nope"),
+            "refused the API key": score(db, "--base-url", url, "--api-key-env", "AUDIT_WRONG_KEY"),
+            "does not serve 'nope'": score(db, "--base-url", url, *KEYED, model="openai:nope"),
             f"cannot reach {dead}/models": score(db, "--base-url", dead),
             "returns no log-probabilities": score(db, "--base-url", bare),
             "AUDIT_UNSET: that environment variable is not set": score(db, "--base-url", url, "--api-key-env",
                                                                         "AUDIT_UNSET"),
         }
     for expected, result in cases.items():
-        assert result.returncode == 2 and result.stderr.startswith("error: ") and expected in result.stderr
+        assert result.returncode == 2 and result.stderr.startswith("error: ") and expected in result.stderr, (
+            result.stderr)
         assert result.stderr.strip().count("\n") == 0, result.stderr
     assert "--pairwise-mode generate" in cases["returns no log-probabilities"].stderr
     with Store(db) as store:
         assert store.row_counts() == before
 
 
-def test_the_api_key_appears_nowhere(tmp_path):
+def test_the_api_key_appears_nowhere(url, tmp_path):
     db = tmp_path / "results.db"
-    with server("--key-env", "AUDIT_TEST_KEY") as keyed:
-        runs = [score(db, "--base-url", keyed, "--api-key-env", "AUDIT_TEST_KEY"),
-                score(db, "--base-url", keyed, "--api-key-env", "AUDIT_TEST_KEY", "--mode", "pairwise", "--rounds", "1",
-                      "--batch-size", "2", "--concurrency", "1", "--max-requests", "4")]
+    runs = [score(db, "--base-url", url, *KEYED),
+            score(db, "--base-url", url, *KEYED, "--mode", "pairwise", "--rounds", "1", "--batch-size", "2",
+                  "--concurrency", "1", "--max-requests", "4")]
     assert runs[0].returncode == 0, runs[0].stderr
     assert runs[1].returncode == 2 and runs[1].stderr.strip().splitlines()[-1].startswith(
         "error: request budget of 4 spent")  # two batches of two answers stored, then the budget stops the run

@@ -1,8 +1,9 @@
-"""The optional vLLM backend: a one-line refusal where it cannot run, its own fingerprint, and (only on a
-CUDA machine with vllm installed) the store's row shapes with probabilities close to the transformers backend."""
+"""The optional vLLM backend: a one-line refusal where it cannot run, its own fingerprint, and — run for real on CPU
+in the vLLM virtualenv (`make vllm-env`) — the store's row shapes with the transformers backend's numbers."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -13,22 +14,15 @@ import pytest
 
 from audit.backend.spec import BackendSpec
 from audit.backend.vllm_backend import vllm_ref
-from audit.scoring import BatchJob, run_scoring
+from audit.scoring import BatchJob
 from audit.errors import AuditError
 from audit.store import Store
 from audit.tasks import get_task
+from served import VLLM_PYTHON, needs_vllm
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-
-
-def cuda_available() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
-
-
-VLLM_RUNS = importlib.util.find_spec("vllm") is not None and cuda_available()
+VLLM_HERE = importlib.util.find_spec("vllm") is not None  # in this (the test) environment
 
 
 def score(db: Path, *args: str) -> subprocess.CompletedProcess:
@@ -36,7 +30,7 @@ def score(db: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(command, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
 
 
-@pytest.mark.skipif(VLLM_RUNS, reason="vllm and CUDA are both here")
+@pytest.mark.skipif(VLLM_HERE, reason="vllm is installed in the test environment")
 def test_without_vllm_or_cuda_the_cli_says_so_in_one_line(tmp_path):
     db = tmp_path / "results.db"
     with Store(db) as store:
@@ -64,20 +58,26 @@ def test_vllm_results_have_their_own_fingerprint(smollm_ref):
         BackendSpec(smollm_ref, "tgi")
 
 
-@pytest.mark.skipif(not VLLM_RUNS, reason="needs the vllm package and a CUDA GPU")
+@needs_vllm
 def test_vllm_scores_like_transformers_in_the_store_shapes(tmp_path, smollm_ref, smollm):
-    ref = vllm_ref(replace(smollm_ref, quant="none", dtype="bfloat16", device="cuda"))
-    backend = BackendSpec(ref, "vllm").load()
+    out = tmp_path / "vllm.json"
+    run = subprocess.run([str(VLLM_PYTHON), str(ROOT / "tests" / "vllm_scoring.py"), str(tmp_path / "vllm.db"), str(out)],
+                         cwd=ROOT, env={**ENV, "VLLM_CPU_KVCACHE_SPACE": "1"}, capture_output=True, text=True,
+                         timeout=1200)
+    assert run.returncode == 0, run.stderr[-3000:]
+    found = json.loads(out.read_text())
+    assert found["label"] == "smollm2-135m+vllm" and found["fingerprint"] == vllm_ref(smollm_ref).fingerprint
     task = get_task("resume", "retail")
-    batch = [(p.key(), p) for p in (task.pointwise_prompt(c) for c in task.candidates(1))]
-    ours = BatchJob("labels", task.label_set.labels).rows(backend, batch)
+    candidates = task.candidates(1)
+    batch = [(p.key(), p) for p in (task.pointwise_prompt(c) for c in candidates)]
     theirs = BatchJob("labels", task.label_set.labels).rows(smollm, batch)
-    for (key, probs, mass), (key_t, probs_t, mass_t) in zip(ours, theirs):
-        assert key == key_t and len(probs) == 2 and sum(probs) == pytest.approx(1.0)
-        assert abs(probs[0] - probs_t[0]) < 0.05 and abs(mass - mass_t) < 0.05
+    assert len(found["probs"]) == len(theirs) == 8
+    for probs, mass, (_, probs_t, mass_t) in zip(found["probs"], found["mass"], theirs):
+        assert len(probs) == 2 and sum(probs) == pytest.approx(1.0)
+        assert abs(probs[0] - probs_t[0]) < 1e-3 and abs(mass - mass_t) < 1e-3
+    first, second = candidates[:2]
+    assert found["answers"] == smollm.generate([task.pairwise_prompt(first, second), task.pairwise_prompt(second, first)])
     with Store(tmp_path / "vllm.db") as store:
-        summary = run_scoring(store, task, ref, lambda: backend, limit=1, batch_size=8)
-        pairwise = run_scoring(store, task, ref, lambda: backend, mode="pairwise", rounds=1, batch_size=8)
-        assert summary.scored == 8 and len(store.pointwise_table()) == 8
-        choices = store.pairwise_table()["choice"]
-        assert pairwise.scored == 56 and choices.isin(["first", "second", "tie", "none"]).all()
+        assert found["scored"] == [8, 56] and len(store.pointwise_table()) == 8
+        assert store.pairwise_table()["choice"].isin(["first", "second", "tie", "none"]).all()
+        assert set(store.pointwise_table()["model"]) == {"smollm2-135m+vllm"}

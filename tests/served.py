@@ -1,0 +1,90 @@
+"""The bundled model served on 127.0.0.1 for the API backend's tests, by a real vLLM (`vllm serve`, from the vLLM
+virtualenv that `make vllm-env` builds) or by the project's own small OpenAI-protocol server (tests/openai_server.py,
+the transformers backend behind HTTP: it also runs where vLLM is not installed)."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from audit.backend import resolve
+from audit.backend.loading import converted_dir
+
+ROOT = Path(__file__).resolve().parent.parent
+NAME = "smollm2-135m"
+VLLM_PYTHON = Path(os.environ.get("AUDIT_VLLM_PYTHON", ROOT / ".venv-vllm" / "bin" / "python"))
+needs_vllm = pytest.mark.skipif(not VLLM_PYTHON.exists(), reason=f"needs the vLLM virtualenv {VLLM_PYTHON} "
+                                                                 "(make vllm-env)")
+#: server kinds as test parameters: vLLM itself, and the built-in server
+KINDS = [pytest.param("vllm", marks=needs_vllm), "builtin"]
+START_TIMEOUT = 900  # vLLM on 2 busy CPU cores: about 45 s; its first start ever compiles kernels
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def command(kind: str, port: int, *, key_env: str | None, logprobs: bool) -> list[str]:
+    """The server's command line (a vLLM key comes from ``VLLM_API_KEY`` in its environment, never argv)."""
+    if kind == "vllm":
+        return [str(VLLM_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model",
+                str(converted_dir(resolve(NAME))), "--served-model-name", NAME, "--host", "127.0.0.1", "--port",
+                str(port), "--dtype", "float32", "--enforce-eager", "--max-model-len", "4096",
+                "--max-logprobs", "20" if logprobs else "0"]
+    return [sys.executable, str(ROOT / "tests" / "openai_server.py"), "--port", str(port),
+            *(["--key-env", key_env] if key_env else []), *([] if logprobs else ["--no-logprobs"])]
+
+
+@contextmanager
+def served(kind: str, env: dict[str, str], *, port: int | None = None, key_env: str | None = None,
+           logprobs: bool = True) -> Iterator[tuple[str, subprocess.Popen]]:
+    """A running server of the bundled model: yields (base URL, process) and kills it (with its engine processes)
+    on exit. ``key_env`` names the variable of ``env`` holding the key the server demands."""
+    port = port or free_port()
+    server_env = {**env, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_API_KEY": env[key_env] if key_env else ""}
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(command(kind, port, key_env=key_env, logprobs=logprobs), cwd=ROOT, env=server_env,
+                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        url = f"http://127.0.0.1:{port}/v1"
+        try:
+            wait_until_up(url, process, log, env[key_env] if key_env else None)
+            yield url, process
+        finally:
+            stop(process)
+
+
+def wait_until_up(url: str, process: subprocess.Popen, log, key: str | None) -> None:
+    """Poll ``GET /models`` until the server answers; fail with its log's tail if it dies or never answers."""
+    request = urllib.request.Request(url + "/models", headers={"Authorization": f"Bearer {key}"} if key else {})
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            with urllib.request.urlopen(request, timeout=5):
+                return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            time.sleep(0.5)
+    stop(process)
+    log.seek(0)
+    pytest.fail(f"server {' '.join(process.args[:4])}… did not come up:\n{log.read().decode()[-3000:]}")
+
+
+def stop(process: subprocess.Popen) -> None:
+    """Kill the server and every process it started (vLLM's engine core and workers)."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:  # the group is gone already
+        pass
+    process.wait()
