@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+import numpy as np
 import pandas as pd
 
 from audit.design import AuditDesign, PoolDesign, regroup_code
@@ -113,19 +114,30 @@ def metric_parts(scores: pd.DataFrame, designs: dict[tuple[str, str], AuditDesig
     return [(scores[scores.index.isin(pd.Index([]).append(parts))], *setting) for setting, parts in settings.items()]
 
 
+@dataclass(frozen=True)
+class MetricRows:
+    """A task's metric table, the (model, subtask) keys left out with the reason, and the bootstrap draws of every
+    row (index, {column: (rows, n_boot)}; None unless kept, see :class:`audit.metrics.MetricEngine`)."""
+
+    table: pd.DataFrame
+    skipped: list[str]
+    draws: tuple[pd.DataFrame, dict[str, np.ndarray]] | None = None
+
+
 def metric_rows(tables: StoreTables, *, task: str, mode: str, grouping: str, reference: str, ci: float | None,
-                n_boot: int, preset: str = "default",
-                max_inconsistent: float | None = None) -> tuple[pd.DataFrame, list[str]]:
+                n_boot: int, preset: str = "default", max_inconsistent: float | None = None,
+                n_perm: int | None = None, keep_draws: bool = False) -> MetricRows:
     """The metric table of one task, mode and grouping for every quota k up to the smallest pool, under the task's
     stored pool design and the metric ``preset``, with bootstrap bounds, and the (model, subtask) keys left out with
     the reason (e.g. a partial run lacking a group or a qualified candidate, or a pairwise model above
-    ``max_inconsistent`` inconsistent pairs)."""
+    ``max_inconsistent`` inconsistent pairs). ``n_perm`` adds permutation p-values and ``keep_draws`` (with ``ci``)
+    keeps the bootstrap replicates behind the bounds, all from one engine pass per key."""
     part = tables.design(task).groupings[grouping]
     chosen = (tables.scores["task"] == task) & (tables.scores["mode"] == mode)
     scores = regroup(tables.scores[chosen], part)
     pairs = tables.pairs[(tables.pairs["task"] == task) & (tables.pairs["mode"] == mode)]
     pairs = regroup(pairs, part, ("group_a", "group_b"))
-    frames, skipped = [], []
+    frames, draws, skipped = [], [], []
     if max_inconsistent is not None and len(pairs):
         scores, dropped = drop_unreliable(scores, pairs, max_inconsistent=max_inconsistent)
         skipped += [f"{r.model} · {r.task}: excluded, {r.inconsistent:.0%} of {r.pairs} pairs inconsistent "
@@ -134,15 +146,22 @@ def metric_rows(tables: StoreTables, *, task: str, mode: str, grouping: str, ref
         for (model, subtask), key_rows in rows.groupby(["model", "subtask"], sort=True):
             try:
                 engine = MetricEngine(key_rows, reference=reference, pool=pool, pairs=pairs if len(pairs) else None,
-                                      ci=ci, n_boot=n_boot, preset=preset)
+                                      ci=ci, n_boot=n_boot, preset=preset, n_perm=n_perm, keep_draws=keep_draws)
                 frames.append(engine.table(range(1, min(engine.pool_sizes.values()) + 1)))
+                draws += [engine.draws] if keep_draws else []
             except AuditError as exc:
                 skipped.append(f"{model} · {subtask}: {exc}")
     if not frames:
         raise AuditError("no (model, subtask) has complete results; " + "; ".join(skipped))
     table = pd.concat(frames, ignore_index=True)
     table = table[table["k"] <= table.groupby(["model", "subtask"])["k"].transform("max").min()]
-    return table.reset_index(drop=True), skipped
+    return MetricRows(table.reset_index(drop=True), skipped, joined(draws) if draws else None)
+
+
+def joined(draws: list[tuple[pd.DataFrame, dict[str, np.ndarray]]]) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+    """Several (index, draws) pairs of :class:`audit.metrics.MetricEngine` as one."""
+    return (pd.concat([index for index, _ in draws], ignore_index=True),
+            {name: np.concatenate([values[name] for _, values in draws]) for name in draws[0][1]})
 
 
 def label_mass(scores: pd.DataFrame, task: str) -> pd.DataFrame:
