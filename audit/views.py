@@ -131,7 +131,7 @@ def metric_rows(tables: StoreTables, *, task: str, mode: str, grouping: str, ref
     stored pool design and the metric ``preset``, with bootstrap bounds, and the (model, subtask) keys left out with
     the reason (e.g. a partial run lacking a group or a qualified candidate, or a pairwise model above
     ``max_inconsistent`` inconsistent pairs). ``n_perm`` adds permutation p-values and ``keep_draws`` (with ``ci``)
-    keeps the bootstrap replicates behind the bounds, all from one engine pass per key."""
+    keeps the bootstrap replicates behind the bounds, all from the same engine pass."""
     part = tables.design(task).groupings[grouping]
     chosen = (tables.scores["task"] == task) & (tables.scores["mode"] == mode)
     scores = regroup(tables.scores[chosen], part)
@@ -142,20 +142,38 @@ def metric_rows(tables: StoreTables, *, task: str, mode: str, grouping: str, ref
         scores, dropped = drop_unreliable(scores, pairs, max_inconsistent=max_inconsistent)
         skipped += [f"{r.model} · {r.task}: excluded, {r.inconsistent:.0%} of {r.pairs} pairs inconsistent "
                     f"(> {max_inconsistent:.0%})" for r in dropped.itertuples(index=False)]
+    options = dict(reference=reference, pairs=pairs if len(pairs) else None, ci=ci, n_boot=n_boot, preset=preset,
+                   n_perm=n_perm, keep_draws=keep_draws)
     for rows, _, pool in metric_parts(scores, tables.designs, reference=reference):
-        for (model, subtask), key_rows in rows.groupby(["model", "subtask"], sort=True):
-            try:
-                engine = MetricEngine(key_rows, reference=reference, pool=pool, pairs=pairs if len(pairs) else None,
-                                      ci=ci, n_boot=n_boot, preset=preset, n_perm=n_perm, keep_draws=keep_draws)
-                frames.append(engine.table(range(1, min(engine.pool_sizes.values()) + 1)))
-                draws += [engine.draws] if keep_draws else []
-            except AuditError as exc:
-                skipped.append(f"{model} · {subtask}: {exc}")
+        done, failed = _part_tables(rows, pool=pool, **options)
+        frames += [table for table, _ in done]
+        draws += [found for _, found in done if found is not None]
+        skipped += failed
     if not frames:
         raise AuditError("no (model, subtask) has complete results; " + "; ".join(skipped))
     table = pd.concat(frames, ignore_index=True)
     table = table[table["k"] <= table.groupby(["model", "subtask"])["k"].transform("max").min()]
     return MetricRows(table.reset_index(drop=True), skipped, joined(draws) if draws else None)
+
+
+def _part_tables(rows: pd.DataFrame, **options) -> tuple[list[tuple[pd.DataFrame, tuple | None]], list[str]]:
+    """([(metric table for every k up to the pool size, draws)], keys left out with the reason) of ``rows``: one
+    engine over all its (model, subtask) keys, or, when that fails, one engine per key (``options``: the engine's)."""
+    def tables(part: pd.DataFrame) -> tuple[pd.DataFrame, tuple | None]:
+        engine = MetricEngine(part, **options)
+        return engine.table(range(1, min(engine.pool_sizes.values()) + 1)), engine.draws
+
+    try:
+        return [tables(rows)], []
+    except AuditError:
+        pass
+    done, failed = [], []
+    for (model, subtask), key_rows in rows.groupby(["model", "subtask"], sort=True):
+        try:
+            done.append(tables(key_rows))
+        except AuditError as exc:
+            failed.append(f"{model} · {subtask}: {exc}")
+    return done, failed
 
 
 def joined(draws: list[tuple[pd.DataFrame, dict[str, np.ndarray]]]) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
