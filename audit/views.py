@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+import numpy as np
 import pandas as pd
 
 from audit.design import AuditDesign, PoolDesign, regroup_code
@@ -113,36 +114,72 @@ def metric_parts(scores: pd.DataFrame, designs: dict[tuple[str, str], AuditDesig
     return [(scores[scores.index.isin(pd.Index([]).append(parts))], *setting) for setting, parts in settings.items()]
 
 
+@dataclass(frozen=True)
+class MetricRows:
+    """A task's metric table, the (model, subtask) keys left out with the reason, and the bootstrap draws of every
+    row (index, {column: (rows, n_boot)}; None unless kept, see :class:`audit.metrics.MetricEngine`)."""
+
+    table: pd.DataFrame
+    skipped: list[str]
+    draws: tuple[pd.DataFrame, dict[str, np.ndarray]] | None = None
+
+
 def metric_rows(tables: StoreTables, *, task: str, mode: str, grouping: str, reference: str, ci: float | None,
-                n_boot: int, preset: str = "default",
-                max_inconsistent: float | None = None) -> tuple[pd.DataFrame, list[str]]:
+                n_boot: int, preset: str = "default", max_inconsistent: float | None = None,
+                n_perm: int | None = None, keep_draws: bool = False) -> MetricRows:
     """The metric table of one task, mode and grouping for every quota k up to the smallest pool, under the task's
     stored pool design and the metric ``preset``, with bootstrap bounds, and the (model, subtask) keys left out with
     the reason (e.g. a partial run lacking a group or a qualified candidate, or a pairwise model above
-    ``max_inconsistent`` inconsistent pairs)."""
+    ``max_inconsistent`` inconsistent pairs). ``n_perm`` adds permutation p-values and ``keep_draws`` (with ``ci``)
+    keeps the bootstrap replicates behind the bounds, all from the same engine pass."""
     part = tables.design(task).groupings[grouping]
     chosen = (tables.scores["task"] == task) & (tables.scores["mode"] == mode)
     scores = regroup(tables.scores[chosen], part)
     pairs = tables.pairs[(tables.pairs["task"] == task) & (tables.pairs["mode"] == mode)]
     pairs = regroup(pairs, part, ("group_a", "group_b"))
-    frames, skipped = [], []
+    frames, draws, skipped = [], [], []
     if max_inconsistent is not None and len(pairs):
         scores, dropped = drop_unreliable(scores, pairs, max_inconsistent=max_inconsistent)
         skipped += [f"{r.model} · {r.task}: excluded, {r.inconsistent:.0%} of {r.pairs} pairs inconsistent "
                     f"(> {max_inconsistent:.0%})" for r in dropped.itertuples(index=False)]
+    options = dict(reference=reference, pairs=pairs if len(pairs) else None, ci=ci, n_boot=n_boot, preset=preset,
+                   n_perm=n_perm, keep_draws=keep_draws)
     for rows, _, pool in metric_parts(scores, tables.designs, reference=reference):
-        for (model, subtask), key_rows in rows.groupby(["model", "subtask"], sort=True):
-            try:
-                engine = MetricEngine(key_rows, reference=reference, pool=pool, pairs=pairs if len(pairs) else None,
-                                      ci=ci, n_boot=n_boot, preset=preset)
-                frames.append(engine.table(range(1, min(engine.pool_sizes.values()) + 1)))
-            except AuditError as exc:
-                skipped.append(f"{model} · {subtask}: {exc}")
+        done, failed = _part_tables(rows, pool=pool, **options)
+        frames += [table for table, _ in done]
+        draws += [found for _, found in done if found is not None]
+        skipped += failed
     if not frames:
         raise AuditError("no (model, subtask) has complete results; " + "; ".join(skipped))
     table = pd.concat(frames, ignore_index=True)
     table = table[table["k"] <= table.groupby(["model", "subtask"])["k"].transform("max").min()]
-    return table.reset_index(drop=True), skipped
+    return MetricRows(table.reset_index(drop=True), skipped, joined(draws) if draws else None)
+
+
+def _part_tables(rows: pd.DataFrame, **options) -> tuple[list[tuple[pd.DataFrame, tuple | None]], list[str]]:
+    """([(metric table for every k up to the pool size, draws)], keys left out with the reason) of ``rows``: one
+    engine over all its (model, subtask) keys, or, when that fails, one engine per key (``options``: the engine's)."""
+    def tables(part: pd.DataFrame) -> tuple[pd.DataFrame, tuple | None]:
+        engine = MetricEngine(part, **options)
+        return engine.table(range(1, min(engine.pool_sizes.values()) + 1)), engine.draws
+
+    try:
+        return [tables(rows)], []
+    except AuditError:
+        pass
+    done, failed = [], []
+    for (model, subtask), key_rows in rows.groupby(["model", "subtask"], sort=True):
+        try:
+            done.append(tables(key_rows))
+        except AuditError as exc:
+            failed.append(f"{model} · {subtask}: {exc}")
+    return done, failed
+
+
+def joined(draws: list[tuple[pd.DataFrame, dict[str, np.ndarray]]]) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+    """Several (index, draws) pairs of :class:`audit.metrics.MetricEngine` as one."""
+    return (pd.concat([index for index, _ in draws], ignore_index=True),
+            {name: np.concatenate([values[name] for _, values in draws]) for name in draws[0][1]})
 
 
 def label_mass(scores: pd.DataFrame, task: str) -> pd.DataFrame:

@@ -12,8 +12,8 @@ def at_quota(view: views.View, k: int, method: str, _table: pd.DataFrame) -> tup
                                                                                     go.Figure]:
     """Rows shown at quota k (with adjusted p-values and CI marks), the overall correlations with bootstrap bands and
     the scatter figure (shared, never mutated)."""
-    rows = uncertainty.tested(views.shown(_table[_table["k"] == k], view), uncertainty.pvalues(view, _table), method)
-    overall = uncertainty.correlations(rows, *uncertainty.draws(view, _table), view.ci)
+    rows = uncertainty.tested(views.shown(_table[_table["k"] == k], view), uncertainty.pvalues(view), method)
+    overall = uncertainty.correlations(rows, *uncertainty.draws(view), view.ci)
     return rows, overall, charts.gap_scatter(rows, k=k, correlations=overall, reference=view.reference)
 
 

@@ -12,7 +12,7 @@ from pages.shared import common, uncertainty
 def at_quota(view: views.View, k: int, _table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, go.Figure]:
     """Rows shown at quota k, their correlations (overall and per group, with bootstrap bands) and the bar chart."""
     rows = views.shown(_table[_table["k"] == k], view)
-    index, draws = uncertainty.draws(view, _table)
+    index, draws = uncertainty.draws(view)
     correlations = validity_bands(rows, index, draws, level=view.ci)
     by_group = correlations[correlations["scope"] != "overall"].reset_index(drop=True)
     return rows, correlations, charts.group_correlation_bars(by_group, k=k)

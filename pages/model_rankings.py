@@ -14,7 +14,7 @@ def at_quota(view: views.View, k: int, gap: str, _table: pd.DataFrame) -> tuple[
                                                                                   go.Figure, go.Figure]:
     """Rankings and NDCG@N (with bootstrap bands) at quota k with their bump chart and NDCG curves."""
     rows = views.shown(_table[_table["k"] == k], view)
-    index, draws = uncertainty.draws(view, _table)
+    index, draws = uncertainty.draws(view)
     rankings, ndcg = model_rankings(rows), ndcg_bands(rows, index, draws, level=view.ci)
     return rankings, ndcg, charts.bump_chart(rankings, gap=gap), charts.ndcg_curves(ndcg)
 

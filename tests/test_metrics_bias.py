@@ -9,6 +9,7 @@ from scipy.spatial.distance import jensenshannon
 
 from audit.errors import AuditError
 from audit.metrics import bias_metrics, delta, emd, histograms, jsd, pair_preferences, rabbi, rabbi_test
+from audit.metrics.bias import mann_whitney
 
 
 def pair_loop_rabbi(a, b):
@@ -33,6 +34,40 @@ def test_rabbi_is_rank_biserial_of_mann_whitney():
     assert value == pytest.approx(rabbi(a, b), abs=1e-12)
     assert pvalue == pytest.approx(test.pvalue, rel=1e-12)
     assert pvalue < 0.01
+
+
+def samples(rng: np.random.Generator, case: int) -> tuple[np.ndarray, np.ndarray]:
+    """Two samples of a random kind: small or large, continuous, on a few levels (many ties) or rounded."""
+    n1, n2 = rng.integers(1, 14, 2) if case % 2 else rng.integers(1, 200, 2)
+    kind = case % 3
+    if kind == 0:
+        return rng.normal(size=n1), rng.normal(size=n2) + rng.normal()
+    if kind == 1:
+        return rng.integers(0, 5, n1).astype(float), rng.integers(0, 6, n2).astype(float)
+    return rng.random(n1).round(2), rng.random(n2).round(1)
+
+
+@pytest.mark.parametrize("method", ["auto", "asymptotic"])
+def test_mann_whitney_matches_scipy(method):
+    rng = np.random.default_rng(11)
+    for case in range(600):
+        a, b = samples(rng, case)
+        expected = stats.mannwhitneyu(a, b, alternative="two-sided", method=method)
+        u, pvalue = mann_whitney(a, b, method=method)
+        assert u == expected.statistic
+        assert pvalue == pytest.approx(expected.pvalue, rel=1e-12, abs=1e-300)
+    for n1, n2 in ((1, 1), (8, 8), (3, 700), (8, 1500)):  # exact law up to SciPy's float switch (> 2⁶⁴ pools)
+        a, b = rng.random(n1), rng.random(n2) + 0.01
+        assert mann_whitney(a, b, method=method)[1] == pytest.approx(
+            stats.mannwhitneyu(a, b, method=method).pvalue, rel=1e-12)
+    assert mann_whitney(np.ones(5), np.ones(7), method=method) == (17.5, 1.0)  # all tied: no spread
+
+
+def test_emd_matches_scipy():
+    rng = np.random.default_rng(12)
+    for case in range(600):
+        a, b = samples(rng, case)
+        assert emd(a, b) == pytest.approx(stats.wasserstein_distance(a, b), rel=1e-12, abs=1e-15)
 
 
 def test_rabbi_extremes_and_antisymmetry():

@@ -5,7 +5,7 @@ import pytest
 
 from audit.metrics import MetricEngine, PoolDesign, rabbi
 from audit.metrics.allocation import shares
-from audit.metrics.bootstrap import resampled_counts, weighted_rabbi
+from audit.metrics.bootstrap import replicates, resampled_counts, weighted_rabbi
 from audit.metrics.keys import split_keys
 from audit.metrics.pools import rank_laws
 
@@ -80,3 +80,15 @@ def test_observed_design_resamples_pools():
     out = bounds(pd.DataFrame(rows), pool="observed")
     assert (out["dp_gap_lo"] <= out["dp_gap"]).all() and (out["dp_gap"] <= out["dp_gap_hi"]).all()
     assert (out["dp_gap_hi"] - out["dp_gap_lo"] > 0).all()
+
+
+@pytest.mark.parametrize("pool", ["per-group", "random:4"])
+def test_replicates_do_not_depend_on_how_many_are_computed_at_once(monkeypatch, pool):
+    data = split_keys(table(20, shift=0.2), reference="R")[0]
+    design = PoolDesign.parse(pool)
+    whole = replicates(data, design, n_boot=120, seed=1, bins=20)
+    monkeypatch.setattr("audit.metrics.bootstrap._PER_ROUND", 25)
+    monkeypatch.setattr("audit.metrics.bootstrap._CELLS_PER_CHUNK", 400)
+    chunked = replicates(data, design, n_boot=120, seed=1, bins=20)
+    for name in whole:
+        np.testing.assert_array_equal(whole[name], chunked[name], err_msg=name)

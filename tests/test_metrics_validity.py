@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from audit.errors import AuditError
-from audit.metrics import model_rankings, ndcg_at, ndcg_table, validity
+from audit.metrics import model_rankings, ndcg_at, ndcg_table, pearson, validity
 
 
 def test_ndcg_by_hand():
@@ -60,6 +60,21 @@ def test_ndcg_is_averaged_over_subtasks():
     ndcg = ndcg_table(metric_table(rows))
     rabbi = ndcg[(ndcg.gap == "dp") & (ndcg.metric == "rabbi") & (ndcg.n == 1)].iloc[0]
     assert rabbi["ndcg"] == pytest.approx((1 + 0) / 2) and rabbi["subtasks"] == 2
+
+
+def test_pearson_matches_scipy():
+    rng = np.random.default_rng(13)
+    for case in range(400):
+        n = int(rng.integers(3, 60))
+        x = rng.normal(size=n) if case % 2 else rng.integers(0, 4, n).astype(float)
+        y = 0.5 * x + rng.normal(size=n) * [0.1, 1, 10][case % 3]
+        if np.ptp(x) == 0:
+            continue
+        expected = stats.pearsonr(x, y)
+        r, pvalue, size = pearson(x, y)
+        assert r == pytest.approx(expected.statistic, abs=1e-12) and size == n
+        assert pvalue == pytest.approx(expected.pvalue, rel=1e-12, abs=1e-300)
+    assert all(math.isnan(v) for v in pearson([1, 2, 3], [2, 2, 2])[:2])
 
 
 def test_validity_matches_pearson_overall_and_per_group():

@@ -21,6 +21,7 @@ from audit.metrics.weighted import weighted_delta, weighted_emd, weighted_jsd, w
 
 BLOCK = 25
 _CELLS_PER_CHUNK = 4_000_000
+_PER_ROUND = 50  # most replicates computed at once: larger batches fall out of the CPU cache and run slower
 
 
 def resampled_counts(data: KeyData, rng: np.random.Generator, n: int,
@@ -29,10 +30,8 @@ def resampled_counts(data: KeyData, rng: np.random.Generator, n: int,
     of the group's own size or of ``size`` candidates per group (a pilot grown or shrunk to that size)."""
     counts = np.zeros((n, len(data.groups), data.values.size))
     qualified = np.zeros_like(counts)
-    for g in range(len(data.groups)):
-        mask = data.group == g
-        cells, sizes = np.unique(data.value[mask] * 2 + data.qualified[mask], return_counts=True)
-        draws = rng.multinomial(size or mask.sum(), sizes / mask.sum(), size=n)
+    for g, (cells, sizes) in enumerate(data.cells):
+        draws = rng.multinomial(size or sizes.sum(), sizes / sizes.sum(), size=n)
         value, is_qualified = cells // 2, (cells % 2).astype(bool)
         counts[:, g, value[~is_qualified]] = draws[:, ~is_qualified]
         qualified[:, g, value[is_qualified]] = draws[:, is_qualified]
@@ -47,21 +46,21 @@ def replicates(data: KeyData, design: PoolDesign, *, n_boot: int, seed: int, bin
     estimator is not resampled); with ``shares`` also the selection shares φ, ψ
     themselves (n_boot, groups, L) as ``phi`` and ``psi``."""
     size = pool_size(design, data)
+    step = max(1, _CELLS_PER_CHUNK // (size * size * data.values.size))  # replicates per law computation (memory)
+    span = BLOCK * max(1, min(step, _PER_ROUND) // BLOCK)  # replicates drawn at a time: whole blocks
     parts: dict[str, list[np.ndarray]] = {}
-    for block in range(0, n_boot, BLOCK):
-        rng = np.random.default_rng([seed, key_seed(data), block])
-        n = min(BLOCK, n_boot - block)
-        counts, qualified = resampled_counts(data, rng, n)
+    for start in range(0, n_boot, span):
+        drawn = [_drawn(data, design, n=min(BLOCK, n_boot - block), seed=seed, block=block)
+                 for block in range(start, min(start + span, n_boot), BLOCK)]
+        counts, qualified = (np.concatenate([part[i] for part in drawn]) for i in (0, 1))
         metrics = {"rabbi": weighted_rabbi(counts, data.ref), "rabbi_qualified": weighted_rabbi(qualified, data.ref)}
         if bins is not None:
             metrics.update(_distribution_metrics(data, counts, qualified, bins, paper_jsd))
         if design.kind == "observed":
-            pools = np.unique(data.pool).size
-            laws = [rank_laws(data, design, pool_weights=rng.multinomial(pools, np.full(pools, 1 / pools), size=n))]
+            laws = [rank_laws(data, design, pool_weights=np.concatenate([weights for _, _, weights in drawn]))]
         else:
-            step = max(1, _CELLS_PER_CHUNK // (size * size * data.values.size))
             laws = [rank_laws(data, design, counts=counts[i:i + step], qualified_counts=qualified[i:i + step])
-                    for i in range(0, n, step)]
+                    for i in range(0, len(counts), step)]
         metrics["phi"] = np.concatenate([selection_shares(law) for law, _ in laws])
         metrics["psi"] = np.concatenate([selection_shares(law) for _, law in laws])
         for name, values in metrics.items():
@@ -70,6 +69,18 @@ def replicates(data: KeyData, design: PoolDesign, *, n_boot: int, seed: int, bin
     phi, psi = (draws["phi"], draws["psi"]) if shares else (draws.pop("phi"), draws.pop("psi"))
     draws["dp_gap"], draws["eo_gap"] = phi - phi[:, [data.ref]], psi - psi[:, [data.ref]]
     return draws
+
+
+def _drawn(data: KeyData, design: PoolDesign, *, n: int, seed: int, block: int
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(counts, qualified counts, pool weights for ``observed`` else None) of one block of n replicates, seeded by
+    (seed, key, block) so results do not depend on chunking."""
+    rng = np.random.default_rng([seed, key_seed(data), block])
+    counts, qualified = resampled_counts(data, rng, n)
+    if design.kind != "observed":
+        return counts, qualified, None
+    pools = np.unique(data.pool).size
+    return counts, qualified, rng.multinomial(pools, np.full(pools, 1 / pools), size=n)
 
 
 def share_draws(data: KeyData, design: PoolDesign, *, n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -14,7 +14,6 @@ from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
 
 from audit.errors import AuditError
 from audit.metrics.allocation import check_quotas, selection_shares, shares
@@ -127,6 +126,8 @@ def selection_flips(scores: pd.DataFrame, *, a: str, b: str, k: int,
 
 def rank_correlation(scores: pd.DataFrame, *, a: str, b: str) -> pd.DataFrame:
     """Per (task, subtask, mode): Spearman ρ between A's and B's scores of the same candidates, and how many."""
+    from scipy.stats import spearmanr  # imported on use: slow to import, and no page's cold start needs it
+
     rows = matched(scores, a, b)
     wide = rows.pivot_table(index=["task", "subtask", "mode", "candidate_id"], columns="model", values="score",
                             observed=True).dropna().reset_index()

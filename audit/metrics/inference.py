@@ -54,11 +54,21 @@ def permuted_gaps(data: KeyData, design: PoolDesign, *, n_perm: int, seed: int) 
         rng = np.random.default_rng([seed, key_seed(data), block])
         shuffled = data.group[np.argsort(rng.random((min(_BLOCK, n_perm - block), rows)), axis=1)]
         for labels in np.array_split(shuffled, -(-len(shuffled) // step)):
-            chances = np.cumsum(candidate_laws(data, design, labels), axis=0)
+            chances = running_sum(candidate_laws(data, design, labels))
             phi.append(group_shares(labels, chances, np.ones(rows), groups))
             psi.append(group_shares(labels, chances, data.qualified.astype(float), groups))
     phi, psi = np.concatenate(phi), np.concatenate(psi)
     return {"dp_gap": phi - phi[:, [data.ref]], "eo_gap": psi - psi[:, [data.ref]]}
+
+
+def running_sum(laws: np.ndarray) -> np.ndarray:
+    """``np.cumsum(laws, axis=0)``, the same sums in the same order, one row at a time (NumPy's accumulate along the
+    first axis is about ten times slower on these shapes)."""
+    out = np.empty_like(laws)
+    out[0] = laws[0]
+    for j in range(1, len(laws)):
+        np.add(out[j - 1], laws[j], out=out[j])
+    return out
 
 
 def permutation_pvalues(observed: dict[str, np.ndarray], null: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

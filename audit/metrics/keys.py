@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -45,6 +46,12 @@ class KeyData:
     def qualified_counts(self) -> np.ndarray:
         """(groups, distinct values): the same, qualified candidates only."""
         return self._count(self.qualified)
+
+    @cached_property
+    def cells(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per group: its distinct (score, qualified) cells, coded ``value · 2 + qualified``, and their candidates."""
+        return [np.unique(self.value[self.group == g] * 2 + self.qualified[self.group == g], return_counts=True)
+                for g in range(len(self.groups))]
 
     def _count(self, mask: np.ndarray) -> np.ndarray:
         flat = np.bincount(self.group * self.values.size + self.value, weights=mask.astype(float),

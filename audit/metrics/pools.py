@@ -22,6 +22,8 @@ Every routine takes a leading batch of reweightings (bootstrap replicates) and i
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 import pandas as pd
 
@@ -84,27 +86,31 @@ def _per_group(counts: np.ndarray, unit_group: np.ndarray, unit_value: np.ndarra
     """(m, batch, units): rank law of a candidate of group ``unit_group`` scoring ``values[unit_value]``.
 
     ``unit_group`` is (units,) or (batch, units): a group per replicate, for shuffled group labels."""
-    m = counts.shape[1]
-    batch = np.arange(counts.shape[0])[:, None]
+    m, values = counts.shape[1:]
+    cell = np.arange(counts.shape[0])[:, None] * m * values + unit_value  # flat index of (replicate, group 0, unit)
     size = counts.sum(axis=2, keepdims=True)
-    above = (size - np.cumsum(counts, axis=2)) / size
-    tied = counts / size
+    above = ((size - np.cumsum(counts, axis=2)) / size).ravel()
     shared = ((counts > 0).sum(axis=1) > 1).any()  # without scores shared across groups the law is constant in v
-    nodes, weights = np.polynomial.legendre.leggauss((m + 1) // 2 if shared else 1)
-    label = (1 - nodes[:, None, None]) / 2
-    law = np.ones((1, nodes.size) + (counts.shape[0], unit_value.size))
+    nodes, weights = _quadrature((m + 1) // 2 if shared else 1)
+    if shared:
+        tied, label = (counts / size).ravel(), (1 - nodes[:, None, None]) / 2
+    law = np.zeros((m, nodes.size, counts.shape[0], unit_value.size))
+    law[0] = 1  # law[j]: chance that j of the other groups' members drawn so far rank above the unit
     for step in range(m - 1):
-        other = step + (step >= unit_group)
-        chance = above[batch, other, unit_value]
+        index = cell + (step + (step >= unit_group)) * values  # the next other group, skipping the unit's own
+        chance = above.take(index)
         if shared:
-            chance = chance + tied[batch, other, unit_value] * label
-        moved = law * chance
-        grown = np.empty((step + 2,) + law.shape[1:])
-        grown[:-1] = law - moved
-        grown[-1] = 0
-        grown[1:] += moved
-        law = grown
+            chance = chance + tied.take(index) * label
+        moved = law[:step + 1] * chance
+        law[:step + 1] -= moved
+        law[1:step + 2] += moved
     return law[:, 0] if nodes.size == 1 else np.einsum("jqbu,q->jbu", law, weights / 2)
+
+
+@lru_cache(maxsize=None)
+def _quadrature(points: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss–Legendre nodes and weights on [−1, 1] (shared, never mutated)."""
+    return np.polynomial.legendre.leggauss(points)
 
 
 def _random(total: np.ndarray, unit_value: np.ndarray, size: int) -> np.ndarray:

@@ -3,7 +3,6 @@ Figure 13, which explains why δ and EMD track the gaps on essays but not on res
 from __future__ import annotations
 
 import pandas as pd
-from scipy import stats
 
 from audit.errors import AuditError
 
@@ -22,6 +21,8 @@ def score_shape(scores: pd.DataFrame) -> pd.DataFrame:
         raise AuditError(f"score table is missing column(s): {', '.join(missing)}")
     if scores.empty:
         raise AuditError("score table has no rows")
+    from scipy import stats  # imported on use: slow to import, and no page's cold start needs it
+
     grouped = scores.groupby(BY, sort=True, observed=True)["score"]
     out = grouped.agg(n="size", skewness=lambda s: stats.skew(s.to_numpy(dtype=float)),
                       kurtosis=lambda s: stats.kurtosis(s.to_numpy(dtype=float)))

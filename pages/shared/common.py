@@ -12,11 +12,13 @@ import streamlit as st
 
 from audit import report, views
 from audit.errors import AuditError
+from audit.metrics.engine import P_COLUMNS
 from audit.metrics.presets import PRESETS
 from audit.paths import DEMO_STORE, cache_dir
 from audit.store import Store
 
 DEFAULT_K = 2
+N_PERM = 1000  # permutations behind every p-value of a gap
 _SIDEBAR_DONE = "_sidebar_rendered"
 NEXT = "_next_"  # prefix of a widget value to set before the widget is drawn on the next run (e.g. after a run)
 
@@ -90,17 +92,32 @@ def view_scores(view: views.View) -> pd.DataFrame:
     return task_scores(view.store, view.version, view.task, view.mode, view.grouping)
 
 
-@st.cache_data(show_spinner="Computing metrics…", max_entries=16)
+@st.cache_resource(show_spinner="Computing metrics…", max_entries=8)
+def metric_results(path: str, version: tuple, task: str, mode: str, grouping: str, reference: str, ci: float,
+                   n_boot: int, preset: str = "default", max_inconsistent: float | None = None) -> views.MetricRows:
+    """The metric table of one task, mode and grouping for every quota k with its permutation p-values
+    (:data:`N_PERM` shuffles) and bootstrap draws, from one pass (see :func:`audit.views.metric_rows`); shared, never
+    mutated (the draws are large: a cached copy per rerun would cost more than the slider's budget)."""
+    return views.metric_rows(load_tables(path, version), task=task, mode=mode, grouping=grouping, reference=reference,
+                             ci=ci, n_boot=n_boot, preset=preset, max_inconsistent=max_inconsistent, n_perm=N_PERM,
+                             keep_draws=True)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
 def metric_rows(path: str, version: tuple, task: str, mode: str, grouping: str, reference: str, ci: float,
                 n_boot: int, preset: str = "default",
                 max_inconsistent: float | None = None) -> tuple[pd.DataFrame, list[str]]:
-    """The metric table of one task, mode and grouping for every quota k, with label-mass flags, and the keys left
-    out (see :func:`audit.views.metric_rows`)."""
-    stored = load_tables(path, version)
-    table, skipped = views.metric_rows(stored, task=task, mode=mode, grouping=grouping, reference=reference, ci=ci,
-                                       n_boot=n_boot, preset=preset, max_inconsistent=max_inconsistent)
-    low = views.label_mass(stored.scores, task).query("low")["model"]
-    return table.assign(low_label_mass=table["model"].isin(low) & (mode == "pointwise")), skipped
+    """The metric table of :func:`metric_results` without p-values, with label-mass flags, and the keys left out."""
+    results = metric_results(path, version, task, mode, grouping, reference, ci, n_boot, preset, max_inconsistent)
+    table = results.table.drop(columns=list(P_COLUMNS))
+    low = views.label_mass(load_tables(path, version).scores, task).query("low")["model"]
+    return table.assign(low_label_mass=table["model"].isin(low) & (mode == "pointwise")), list(results.skipped)
+
+
+def results(view: views.View) -> views.MetricRows:
+    """:func:`metric_results` of the current view."""
+    return metric_results(view.store, view.version, view.task, view.mode, view.grouping, view.reference, view.ci,
+                          view.n_boot, view.preset, view.max_inconsistent)
 
 
 def metrics(view: views.View) -> pd.DataFrame | None:

@@ -1,4 +1,6 @@
-"""Uncertainty on the pages: permutation p-values (adjusted), CI marks, bootstrap bands on r and NDCG, the planner."""
+"""Uncertainty on the pages: permutation p-values (adjusted), CI marks, bootstrap bands on r and NDCG, the planner.
+
+The p-values and bootstrap draws come with the metric table (:func:`pages.shared.common.metric_results`)."""
 from __future__ import annotations
 
 import pandas as pd
@@ -7,26 +9,25 @@ import streamlit as st
 
 from audit import charts
 from audit.errors import AuditError
-from audit.metrics.bands import draws_table, validity_bands
-from audit.metrics.inference import METHODS, adjusted, gap_pvalues
+from audit.metrics.bands import validity_bands
+from audit.metrics.engine import P_COLUMNS
+from audit.metrics.inference import METHODS, adjusted
 from audit.metrics.planner import plan_at, plan_curves
 from audit.metrics.schema import KEY, is_pairwise
 from audit import views
 from pages.shared import common
 
-N_PERM = 1000
 INDEX = [*KEY, "group", "k"]
 
 
-#: what the tests depend on: store, its version, task, mode, grouping, reference, pool design, metric preset (not the
-#: models or groups shown)
-Source = tuple[str, tuple, str, str, str, str, str, str]
-REFERENCE, POOL, PRESET = 5, 6, 7
+#: what the planner depends on: store, its version, task, mode, grouping, reference, pool design (not the models or
+#: groups shown)
+Source = tuple[str, tuple, str, str, str, str, str]
+REFERENCE, POOL = 5, 6
 
 
 def _source(view: views.View) -> Source:
-    return (view.store, view.version, view.task, view.mode, view.grouping, view.reference, view.pool,
-            view.preset)
+    return view.store, view.version, view.task, view.mode, view.grouping, view.reference, view.pool
 
 
 def _scores(source: Source, keys: tuple[tuple[str, str], ...]) -> pd.DataFrame:
@@ -36,29 +37,15 @@ def _scores(source: Source, keys: tuple[tuple[str, str], ...]) -> pd.DataFrame:
     return scores[pairs.isin(keys)]
 
 
-def _keys(table: pd.DataFrame) -> tuple[tuple[str, str], ...]:
-    return tuple(map(tuple, table[["model", "subtask"]].drop_duplicates().astype(str).to_numpy()))
+def pvalues(view: views.View) -> pd.DataFrame:
+    """Permutation p-values of every gap, for every (model, subtask) of the view's metric table and every k."""
+    return common.results(view).table[[*INDEX, *P_COLUMNS]]
 
 
-@st.cache_data(show_spinner="Permutation tests…", max_entries=16)
-def _pvalues(source: Source, keys: tuple[tuple[str, str], ...]) -> pd.DataFrame:
-    return gap_pvalues(_scores(source, keys), reference=source[REFERENCE], pool=source[POOL], n_perm=N_PERM)
-
-
-@st.cache_data(show_spinner="Bootstrap bands…", max_entries=16)
-def _draws(source: Source, keys: tuple[tuple[str, str], ...], n_boot: int) -> tuple[pd.DataFrame, dict]:
-    return draws_table(_scores(source, keys), reference=source[REFERENCE], pool=source[POOL], n_boot=n_boot,
-                       preset=source[PRESET])
-
-
-def pvalues(view: views.View, table: pd.DataFrame) -> pd.DataFrame:
-    """Permutation p-values of every gap, for every (model, subtask) of the metric table and every k."""
-    return _pvalues(_source(view), _keys(table))
-
-
-def draws(view: views.View, table: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
-    """(index, draws): bootstrap replicates of every metric and gap for the metric table's (model, subtask) keys."""
-    return _draws(_source(view), _keys(table), view.n_boot)
+def draws(view: views.View) -> tuple[pd.DataFrame, dict]:
+    """(index, draws): bootstrap replicates of every metric and gap of the view's metric table (the replicates behind
+    its intervals)."""
+    return common.results(view).draws
 
 
 def method_choice() -> str:
@@ -91,7 +78,7 @@ def caption(view: views.View, rows: pd.DataFrame, method: str) -> str:
     family = rows.groupby("model", observed=True).size().max() if len(rows) else 0
     return (f"Intervals: {round(view.ci * 100)} % percentile bootstrap ({view.n_boot} replicates, candidates resampled "
             f"within each group; r recomputed from the resampled metrics and gaps). p: permutation test of no gap "
-            f"({N_PERM} shuffles of the group labels within each model · subtask, exact gaps), adjusted by "
+            f"({common.N_PERM} shuffles of the group labels within each model · subtask, exact gaps), adjusted by "
             f"{METHODS[method]} across the {family} groups × subtasks shown per model and k. "
             "◆ marks gaps whose interval excludes 0.")
 
