@@ -7,6 +7,10 @@ SmolLM2's, so the vocabulary is max(the shape's, 49,152). ``--tiny`` runs a 2-la
 
     HF_HUB_OFFLINE=1 PYTHONPATH=. python bench/gpu.py [--shapes llama-2-7b,mistral-7b] [--prompts 64]
     HF_HUB_OFFLINE=1 PYTHONPATH=. python bench/gpu.py --tiny --prompts 4
+
+``--accuracy`` first scores the bundled SmolLM2 on the device at fp32, bf16 and 4-bit NF4 (bf16 compute) and prints
+each setting's largest and mean |ΔP(Yes)| against full precision on the CPU, and between batched (prefix cache on)
+and one-by-one scoring: how much the GPU's precisions and batching move a score. ``--shapes ''`` skips the timings.
 """
 from __future__ import annotations
 
@@ -21,6 +25,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
+
+from dataclasses import replace  # noqa: E402
 
 from audit.backend import CausalLM, resolve  # noqa: E402
 from audit.backend.chat import render_ids  # noqa: E402
@@ -61,7 +67,7 @@ def measure(folder: Path, quant: str, prefix_cache: bool, prompts: list, device:
     """Throughput and peak memory of one setting (after a warm-up on two prompts)."""
     ref = resolve(str(folder), quant=quant, device=device)
     lm = CausalLM.load(ref, batch_size=8, prefix_cache=prefix_cache)
-    lm.label_probabilities(prompts[:2], ["Yes", "No"])
+    lm.label_probabilities(prompts[:8], ["Yes", "No"])  # a full batch: first-call kernel set-up is not timed
     lm._prefixes.clear()
     if device == "cuda":
         torch.cuda.synchronize()
@@ -79,12 +85,41 @@ def measure(folder: Path, quant: str, prefix_cache: bool, prompts: list, device:
     return {"prompts/s": len(prompts) / seconds, "tokens/s": tokens / seconds, "peak GiB": peak, "s": seconds}
 
 
+def p_yes(ref, prompts: list, *, batch_size: int, prefix_cache: bool) -> "np.ndarray":
+    """P(Yes) of every prompt under ``ref``, scored in batches of ``batch_size``."""
+    import numpy as np
+
+    lm = CausalLM.load(ref, batch_size=batch_size, prefix_cache=prefix_cache)
+    out = np.array([s.probs[0] for s in lm.label_probabilities(prompts, ["Yes", "No"])])
+    del lm
+    torch.cuda.empty_cache()
+    return out
+
+
+def accuracy(prompts: list) -> None:
+    """max and mean |ΔP(Yes)| of the bundled model's GPU precisions against CPU fp32, and batched vs one by one."""
+    import numpy as np
+
+    cpu = p_yes(resolve("smollm2-135m", quant="none", device="cpu"), prompts, batch_size=8, prefix_cache=True)
+    bf16 = resolve("smollm2-135m", quant="none", device="cuda")
+    settings = {"fp32": replace(bf16, dtype="float32"), "bf16": bf16,
+                "4-bit NF4": resolve("smollm2-135m", quant="4bit", device="cuda")}
+    print(f"SmolLM2-135M, {len(prompts)} prompts: |ΔP(Yes)| max / mean")
+    print(f"{'setting':10} {'vs CPU fp32':>22} {'batched vs one by one':>24}")
+    for name, ref in settings.items():
+        batched = p_yes(ref, prompts, batch_size=8, prefix_cache=True)
+        single = p_yes(ref, prompts, batch_size=1, prefix_cache=False)
+        gap, drift = np.abs(batched - cpu), np.abs(batched - single)
+        print(f"{name:10} {gap.max():11.4f} / {gap.mean():.4f} {drift.max():13.4f} / {drift.mean():.4f}", flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", default="llama-2-7b,mistral-7b")
     parser.add_argument("--prompts", type=int, default=64)
     parser.add_argument("--subtask", default="software_engineer")
     parser.add_argument("--tiny", action="store_true", help="the toy shape on CPU, full precision and 4-bit")
+    parser.add_argument("--accuracy", action="store_true", help="first, the bundled model's precisions on the GPU")
     args = parser.parse_args(argv)
     device = "cpu" if args.tiny else "cuda"
     if device == "cuda" and not torch.cuda.is_available():
@@ -92,7 +127,9 @@ def main(argv: list[str] | None = None) -> None:
     task = get_task("resume", args.subtask)
     prompts = [task.pointwise_prompt(c) for c in task.candidates(limit=max(1, args.prompts // len(task.groups)))]
     prompts = prompts[: args.prompts]
-    shapes = ["tiny"] if args.tiny else args.shapes.split(",")
+    if args.accuracy and device == "cuda":
+        accuracy(prompts)
+    shapes = ["tiny"] if args.tiny else [s for s in args.shapes.split(",") if s]
     print(f"{len(prompts)} prompts of resume/{args.subtask}, batch 8, device {device}"
           + (f" ({torch.cuda.get_device_name()})" if device == "cuda" else ""))
     print(f"{'shape':12} {'precision':10} {'prefix cache':13} {'prompts/s':>10} {'tokens/s':>10} {'peak GiB':>9}")

@@ -84,16 +84,41 @@ def test_no_template_uses_documented_fallback(smollm):
     assert text == PLAIN_FALLBACK.format(system="S", user="U", answer_prefix="Answer:")
 
 
-@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="the 4-bit NF4 path needs a CUDA GPU")
-def test_cuda_auto_is_4bit_nf4_and_close_to_full_precision(resume_task):
+def test_auto_precision_follows_the_source_and_device():
+    from audit.backend.sources import precision
+
+    assert precision("gguf", "auto", "cpu") == precision("hub", "auto", "cpu") == ("none", "float32")
+    assert precision("gguf", "auto", "cuda") == ("none", "float32")  # NF4 on top of Q4 moved P(Yes) by 0.34
+    assert precision("hub", "auto", "cuda") == precision("dir", "auto", "cuda") == ("4bit", "bfloat16")
+    assert precision("gguf", "4bit", "cuda") == ("4bit", "bfloat16")
+    assert precision("hub", "none", "cuda") == ("none", "bfloat16")
+
+
+needs_cuda = pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU")
+
+
+@needs_cuda
+def test_cuda_auto_on_a_gguf_file_is_fp32_and_agrees_with_the_cpu(resume_task):
     from audit.backend import resolve
 
     ref = resolve("smollm2-135m", quant="auto")
-    assert (ref.device, ref.quant, ref.dtype) == ("cuda", "4bit", "bfloat16")
-    full = resolve("smollm2-135m", quant="none")
-    assert full.fingerprint != ref.fingerprint
+    assert (ref.device, ref.quant, ref.dtype) == ("cuda", "none", "float32")
+    prompts = [resume_task.pointwise_prompt(c) for c in resume_task.candidates(limit=2)]
+    batched = CausalLM.load(ref).label_probabilities(prompts, ["Yes", "No"])
+    single = CausalLM.load(ref, batch_size=1, prefix_cache=False).label_probabilities(prompts, ["Yes", "No"])
+    cpu = CausalLM.load(resolve("smollm2-135m", device="cpu")).label_probabilities(prompts, ["Yes", "No"])
+    for a, b, c in zip(batched, single, cpu):
+        assert abs(a.probs[0] - b.probs[0]) < 1e-4 and abs(a.probs[0] - c.probs[0]) < 1e-3
+
+
+@needs_cuda
+def test_cuda_4bit_nf4_gives_probabilities_under_its_own_fingerprint(resume_task):
+    from audit.backend import resolve
+
+    ref = resolve("smollm2-135m", quant="4bit")
+    assert (ref.quant, ref.dtype, ref.label) == ("4bit", "bfloat16", "smollm2-135m@4bit")
+    assert ref.fingerprint != resolve("smollm2-135m", quant="none").fingerprint
     prompts = [resume_task.pointwise_prompt(c) for c in resume_task.candidates(limit=1)]
-    four_bit = CausalLM.load(ref).label_probabilities(prompts, ["Yes", "No"])
-    reference = CausalLM.load(full).label_probabilities(prompts, ["Yes", "No"])
-    for a, b in zip(four_bit, reference):
-        assert 0 <= a.probs[0] <= 1 and abs(a.probs[0] - b.probs[0]) < 0.3
+    for result in CausalLM.load(ref).label_probabilities(prompts, ["Yes", "No"]):
+        assert all(0.0 <= p <= 1.0 for p in result.probs) and sum(result.probs) == pytest.approx(1.0, abs=1e-6)
+        assert 0.0 < result.mass <= 1.0
