@@ -2,13 +2,15 @@
 
 A prompt is the task's fixed text (instruction, question, answer prefix) plus one candidate text (pointwise) or two
 (pairwise). Each text gets an equal share of what the context leaves after the fixed text and a margin for the
-answer; a longer text is named in the error, or, with ``truncate``, cut to its share.
+answer; a longer text is named in the error, or, with ``truncate``, cut to its share. A backend that does not know
+its tokenizer (an API endpoint: not :class:`~audit.backend.protocol.Tokenizing`) leaves the check to the server.
 """
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Sequence
+from typing import Sequence
 
+from audit.backend.protocol import Backend, Tokenizing
 from audit.errors import AuditError
 from audit.tasks.base import Candidate, Task
 
@@ -16,11 +18,13 @@ ANSWER_MARGIN = 32  # tokens kept free for the answer (generation, option contin
 SHOWN = 5
 
 
-def fit_candidates(task: Task, candidates: Sequence[Candidate], backend: Any, *, pairwise: bool, model: str,
+def fit_candidates(task: Task, candidates: Sequence[Candidate], backend: Backend, *, pairwise: bool, model: str,
                    truncate: bool = False) -> list[Candidate]:
     """``candidates`` unchanged when every prompt fits ``backend``'s context; else an :class:`AuditError` naming
     the candidates too long, or (``truncate``) the same candidates with the long texts cut to fit."""
-    context = getattr(backend, "context_length", lambda: None)()
+    if not isinstance(backend, Tokenizing):
+        return list(candidates)
+    context = backend.context_length()
     if not context or not candidates:
         return list(candidates)
     blank = replace(candidates[0], text="")

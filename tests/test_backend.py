@@ -1,6 +1,8 @@
 """The real SmolLM2 backend: valid probabilities, and batching / prefix reuse that change nothing."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from audit.backend import CausalLM
@@ -122,3 +124,45 @@ def test_cuda_4bit_nf4_gives_probabilities_under_its_own_fingerprint(resume_task
     for result in CausalLM.load(ref).label_probabilities(prompts, ["Yes", "No"]):
         assert all(0.0 <= p <= 1.0 for p in result.probs) and sum(result.probs) == pytest.approx(1.0, abs=1e-6)
         assert 0.0 < result.mass <= 1.0
+
+
+def test_capabilities_are_declared_and_checked_once_at_load(smollm, smollm_ref):
+    from audit.backend.api import ApiBackend
+    from audit.backend.protocol import Backend, Sampling, Tokenizing, require
+    from audit.backend.vllm_backend import VLLMBackend
+
+    assert isinstance(smollm, Backend) and isinstance(smollm, Sampling) and isinstance(smollm, Tokenizing)
+    assert issubclass(VLLMBackend, Sampling) and issubclass(VLLMBackend, Tokenizing)  # CAIRO and the context check
+    assert not issubclass(ApiBackend, Tokenizing)  # an endpoint keeps its tokenizer to itself
+    assert require(smollm, ("sampling", "tokenizing")) is smollm
+    api = ApiBackend(replace(smollm_ref, label="openai:x", kind="api", location="http://127.0.0.1:9/v1"))
+    with pytest.raises(AuditError, match="cannot do tokenizing, which this command needs"):
+        require(api, ("sampling", "tokenizing"))
+
+
+def test_one_spec_for_every_caller_and_loads_cached_on_it(monkeypatch, smollm_ref):
+    from collections import OrderedDict
+
+    from audit.backend import spec as spec_module
+    from audit.backend.spec import ModelOptions, load_backend, spec_for
+
+    assert spec_for("smollm2-135m").ref == smollm_ref
+    assert spec_for("smollm2-135m", ModelOptions(backend="vllm")).ref.fingerprint != smollm_ref.fingerprint
+    with pytest.raises(AuditError, match="--base-url applies only"):
+        spec_for("smollm2-135m", ModelOptions(base_url="http://127.0.0.1:9/v1"))
+    with pytest.raises(AuditError, match="--concurrency must be positive"):
+        spec_for("openai:x", ModelOptions(base_url="http://127.0.0.1:9/v1", concurrency=0))
+    monkeypatch.setattr(spec_module, "_LOADED", OrderedDict())
+    loads = []
+    real = CausalLM.load.__func__
+    monkeypatch.setattr(CausalLM, "load", classmethod(lambda cls, *a, **k: loads.append(a) or real(cls, *a, **k)))
+    first = load_backend(spec_for("smollm2-135m"))
+    assert load_backend(spec_for("smollm2-135m")) is first and len(loads) == 1
+
+
+def test_label_scores_normalise_over_the_labels():
+    from audit.prompts import LabelScores
+
+    scores = LabelScores.from_masses([0.3, 0.1])
+    assert scores.probs == pytest.approx((0.75, 0.25), abs=1e-12) and scores.mass == pytest.approx(0.4, abs=1e-12)
+    assert LabelScores.from_masses([0.0, 0.0]).probs == (0.5, 0.5)

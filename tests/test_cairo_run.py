@@ -152,3 +152,21 @@ def test_cli_run_with_seeds_caches_each_seed_and_combos_average_their_biases(tmp
     expected = np.mean([combination_bias(metric_cells(t)[("gender", "toy")], weights) for t in per_seed], axis=0)
     np.testing.assert_allclose(combination_bias(cells, weights), expected, rtol=1e-12)
     assert audit("cairo", "run", *args[2:-1], "0").stderr.startswith("error: --batch-size, --seeds and --limit")
+
+
+def test_cli_run_with_three_seeds_loads_the_model_once(tmp_path, monkeypatch, capsys):
+    from collections import OrderedDict
+
+    from audit.backend import CausalLM
+    from audit.backend import spec as spec_module
+    from audit.cli import main
+
+    db, args = toy_run(tmp_path)
+    monkeypatch.setattr(spec_module, "_LOADED", OrderedDict())
+    loads = []
+    real = CausalLM.load.__func__
+    monkeypatch.setattr(CausalLM, "load", classmethod(lambda cls, *a, **k: loads.append(a) or real(cls, *a, **k)))
+    assert main([*args, "--seeds", "3"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"4 generated, 0 cached (seed {seed})" in out for seed in (0, 1, 2))
+    assert len(loads) == 1

@@ -27,10 +27,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
-from audit.backend.causal_lm import LabelScores
 from audit.backend.sources import ModelRef
 from audit.errors import AuditError
-from audit.tasks.base import ChatPrompt
+from audit.prompts import ChatPrompt, LabelScores
 
 PREFIX = "openai:"
 TOP_LOGPROBS = 20  # the OpenAI maximum; vLLM's default --max-logprobs
@@ -193,9 +192,7 @@ class ApiBackend:
                                  "--pairwise-mode generate")
             per_label = [sum(math.exp(t["logprob"]) for t in top if t["token"] in (label, " " + label))
                          for label in labels]
-            mass = sum(per_label)
-            normalised = tuple(x / mass for x in per_label) if mass > 0 else tuple(1 / len(labels) for _ in labels)
-            out.append(LabelScores(normalised, mass))
+            out.append(LabelScores.from_masses(per_label))
         return out
 
     def generate(self, prompts: Sequence[ChatPrompt], *, max_new_tokens: int = 16) -> list[str]:

@@ -10,24 +10,15 @@ from __future__ import annotations
 
 import copy
 from collections import OrderedDict
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 from audit.backend.chat import render_ids
 from audit.backend.loading import load
 from audit.backend.sources import ModelRef
 from audit.errors import AuditError
-from audit.tasks.base import ChatPrompt
+from audit.prompts import ChatPrompt, LabelScores
 
 PREFIX_SLOTS = 4  # shared-prefix caches kept (one per job description in flight is plenty)
-
-
-@dataclass(frozen=True)
-class LabelScores:
-    """Next-token probabilities of each label normalised over the label set, and the raw mass they had."""
-
-    probs: tuple[float, ...]
-    mass: float
 
 
 class CausalLM:
@@ -56,10 +47,7 @@ class CausalLM:
         out = []
         for row in rows:
             probs = row[-1].exp()
-            per_label = [float(probs[ids].sum()) for ids in variants]
-            mass = sum(per_label)
-            normalised = tuple(p / mass for p in per_label) if mass > 0 else tuple(1 / len(labels) for _ in labels)
-            out.append(LabelScores(normalised, mass))
+            out.append(LabelScores.from_masses([float(probs[ids].sum()) for ids in variants]))
         return out
 
     def option_logprobs(self, prompts: Sequence[ChatPrompt]) -> list[tuple[float, ...]]:

@@ -9,7 +9,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from audit.backend.sources import ModelRef, file_sha256
+from audit.backend.hashing import file_sha256
+from audit.backend.sources import ModelRef
 from audit.errors import AuditError
 from audit.paths import cache_dir
 

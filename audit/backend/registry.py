@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from audit.backend.hashing import file_sha256
 from audit.errors import AuditError
 from audit.paths import cache_dir
 
@@ -49,8 +50,6 @@ def package_dir(module: str, install: str) -> Path:
 
 def verify(path: Path, expected: str, what: str, remedy: str) -> Path:
     """``path`` if its SHA-256 is ``expected``; else an :class:`AuditError` naming both hashes and ``remedy``."""
-    from audit.backend.sources import file_sha256
-
     actual = file_sha256(path)
     if actual != expected:
         raise AuditError(f"{what} {path} does not match its pinned SHA-256 (found {actual}, expected {expected}): "

@@ -13,6 +13,7 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from audit.backend.hashing import file_sha256
 from audit.backend.registry import GGUF_MAGIC, REGISTRY
 from audit.errors import AuditError
 from audit.paths import cache_dir
@@ -117,24 +118,6 @@ def hub_commit(repo_id: str, revision: str | None) -> str:
         raise AuditError(f"cannot resolve hub model {repo_id!r} (revision {revision or 'main'}): "
                          f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
     return Path(snapshot).name
-
-
-def file_sha256(path: Path) -> str:
-    """SHA-256 of a file, memoised on (path, size, mtime) so large files are hashed once."""
-    stat = path.stat()
-    memo = cache_dir() / "hashes.json"
-    key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
-    known = json.loads(memo.read_text()) if memo.exists() else {}
-    if key not in known:
-        digest = hashlib.sha256()
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 22), b""):
-                digest.update(block)
-        known[key] = digest.hexdigest()
-        partial = memo.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_text(json.dumps(known))
-        partial.replace(memo)
-    return known[key]
 
 
 def folder_sha256(path: Path) -> str:

@@ -1,19 +1,24 @@
-"""Which inference engine runs a model, as a small picklable recipe: the CLI and Ray workers load from it.
+"""Which inference engine runs a model, as a small picklable recipe: the CLI, the Run page, CAIRO and Ray workers load
+from it.
 
 ``transformers`` (the default, :class:`~audit.backend.causal_lm.CausalLM`) runs anywhere; ``vllm``
 (:mod:`audit.backend.vllm_backend`) needs the optional vLLM package; ``openai`` (:mod:`audit.backend.api`) calls a
-served model over an OpenAI-compatible API. Every backend implements :class:`~audit.backend.protocol.Backend` and
-is loaded through :func:`load_backend`.
+served model over an OpenAI-compatible API. A model name becomes a spec in one place, :func:`spec_for`; every backend
+implements :class:`~audit.backend.protocol.Backend` and is loaded through :func:`load_backend`.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Sequence
 
-from audit.backend.protocol import Backend
-from audit.backend.sources import ModelRef
+from audit.backend.protocol import Backend, require
+from audit.backend.sources import ModelRef, resolve
 from audit.errors import AuditError
 
 BACKENDS = ("transformers", "vllm", "openai")
+API_PREFIX = "openai:"  # = audit.backend.api.PREFIX (imported lazily: the API client is not needed to load locally)
+KEPT = 2  # loaded local models kept per process (a model and one alternative; each holds its weights)
 
 
 @dataclass(frozen=True)
@@ -36,16 +41,72 @@ class BackendSpec:
         return load_backend(self)
 
 
-def load_backend(spec: BackendSpec) -> Backend:
-    """The loaded backend for ``spec``: the one place the CLI, the dashboard, CAIRO and Ray workers load models."""
+@dataclass(frozen=True)
+class ModelOptions:
+    """How the user asked for a model, beside its name (the CLI's flags, the Run page's widgets)."""
+
+    quant: str = "auto"
+    revision: str | None = None
+    device: str | None = None  # None: this machine's (a Ray cluster passes its workers')
+    backend: str = "transformers"  # local engine: transformers or vllm; openai:NAME models ignore it
+    batch_size: int = 8
+    trust_remote_code: bool = False
+    base_url: str | None = None  # openai:NAME only
+    api_key_env: str | None = None
+    concurrency: int = 4
+    max_requests: int | None = None
+    need_logprobs: bool = False  # openai: refuse an endpoint without log-probabilities (pointwise scoring)
+
+
+def spec_for(name: str, options: ModelOptions = ModelOptions()) -> BackendSpec:
+    """The one place a model name becomes a :class:`BackendSpec`: a registry name, file, folder or hub id resolved
+    and fingerprinted for its engine, or ``openai:NAME`` checked against its endpoint (before anything is written)."""
+    if name.startswith(API_PREFIX):
+        from audit.backend.api import api_ref
+
+        if options.backend != "transformers":
+            raise AuditError(f"--model {API_PREFIX}NAME is served by its endpoint; leave out --backend "
+                             f"{options.backend}")
+        for flag, value in (("concurrency", options.concurrency), ("max-requests", options.max_requests)):
+            if value is not None and value < 1:
+                raise AuditError(f"--{flag} must be positive, got {value}")
+        ref = api_ref(name, options.base_url, options.api_key_env, need_logprobs=options.need_logprobs)
+        return BackendSpec(ref, "openai", options.batch_size, api_key_env=options.api_key_env,
+                           concurrency=options.concurrency, max_requests=options.max_requests)
+    if options.base_url:
+        raise AuditError(f"--base-url applies only to --model {API_PREFIX}NAME")
+    ref = resolve(name, quant=options.quant, revision=options.revision, device=options.device)
+    if options.backend == "vllm":
+        from audit.backend.vllm_backend import vllm_ref
+
+        ref = vllm_ref(ref)
+    return BackendSpec(ref, options.backend, options.batch_size, options.trust_remote_code)
+
+
+_LOADED: OrderedDict[BackendSpec, Backend] = OrderedDict()
+
+
+def load_backend(spec: BackendSpec, needs: Sequence[str] = ()) -> Backend:
+    """The loaded backend for ``spec``, checked for the capabilities in ``needs`` (``sampling``, ``tokenizing``).
+
+    Local models are loaded once per process and spec (the :data:`KEPT` most recent stay); an API client is built
+    afresh each time, so each run gets its own request budget."""
     if spec.engine == "openai":
         from audit.backend.api import ApiBackend
 
-        return ApiBackend(spec.ref, spec.api_key_env, concurrency=spec.concurrency, max_requests=spec.max_requests)
-    if spec.engine == "vllm":
-        from audit.backend.vllm_backend import VLLMBackend
+        return require(ApiBackend(spec.ref, spec.api_key_env, concurrency=spec.concurrency,
+                                  max_requests=spec.max_requests), needs)
+    if spec not in _LOADED:
+        if spec.engine == "vllm":
+            from audit.backend.vllm_backend import VLLMBackend
 
-        return VLLMBackend.load(spec.ref, trust_remote_code=spec.trust_remote_code)
-    from audit.backend.causal_lm import CausalLM
+            backend: Backend = VLLMBackend.load(spec.ref, trust_remote_code=spec.trust_remote_code)
+        else:
+            from audit.backend.causal_lm import CausalLM
 
-    return CausalLM.load(spec.ref, trust_remote_code=spec.trust_remote_code, batch_size=spec.batch_size)
+            backend = CausalLM.load(spec.ref, trust_remote_code=spec.trust_remote_code, batch_size=spec.batch_size)
+        _LOADED[spec] = backend
+        while len(_LOADED) > KEPT:
+            _LOADED.popitem(last=False)
+    _LOADED.move_to_end(spec)
+    return require(_LOADED[spec], needs)

@@ -8,7 +8,10 @@ loads the weights through bitsandbytes 4-bit. Results keep the store's row shape
   ``allowed_token_ids=[t]`` and ``logprobs=1`` returns ``log P(t | prompt)`` of the *raw* next-token
   distribution (``logprobs_mode="raw_logprobs"``: computed before the allow-list is applied), so the
   label probabilities and the label mass are defined exactly as in the transformers backend;
-- pairwise: greedy generation of up to 16 tokens, the first of which may not end the turn.
+- pairwise: greedy generation of up to 16 tokens, the first of which may not end the turn;
+- CAIRO: seeded sampling (``SamplingParams.seed`` per prompt), and the context window check (the engine's
+  ``max_model_len``, the model's own tokenizer), so it is :class:`~audit.backend.protocol.Sampling` and
+  :class:`~audit.backend.protocol.Tokenizing`.
 
 vLLM computes in its own kernels, so its results are stored under their own fingerprint (:func:`vllm_ref`).
 """
@@ -19,12 +22,12 @@ import math
 from dataclasses import replace
 from typing import Any, Sequence
 
-from audit.backend.causal_lm import CausalLM, LabelScores
+from audit.backend.causal_lm import CausalLM
 from audit.backend.chat import render_ids
 from audit.backend.loading import converted_dir
 from audit.backend.sources import ModelRef
 from audit.errors import AuditError
-from audit.tasks.base import ChatPrompt
+from audit.prompts import ChatPrompt, LabelScores
 
 TAG = "+vllm"
 
@@ -59,7 +62,8 @@ def vllm_ref(ref: ModelRef) -> ModelRef:
 
 
 class VLLMBackend:
-    """The scoring operations on a vLLM engine; ``option_logprobs`` (pairwise likelihood) is not offered."""
+    """The scoring operations, sampling and the context check on a vLLM engine; ``option_logprobs`` (pairwise
+    likelihood) is not offered."""
 
     def __init__(self, ref: ModelRef, llm: Any):
         self.ref = ref
@@ -103,10 +107,7 @@ class VLLMBackend:
         for index in range(len(prompts)):
             mine = outputs[index * len(tokens) : (index + 1) * len(tokens)]
             p = {t: math.exp(o.outputs[0].logprobs[0][t].logprob) for t, o in zip(tokens, mine)}
-            per_label = [sum(p[t] for t in ids) for ids in variants]
-            mass = sum(per_label)
-            normalised = tuple(x / mass for x in per_label) if mass > 0 else tuple(1 / len(labels) for _ in labels)
-            out.append(LabelScores(normalised, mass))
+            out.append(LabelScores.from_masses([sum(p[t] for t in ids) for ids in variants]))
         return out
 
     def generate(self, prompts: Sequence[ChatPrompt], *, max_new_tokens: int = 16) -> list[str]:
@@ -120,3 +121,33 @@ class VLLMBackend:
 
     def option_logprobs(self, prompts: Sequence[ChatPrompt]) -> list[tuple[float, ...]]:
         raise AuditError("--backend vllm scores pairwise prompts by generation only; use --pairwise-mode generate")
+
+    def sample(self, prompts: Sequence[str | ChatPrompt], seeds: Sequence[int], *, max_new_tokens: int = 20,
+               min_new_tokens: int = 1, temperature: float = 1.0, top_p: float = 1.0) -> list[str]:
+        """Sampled continuations (CAIRO), one per prompt with its own seed; a ``str`` is continued as plain text
+        (the tokenizer's usual special tokens, no chat template), a :class:`ChatPrompt` with the chat template."""
+        from vllm import SamplingParams
+
+        if len(seeds) != len(prompts):
+            raise AuditError(f"sample() needs one seed per prompt, got {len(seeds)} seeds for {len(prompts)} prompts")
+        if temperature <= 0 or not 0 < top_p <= 1 or not 0 <= min_new_tokens <= max_new_tokens:
+            raise AuditError(f"bad decoding settings: temperature {temperature} (> 0), top_p {top_p} (0 < p ≤ 1), "
+                             f"min/max new tokens {min_new_tokens}/{max_new_tokens} (0 ≤ min ≤ max)")
+        requests = [{"prompt_token_ids": render_ids(self.tokenizer, p) if isinstance(p, ChatPrompt)
+                     else list(self.tokenizer(p)["input_ids"])} for p in prompts]
+        params = [SamplingParams(max_tokens=max_new_tokens, min_tokens=min_new_tokens, temperature=temperature,
+                                 top_p=top_p, seed=seed, skip_special_tokens=True) for seed in seeds]
+        return [o.outputs[0].text for o in self.llm.generate(requests, params, use_tqdm=False)]
+
+    def encode(self, text: str) -> list[int]:
+        return self.vocab.encode(text)
+
+    def context_length(self) -> int | None:
+        """The engine's ``max_model_len`` (what vLLM refuses beyond)."""
+        return int(self.llm.llm_engine.model_config.max_model_len)
+
+    def prompt_length(self, prompt: ChatPrompt) -> int:
+        return self.vocab.prompt_length(prompt)
+
+    def cut(self, text: str, tokens: int) -> str:
+        return self.vocab.cut(text, tokens)

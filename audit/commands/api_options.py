@@ -3,10 +3,8 @@ from __future__ import annotations
 
 import argparse
 
-from audit.backend.api import PREFIX, api_ref
-from audit.backend.sources import resolve
-from audit.backend.spec import BackendSpec
-from audit.errors import AuditError
+from audit.backend.api import PREFIX
+from audit.backend.spec import ModelOptions
 
 
 def add_api_arguments(parser: argparse.ArgumentParser) -> None:
@@ -17,21 +15,10 @@ def add_api_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-requests", type=int, help=f"with {PREFIX}: request budget for this run (default: none)")
 
 
-def api_spec(model: str, args: argparse.Namespace, *, need_logprobs: bool) -> BackendSpec:
-    """Check the endpoint (before anything is written) and the spec that calls it."""
-    for name in ("concurrency", "max_requests"):
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            raise AuditError(f"--{name.replace('_', '-')} must be positive, got {value}")
-    ref = api_ref(model, args.base_url, args.api_key_env, need_logprobs=need_logprobs)
-    return BackendSpec(ref, "openai", args.batch_size, api_key_env=args.api_key_env, concurrency=args.concurrency,
-                       max_requests=args.max_requests)
-
-
-def model_spec(model: str, args: argparse.Namespace, *, need_logprobs: bool = False) -> BackendSpec:
-    """A local model (transformers) or, for ``openai:NAME``, the endpoint in ``args``."""
-    if model.startswith(PREFIX):
-        return api_spec(model, args, need_logprobs=need_logprobs)
-    if args.base_url:
-        raise AuditError(f"--base-url applies only to --model {PREFIX}NAME")
-    return BackendSpec(resolve(model), batch_size=args.batch_size)
+def model_options(args: argparse.Namespace, *, need_logprobs: bool = False) -> ModelOptions:
+    """The model flags of a command as :class:`ModelOptions` (for :func:`audit.backend.spec.spec_for`)."""
+    return ModelOptions(quant=getattr(args, "quant", "auto"), revision=getattr(args, "revision", None),
+                        backend=getattr(args, "backend", "transformers"), batch_size=args.batch_size,
+                        trust_remote_code=getattr(args, "trust_remote_code", False), base_url=args.base_url,
+                        api_key_env=args.api_key_env, concurrency=args.concurrency, max_requests=args.max_requests,
+                        need_logprobs=need_logprobs)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Callable
 
 from audit.backend.protocol import Backend
-from audit.backend.spec import BackendSpec, load_backend
+from audit.backend.spec import BackendSpec, load_backend, spec_for
 from audit.cairo.continuations import Decoding, generate_continuations, score_toxicity
 from audit.cairo.bias import metric_cells
 from audit.cairo.paraphrase import paraphrase_sets
@@ -17,7 +17,7 @@ from audit.cairo.prompts import load_prompts, read_json, save_prompts
 from audit.cairo.results import scored_continuations, unify_subgroups
 from audit.cairo.search import SEARCHES, Options, correlation_table, few_models_warning, search_all
 from audit.cairo.toxicity import DEFAULT_SCORER, get_scorer
-from audit.commands.api_options import add_api_arguments, model_spec
+from audit.commands.api_options import add_api_arguments, model_options
 from audit.errors import AuditError
 from audit.output import csv_text
 from audit.store import Store
@@ -91,14 +91,8 @@ def _decoding(args: argparse.Namespace) -> Decoding:
 
 
 def _loader(spec: BackendSpec) -> Callable[[], Backend]:
-    loaded: list[Backend] = []
-
-    def load() -> Backend:
-        if not loaded:
-            loaded.append(load_backend(spec))
-        return loaded[0]
-
-    return load
+    """Load ``spec`` (once per process) when first called, refused up front if it cannot sample."""
+    return lambda: load_backend(spec, needs=("sampling",))
 
 
 def run_cairo(args: argparse.Namespace) -> int:
@@ -111,20 +105,20 @@ def run_cairo(args: argparse.Namespace) -> int:
     runs = [replace(decoding, seed=decoding.seed + i) for i in range(args.seeds)]
     dimensions = [d.strip() for d in args.dimensions.split(",")] if args.dimensions else None
     prompt_sets = [s.limited(args.limit) for s in load_prompts(args.prompts, dimensions=dimensions, split=args.split)]
-    specs = [model_spec(name.strip(), args) for name in args.models.split(",") if name.strip()]
+    specs = [spec_for(name.strip(), model_options(args)) for name in args.models.split(",") if name.strip()]
     if not specs:
         raise AuditError("--models names no model")
     scorer = get_scorer(args.toxicity)
     with Store(args.db) as store:
         for spec in specs:
-            ref = spec.ref
+            ref, load = spec.ref, _loader(spec)
             for run in runs:
                 with tqdm(desc=f"{ref.label} continuations", unit="text", file=sys.stderr) as bar:
                     def progress(done: int, total: int) -> None:
                         bar.total, bar.n = total, done
                         bar.refresh()
 
-                    summary = generate_continuations(store, prompt_sets, ref, _loader(spec), run, progress=progress)
+                    summary = generate_continuations(store, prompt_sets, ref, load, run, progress=progress)
                 print(summary.line() + (f" (seed {run.seed})" if len(runs) > 1 else ""))
         scored = score_toxicity(store, scorer)
     print(f"toxicity ({scorer.name}): {scored} new continuations scored")
@@ -166,8 +160,8 @@ def run_paraphrase(args: argparse.Namespace) -> int:
     document = json.loads(source.read_text(encoding="utf-8"))
     if "format" not in document:
         raise AuditError(f"--prompts {source}: paraphrasing writes our format; pass one of our prompt files")
-    spec = model_spec(args.model, args)
-    ref, backend = spec.ref, load_backend(spec)
+    spec = spec_for(args.model, model_options(args))
+    ref, backend = spec.ref, load_backend(spec, needs=("sampling",))
     updated = [paraphrase_sets(s, backend, sets=args.sets, decoding=_decoding(args)) for s in prompt_sets]
     save_prompts(args.out, updated, title=document.get("title", ""), about=document.get("about", ""))
     print(f"{args.out}: added {args.sets} paraphrase set(s) by {ref.label} to {len(updated)} dimension(s)")

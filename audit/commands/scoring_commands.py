@@ -4,15 +4,15 @@ from __future__ import annotations
 import argparse
 import io
 import sys
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from audit.backend import DEFAULT_MODEL, QUANTS, REGISTRY, installed_models, resolve
+from audit.backend import DEFAULT_MODEL, QUANTS, REGISTRY, installed_models
 from audit.backend.api import PREFIX
-from audit.backend.sources import ModelRef
-from audit.backend.spec import BACKENDS, BackendSpec
-from audit.commands.api_options import add_api_arguments, api_spec
+from audit.backend.spec import BACKENDS, BackendSpec, spec_for
+from audit.commands.api_options import add_api_arguments, model_options
 from audit.scoring import MODES, PAIRWISE_METHODS, check_options, run_scoring
 from audit.errors import AuditError
 from audit.output import check_target, csv_text, write_atomic
@@ -84,13 +84,6 @@ def run_score(args: argparse.Namespace) -> int:
     subtasks = list_subtasks(args.task, **inputs) if args.subtask == "all" else [args.subtask]
     tasks = [get_task(args.task, subtask, **inputs) for subtask in subtasks]
     spec, executor = backend_and_executor(args)
-    backend: list[Any] = []
-
-    def load_backend() -> Any:
-        if not backend:
-            backend.append(spec.load())
-        return backend[0]
-
     with Store(args.db) as store:
         try:
             for task in tasks:
@@ -100,7 +93,7 @@ def run_score(args: argparse.Namespace) -> int:
                         bar.n = done
                         bar.refresh()
 
-                    summary = run_scoring(store, task, spec.ref, load_backend, mode=args.mode,
+                    summary = run_scoring(store, task, spec.ref, spec.load, mode=args.mode,
                                           pairwise_method=args.pairwise_mode, limit=args.limit, rounds=args.rounds,
                                           batch_size=args.batch_size, progress=progress, executor=executor,
                                           truncate=args.truncate)
@@ -144,12 +137,9 @@ def backend_and_executor(args: argparse.Namespace) -> tuple[BackendSpec, "RayExe
         cluster = connect(args.address, args.workers)
         if args.backend == "vllm" and not cluster.gpus:
             raise AuditError("--backend vllm needs GPUs; the Ray cluster has none")
-    if args.model.startswith(PREFIX):
-        spec = api_spec(args.model, args, need_logprobs=args.mode == "pointwise")
-    else:
-        ref = resolve(args.model, quant=args.quant, revision=args.revision,
+    options = replace(model_options(args, need_logprobs=args.mode == "pointwise"),
                       device=cluster.device if cluster else None)
-        spec = BackendSpec(local_ref(ref, args.backend), args.backend, args.batch_size, args.trust_remote_code)
+    spec = spec_for(args.model, options)
     if cluster is None:
         return spec, None
     from audit.distributed import RayExecutor
@@ -157,14 +147,6 @@ def backend_and_executor(args: argparse.Namespace) -> tuple[BackendSpec, "RayExe
     print(f"ray: {cluster.workers} workers ({cluster.device}), {cluster.cpus} CPUs and {cluster.gpus} GPUs "
           "in the cluster", file=sys.stderr)
     return spec, RayExecutor(spec, cluster)
-
-
-def local_ref(ref: ModelRef, backend: str) -> ModelRef:
-    if backend != "vllm":
-        return ref
-    from audit.backend.vllm_backend import vllm_ref
-
-    return vllm_ref(ref)
 
 
 def run_export(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 from typing import Protocol, Sequence
 
 from audit.design import PoolDesign
+from audit.prompts import ChatPrompt  # noqa: F401  (re-exported: tasks build prompts)
 
 
 @dataclass(frozen=True)
@@ -23,20 +24,6 @@ class Candidate:
     text: str
     name: str = ""
 
-
-@dataclass(frozen=True)
-class ChatPrompt:
-    """A chat exchange up to the point where the model must answer.
-
-    The backend renders ``system`` and ``user`` with the model's chat template and appends ``answer_prefix``
-    to the assistant turn (the paper's "Answer:"), so the next token is the model's answer.
-    ``options`` names the two acceptable answers of a pairwise prompt (first candidate, second candidate).
-    """
-
-    system: str
-    user: str
-    answer_prefix: str = "Answer:"
-    options: tuple[str, ...] = ()
 
     def key(self) -> str:
         """Stable SHA-256 of everything that reaches the model: the store's prompt key."""

@@ -1,0 +1,39 @@
+"""What a backend is asked: a chat prompt and the label-score normalisation shared by every backend.
+
+Neutral ground between tasks (which build prompts) and backends (which answer them).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+
+@dataclass(frozen=True)
+class ChatPrompt:
+    """A chat exchange up to the point where the model must answer.
+
+    The backend renders ``system`` and ``user`` with the model's chat template and appends ``answer_prefix``
+    to the assistant turn (the paper's "Answer:"), so the next token is the model's answer.
+    ``options`` names the two acceptable answers of a pairwise prompt (first candidate, second candidate).
+    """
+
+    system: str
+    user: str
+    answer_prefix: str = "Answer:"
+    options: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LabelScores:
+    """Next-token probabilities of each label normalised over the label set, and the raw mass they had."""
+
+    probs: tuple[float, ...]
+    mass: float
+
+    @classmethod
+    def from_masses(cls, per_label: Sequence[float]) -> "LabelScores":
+        """Each label's probability mass normalised over the labels (uniform when they have none)."""
+        mass = float(sum(per_label))
+        if mass > 0:
+            return cls(tuple(float(x) / mass for x in per_label), mass)
+        return cls(tuple(1 / len(per_label) for _ in per_label), mass)
