@@ -4,7 +4,9 @@ Neutral ground between tasks (which build prompts) and backends (which answer th
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+import json
+from dataclasses import asdict, dataclass
 from typing import Sequence
 
 
@@ -21,6 +23,11 @@ class ChatPrompt:
     user: str
     answer_prefix: str = "Answer:"
     options: tuple[str, ...] = ()
+
+    def key(self) -> str:
+        """Stable SHA-256 of everything that reaches the model: the store's prompt key."""
+        payload = json.dumps(asdict(self), sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)

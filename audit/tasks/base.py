@@ -1,9 +1,7 @@
 """What every allocation task provides: candidates, groups, labels and the prompts built from them."""
 from __future__ import annotations
 
-import hashlib
-import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Protocol, Sequence
 
 from audit.design import PoolDesign
@@ -23,12 +21,6 @@ class Candidate:
     qualified: bool
     text: str
     name: str = ""
-
-
-    def key(self) -> str:
-        """Stable SHA-256 of everything that reaches the model: the store's prompt key."""
-        payload = json.dumps(asdict(self), sort_keys=True, ensure_ascii=False)
-        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -6,29 +6,26 @@ from typing import Sequence
 import pandas as pd
 import streamlit as st
 
-from audit.backend import ModelRef, resolve
-from audit.backend.api import PREFIX, api_ref
 from audit.backend.protocol import Backend
-from audit.backend.spec import BackendSpec, load_backend
+from audit.backend.spec import BackendSpec, ModelOptions, load_backend, spec_for
 from audit.scoring import RunSummary, run_scoring
 from audit.store import Store
 from audit.tasks.base import Task
 
 
 @st.cache_resource(show_spinner="Resolving model…")
-def reference(name: str, quant: str, base_url: str = "", key_env: str = "", logprobs: bool = True) -> ModelRef:
-    """The fingerprinted reference of a model name (hashing a weights file, or checking an API, once per process)."""
-    if name.startswith(PREFIX):
-        return api_ref(name, base_url, key_env or None, need_logprobs=logprobs)
-    return resolve(name, quant=quant)
+def backend_spec(name: str, quant: str, batch_size: int, base_url: str = "", key_env: str = "",
+                 logprobs: bool = True) -> BackendSpec:
+    """The model name resolved once per process (hashing a weights file, or checking an API, once); ``logprobs``:
+    refuse an endpoint without log-probabilities (pointwise runs only)."""
+    return spec_for(name, ModelOptions(quant=quant, batch_size=batch_size, base_url=base_url or None,
+                                       api_key_env=key_env or None, need_logprobs=logprobs))
 
 
-@st.cache_resource(show_spinner="Loading model (the first load converts the weights once)…", max_entries=2)
-def model(name: str, quant: str, batch_size: int, base_url: str = "", key_env: str = "") -> Backend:
-    """The loaded model (or API client), kept across reruns and sessions."""
-    ref = reference(name, quant, base_url, key_env)
-    engine = "openai" if name.startswith(PREFIX) else "transformers"
-    return load_backend(BackendSpec(ref, engine, batch_size, api_key_env=key_env or None))
+def model(spec: BackendSpec) -> Backend:
+    """The loaded model (or API client); a local model stays loaded across reruns and sessions."""
+    with st.spinner(f"Loading {spec.ref.label} (the first load converts the weights once)…"):
+        return load_backend(spec)
 
 
 def run_tasks(path: str, tasks: Sequence[Task], name: str, quant: str, *, batch_size: int, base_url: str = "",
@@ -36,7 +33,8 @@ def run_tasks(path: str, tasks: Sequence[Task], name: str, quant: str, *, batch_
     """Score every task with the model (a served one for ``openai:NAME`` at ``base_url``) into the store at ``path``,
     one progress bar per task; ``options`` go to :func:`audit.scoring.run_scoring`. An :class:`AuditError` stops the
     run (finished batches stay stored)."""
-    ref = reference(name, quant, base_url, key_env, options.get("mode") == "pointwise")
+    spec = backend_spec(name, quant, batch_size, base_url, key_env, options.get("mode") == "pointwise")
+    ref = spec.ref
     summaries = []
     with Store(path) as store:
         for task in tasks:
@@ -45,7 +43,7 @@ def run_tasks(path: str, tasks: Sequence[Task], name: str, quant: str, *, batch_
             def progress(done: int, total: int, bar=bar, item=task.subtask) -> None:
                 bar.progress(done / max(total, 1), text=f"{ref.label} · {item}: {done} / {total} prompts")
 
-            summaries.append(run_scoring(store, task, ref, lambda: model(name, quant, batch_size, base_url, key_env),
+            summaries.append(run_scoring(store, task, ref, lambda: model(spec),
                                          progress=progress,
                                          batch_size=batch_size, **options))
     return summaries
