@@ -9,6 +9,7 @@ import pandas as pd
 
 from audit.errors import AuditError
 from audit.commands.io import emit, parse_quotas, read_table_file, records
+from audit.output import check_target, write_atomic
 from audit.metrics.compare import compare_gaps, rank_correlation, selection_flips
 from audit.metrics.impact import GROUPINGS, impact_ratios
 from audit.reporting import ReportSettings, build_report
@@ -113,15 +114,12 @@ def run_compare(args: argparse.Namespace) -> int:
 
 def run_report(args: argparse.Namespace) -> int:
     """Handler of ``report``: the format follows the suffix of ``--out``."""
+    check_target(args.out, args.db)  # before the work: a report never replaces the store
     fmt = Path(args.out).suffix.lower().lstrip(".")
     if fmt not in ("html", "pdf"):
         raise AuditError(f"--out {args.out}: the report is written as .html or .pdf")
     settings = ReportSettings(store=args.db, task=args.task, models=tuple(args.models), mode=args.mode,
                               reference=args.reference, k=args.k, pool=args.pool, ci=args.ci, n_boot=args.bootstrap,
                               seed=args.seed, compare=tuple(args.compare) if args.compare else None)
-    body = build_report(settings, fmt)
-    try:
-        Path(args.out).write_bytes(body)
-    except OSError as exc:
-        raise AuditError(f"cannot write {args.out}: {exc}") from exc
+    write_atomic(args.out, build_report(settings, fmt), args.db)
     return 0
