@@ -8,6 +8,9 @@ import sys
 
 from audit.errors import AuditError
 
+MAX_REPLICATES = 100_000
+"""Most bootstrap replicates or permutations a command may ask for (each costs memory per row of the table)."""
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m audit`` parser with every sub-command registered."""
@@ -27,7 +30,16 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     args = build_parser().parse_args(argv)
     try:
+        check_replicates(args)
         return int(args.handler(args) or 0)
     except AuditError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
+
+def check_replicates(args: argparse.Namespace) -> None:
+    """``--bootstrap`` and ``--permutations`` between 1 and :data:`MAX_REPLICATES`, whichever command names them."""
+    for name in ("bootstrap", "permutations"):
+        value = getattr(args, name, None)
+        if value is not None and not 1 <= value <= MAX_REPLICATES:
+            raise AuditError(f"--{name} {value}: give 1 to {MAX_REPLICATES:,} replicates")

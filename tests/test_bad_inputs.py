@@ -113,6 +113,14 @@ def renamed_store(folder: Path, name: str) -> str:
     return str(folder / name)
 
 
+def bad_version(folder: Path) -> Path:
+    db = sqlite3.connect(folder / "store.db")
+    db.execute("UPDATE meta SET value='two' WHERE key='schema_version'")
+    db.commit()
+    db.close()
+    return folder / "store.db"
+
+
 def fifo(folder: Path) -> str:
     os.mkfifo(folder / "pipe")
     return str(folder / "pipe")
@@ -245,6 +253,17 @@ CASES = [
         "metrics", "--db", store(d), "--task", "resume", "--k", "2", "--out", renamed_store(d, "other.db") + "-shm"],
          r"is a result store \(or one of its"),
     Case("22 --out onto a FIFO", lambda d: ["scores", "--db", store(d), "--out", fifo(d)], r"not a regular file"),
+    Case("22 FIFO as the store", lambda d: ["scores", "--db", fifo(d)], r"not a regular file"),
+    Case("22 /dev/null as the store", lambda d: ["score", "--subtask", "retail", "--limit", "1", "--db", "/dev/null"],
+         r"not a regular file"),
+    Case("22 score into a store with a damaged page", lambda d: ["score", "--subtask", "retail", "--limit", "1",
+                                                                "--db", damaged(d)], r"damaged|cannot be read"),
+    Case("22 non-integer schema version", lambda d: ["scores", "--db", str(bad_version(d))],
+         r"schema version 'two', not a whole number"),
+    Case("22 impact --bootstrap 0", lambda d: ["impact", "--db", store(d), "--task", "resume", "--k", "2",
+                                               "--bootstrap", "0"], r"--bootstrap 0: give 1 to 100,000"),
+    Case("22 metrics --permutations 10^9", lambda d: metrics(d, "--k", "1", "--permutations", "1000000000"),
+         r"--permutations 1000000000: give 1 to 100,000"),
     Case("12 cached assembly with one byte changed", bad_cached_assembly,
          r"cached model file .* does not match its pinned SHA-256 \(found [0-9a-f]{64}, expected "
          r"1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32\)", cache=True),
