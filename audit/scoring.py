@@ -10,6 +10,7 @@ flight, and the next run picks up from there.
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Protocol, Sequence
@@ -56,6 +57,32 @@ class BatchJob:
             choice = choice_from_logprobs(first, second)
             rows.append((k, {"first": p.options[0], "second": p.options[1]}.get(choice, ""), choice, first, second))
         return rows
+
+
+MASS_SLACK = 1e-6
+"""How far above 1 a label mass may round before it is taken for a broken backend."""
+
+
+def check_rows(method: str, rows: list[tuple]) -> None:
+    """Refuse a batch whose results no model could give, before anything of it is cached: label probabilities must
+    be finite, in [0, 1] and sum to 1 with a label mass in [0, 1]; option log-probabilities finite and ≤ 0."""
+    for row in rows:
+        key = row[0]
+        if method == "labels":
+            probs, mass = row[1], row[2]
+            numbers = [*probs, mass]
+            if not all(isinstance(x, (int, float)) and math.isfinite(x) for x in numbers):
+                raise AuditError(f"the model returned non-finite label probabilities for {key} "
+                                 f"(probabilities {list(probs)}, label mass {mass}); nothing of this batch was stored")
+            if any(x < -MASS_SLACK or x > 1 + MASS_SLACK for x in numbers) or abs(sum(probs) - 1) > MASS_SLACK:
+                raise AuditError(f"the model returned impossible label probabilities for {key} (probabilities "
+                                 f"{list(probs)}, label mass {mass}: a log-probability above 0?); nothing of this "
+                                 "batch was stored")
+        elif method == "likelihood":
+            for value in row[3:5]:
+                if not (isinstance(value, (int, float)) and math.isfinite(value) and value <= MASS_SLACK):
+                    raise AuditError(f"the model returned an impossible option log-probability {value!r} for {key}; "
+                                     "nothing of this batch was stored")
 
 
 class Executor(Protocol):
@@ -260,6 +287,7 @@ def _work(missing: list[str], by_key: dict[str, ChatPrompt], job: BatchJob, save
     results = executor.map(job, batches)
     try:
         for rows in results:
+            check_rows(job.method, rows)
             save(rows)
             summary.scored += len(rows)
             if progress is not None and progress(summary.cached + summary.scored, total) is False:

@@ -132,6 +132,16 @@ def top_logprobs(answer: dict) -> list[dict] | None:
         return None
 
 
+def check_alternatives(where: str, top: object) -> None:
+    """Top alternatives must be a list of ``{token: text, logprob: number}``; anything else is one clear error."""
+    if not isinstance(top, list) or not all(
+            isinstance(t, dict) and isinstance(t.get("token"), str) and isinstance(t.get("logprob"), (int, float))
+            and not isinstance(t.get("logprob"), bool) for t in top):
+        sample = json.dumps(top)[:120] if isinstance(top, (list, dict)) else repr(top)[:120]
+        raise AuditError(f"{where} returned malformed log-probabilities (each alternative needs a text 'token' and "
+                         f"a numeric 'logprob'): {sample}")
+
+
 def api_ref(model: str, base_url: str | None, key_env: str | None = None, *, need_logprobs: bool = True,
             client: ApiClient | None = None) -> ModelRef:
     """Check that the endpoint serves ``openai:NAME`` (and returns log-probabilities when pointwise needs them);
@@ -191,6 +201,7 @@ class ApiBackend:
             if top is None:
                 raise AuditError(f"{self.ref.location} returned no log-probabilities; use --mode pairwise "
                                  "--pairwise-mode generate")
+            check_alternatives(self.ref.location, top)
             per_label = [sum(math.exp(t["logprob"]) for t in top if t["token"] in (label, " " + label))
                          for label in labels]
             mass = sum(per_label)
