@@ -60,3 +60,128 @@ def test_garbage_log_probabilities_stop_the_run_and_nothing_is_cached(tmp_path, 
     if db.exists():  # nothing scored was cached
         with sqlite3.connect(db) as connection:
             assert connection.execute("SELECT COUNT(*) FROM label_results").fetchone()[0] == 0
+
+
+class Misbehaving:
+    """An HTTP server on 127.0.0.1 answering every request the way ``mode`` says (one thread per request)."""
+
+    def __init__(self, mode: str, other_port: int = 0):
+        import http.server
+        import threading
+
+        self.requests: list[dict] = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def answer(self, code: int, body: bytes, **headers: str) -> None:
+                self.send_response(code)
+                for name, value in {"Content-Type": "application/json", "Content-Length": str(len(body)),
+                                    **headers}.items():
+                    self.send_header(name.replace("_", "-"), value)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self) -> None:  # noqa: N802
+                outer.requests.append({"path": self.path, "auth": self.headers.get("Authorization"),
+                                       "time": time.monotonic()})
+                if mode == "drip":
+                    self.send_response(200)
+                    self.send_header("Content-Length", "100")
+                    self.end_headers()
+                    try:
+                        for _ in range(100):
+                            self.wfile.write(b" ")
+                            self.wfile.flush()
+                            time.sleep(0.5)
+                    except (BrokenPipeError, ConnectionResetError):  # the client gave up, as it should
+                        pass
+                elif mode == "huge":
+                    self.answer(200, b'{"data": "' + b"x" * (9 * 2**20) + b'"}')
+                elif mode == "redirect":
+                    self.answer(307, b"", Location=f"http://127.0.0.1:{other_port}{self.path}")
+                elif mode == "retry-after":
+                    self.answer(429, b"{}", Retry_After="1")
+                elif mode == "truncated":
+                    self.send_response(200)
+                    self.send_header("Content-Length", "1000")
+                    self.end_headers()
+                    self.wfile.write(b'{"data": [')
+                else:
+                    self.answer(200, mode.encode())
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def __enter__(self) -> "Misbehaving":
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize("mode, error", [
+    ("drip", r"did not finish within|no answer within"),
+    ("huge", r"more than 8 MiB"),
+    ("truncated", r"cut off \(10 of 1000 bytes\)"),
+    ('{"data": "abc"}', r"no model list"),
+    ("[]", r"list JSON, not an object"),
+    ('{"data": [{"name": "m"}]}', r"no model list"),
+])
+def test_a_misbehaving_server_is_one_error_within_the_deadline(mode, error, monkeypatch):
+    from audit.backend.api import ApiClient, served_models
+    from audit.errors import AuditError
+
+    monkeypatch.setenv("AUDIT_TEST_KEY", "sk-secret-123")
+    with Misbehaving(mode) as server:
+        client = ApiClient(f"http://127.0.0.1:{server.port}/v1", "AUDIT_TEST_KEY", retries=1, backoff=0.1,
+                           timeout=2, deadline=4)
+        started = time.monotonic()
+        with pytest.raises(AuditError, match=error) as caught:
+            served_models(client)
+        assert time.monotonic() - started < 10
+        assert "sk-secret-123" not in str(caught.value)
+
+
+def test_the_key_never_follows_a_redirect_to_another_origin(monkeypatch):
+    from audit.backend.api import ApiClient, served_models
+    from audit.errors import AuditError
+
+    monkeypatch.setenv("AUDIT_TEST_KEY", "sk-secret-123")
+    with Misbehaving('{"data": [{"id": "m"}]}') as elsewhere, Misbehaving("redirect", elsewhere.port) as server:
+        client = ApiClient(f"http://127.0.0.1:{server.port}/v1", "AUDIT_TEST_KEY", retries=0)
+        with pytest.raises(AuditError, match="redirected to another origin"):
+            served_models(client)
+        assert elsewhere.requests == []
+
+
+def test_retry_after_is_honoured_within_the_deadline(monkeypatch):
+    from audit.backend.api import ApiClient, served_models
+    from audit.errors import AuditError
+
+    with Misbehaving("retry-after") as server:
+        client = ApiClient(f"http://127.0.0.1:{server.port}/v1", None, retries=3, backoff=0.01, deadline=10)
+        with pytest.raises(AuditError, match="HTTP 429"):
+            served_models(client)
+        gaps = [b["time"] - a["time"] for a, b in zip(server.requests, server.requests[1:])]
+        assert len(server.requests) == 4 and min(gaps) >= 0.95  # waited the server's 1 s, not 0.01-0.08 s
+        slow = ApiClient(f"http://127.0.0.1:{server.port}/v1", None, retries=20, backoff=0.01, deadline=2.5)
+        started = time.monotonic()
+        with pytest.raises(AuditError, match="no answer within 2 s"):
+            served_models(slow)
+        assert time.monotonic() - started < 3
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:99999/v1", "http://[::1/v1"])
+def test_a_bad_base_url_is_one_error_line(url, tmp_path):
+    done = subprocess.run([sys.executable, "-m", "audit", "score", "--subtask", "retail", "--model", "openai:m",
+                           "--base-url", url, "--db", str(tmp_path / "s.db")], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert done.returncode == 2 and done.stderr.strip().startswith("error: --base-url") and "\n" not in \
+        done.stderr.strip(), done.stderr
+    assert not (tmp_path / "s.db").exists()
