@@ -113,6 +113,18 @@ def renamed_store(folder: Path, name: str) -> str:
     return str(folder / name)
 
 
+def parquet_bomb(folder: Path, rows: int = 5_000_000) -> str:
+    """A ~100 KB dictionary-encoded Parquet file of ``rows`` rows (gigabytes once decoded into Python rows)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    indices = pa.array([0, 1] * (rows // 2), pa.int32())
+    table = pa.table({"text": pa.DictionaryArray.from_arrays(indices, pa.array(["x" * 100, "y" * 100])),
+                      "group": pa.DictionaryArray.from_arrays(indices, pa.array(["A", "B"]))})
+    pq.write_table(table, folder / "bomb.parquet", compression="zstd")
+    return str(folder / "bomb.parquet")
+
+
 def bad_version(folder: Path) -> Path:
     db = sqlite3.connect(folder / "store.db")
     db.execute("UPDATE meta SET value='two' WHERE key='schema_version'")
@@ -253,6 +265,7 @@ CASES = [
         "metrics", "--db", store(d), "--task", "resume", "--k", "2", "--out", renamed_store(d, "other.db") + "-shm"],
          r"is a result store \(or one of its"),
     Case("22 --out onto a FIFO", lambda d: ["scores", "--db", store(d), "--out", fifo(d)], r"not a regular file"),
+    Case("22 Parquet decompression bomb", lambda d: custom(d, parquet_bomb(d)), r"5,000,000 rows; the limit is 100,000"),
     Case("22 FIFO as the store", lambda d: ["scores", "--db", fifo(d)], r"not a regular file"),
     Case("22 /dev/null as the store", lambda d: ["score", "--subtask", "retail", "--limit", "1", "--db", "/dev/null"],
          r"not a regular file"),
