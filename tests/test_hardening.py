@@ -185,3 +185,47 @@ def test_a_bad_base_url_is_one_error_line(url, tmp_path):
     assert done.returncode == 2 and done.stderr.strip().startswith("error: --base-url") and "\n" not in \
         done.stderr.strip(), done.stderr
     assert not (tmp_path / "s.db").exists()
+
+
+def test_the_dashboard_sends_only_keys_its_operator_allows_and_only_where_it_says(monkeypatch):
+    from audit.backend.api import dashboard_key_env
+    from audit.errors import AuditError
+
+    monkeypatch.delenv("AUDIT_API_KEY_ENVS", raising=False)
+    assert dashboard_key_env("", "http://127.0.0.1:8000/v1") is None
+    with pytest.raises(AuditError, match="not one the dashboard's operator allows .*none are listed"):
+        dashboard_key_env("AWS_SECRET_ACCESS_KEY", "http://127.0.0.1:8000/v1")
+    monkeypatch.setenv("AUDIT_API_KEY_ENVS", "LOCAL_KEY, OPENAI_API_KEY=https://api.openai.com")
+    assert dashboard_key_env("LOCAL_KEY", "http://evil.example:8000/v1") == "LOCAL_KEY"
+    assert dashboard_key_env("OPENAI_API_KEY", "https://api.openai.com/v1") == "OPENAI_API_KEY"
+    with pytest.raises(AuditError, match="may only be sent to https://api.openai.com"):
+        dashboard_key_env("OPENAI_API_KEY", "https://attacker.example/v1")
+    with pytest.raises(AuditError, match="not one the dashboard's operator allows .*LOCAL_KEY, OPENAI_API_KEY"):
+        dashboard_key_env("HOME", "https://api.openai.com/v1")
+
+
+def test_run_page_refuses_a_key_variable_the_operator_did_not_allow(monkeypatch, tmp_path):
+    from streamlit.testing.v1 import AppTest
+
+    from audit.store import Store
+
+    with Misbehaving('{"data": [{"id": "smollm2-135m"}]}') as server:
+        monkeypatch.setenv("AUDIT_DB", str(tmp_path / "run.db"))
+        monkeypatch.setenv("SERVER_SECRET", "sk-secret-123")
+        monkeypatch.delenv("AUDIT_API_KEY_ENVS", raising=False)
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+        at.run()
+        at.switch_page("pages/run_audit.py").run()
+        at.selectbox(key="run_model").set_value(at.selectbox(key="run_model").options[-1]).run()
+        at.text_input(key="run_model_path").set_value("openai:smollm2-135m").run()
+        at.text_input(key="run_base_url").set_value(f"http://127.0.0.1:{server.port}/v1")
+        at.text_input(key="run_key_env").set_value("SERVER_SECRET")
+        at.selectbox(key="run_subtask").set_value("retail")
+        at.button(key="run_start").click().run()
+        assert not at.exception, at.exception
+        assert any("'SERVER_SECRET' is not one the dashboard's operator allows" in c.value for c in at.code), \
+            [c.value for c in at.code]
+        assert server.requests == []  # nothing, let alone the secret, was sent
+    if (tmp_path / "run.db").exists():
+        with Store(tmp_path / "run.db") as store:
+            assert store.row_counts().get("label_results", 0) == 0

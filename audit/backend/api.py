@@ -180,6 +180,29 @@ def read_within(answer: Any, ends: float, where: str) -> bytes:
     return b"".join(pieces)
 
 
+ALLOWED_KEYS = "AUDIT_API_KEY_ENVS"
+"""The dashboard's operator lists here the key variables its users may name: ``NAME`` or ``NAME=ORIGIN`` (that key
+is sent only to that origin, e.g. ``OPENAI_API_KEY=https://api.openai.com``), comma-separated."""
+
+
+def dashboard_key_env(key_env: str, base_url: str) -> str | None:
+    """``key_env`` if the operator allows a dashboard user to send it to ``base_url``; else one clear error. Without
+    this, a user could name any secret of the server process and have it sent to a host of their choosing."""
+    if not key_env:
+        return None
+    allowed: dict[str, str | None] = {}
+    for entry in filter(None, (e.strip() for e in os.environ.get(ALLOWED_KEYS, "").split(","))):
+        name, _, where = entry.partition("=")
+        allowed[name.strip()] = where.strip() or None
+    if key_env not in allowed:
+        listed = ", ".join(sorted(allowed)) or "none are listed"
+        raise AuditError(f"API key variable {key_env!r} is not one the dashboard's operator allows ({ALLOWED_KEYS}: "
+                         f"{listed})")
+    if allowed[key_env] and origin(clean_url(base_url)) != origin(clean_url(allowed[key_env])):
+        raise AuditError(f"API key variable {key_env!r} may only be sent to {allowed[key_env]}")
+    return key_env
+
+
 def served_models(client: ApiClient) -> list[str]:
     """The ids ``/models`` lists; a malformed list is one clear error."""
     data = client.call("/models").get("data")

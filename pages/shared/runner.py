@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from audit.backend import ModelRef, resolve
-from audit.backend.api import PREFIX, api_ref
+from audit.backend.api import PREFIX, api_ref, dashboard_key_env
 from audit.backend.protocol import Backend
 from audit.backend.spec import BackendSpec, load_backend
 from audit.scoring import RunSummary, run_scoring
@@ -19,7 +19,7 @@ from audit.tasks.base import Task
 def reference(name: str, quant: str, base_url: str = "", key_env: str = "", logprobs: bool = True) -> ModelRef:
     """The fingerprinted reference of a model name (hashing a weights file, or checking an API, once per process)."""
     if name.startswith(PREFIX):
-        return api_ref(name, base_url, key_env or None, need_logprobs=logprobs)
+        return api_ref(name, base_url, dashboard_key_env(key_env, base_url), need_logprobs=logprobs)
     return resolve(name, quant=quant)
 
 
