@@ -449,9 +449,15 @@ def test_converted_folder_with_one_byte_changed_is_refused(tmp_path, monkeypatch
     (folder / "model.safetensors").write_bytes(bytes(range(256)) * 64)
     assert converted_dir(ref) == folder  # first use records the manifest
     assert converted_dir(ref) == folder
-    data = bytearray((folder / "model.safetensors").read_bytes())
+    weights = folder / "model.safetensors"
+    before = weights.stat()
+    data = bytearray(weights.read_bytes())
     data[100] ^= 1
-    (folder / "model.safetensors").write_bytes(bytes(data))
+    with weights.open("r+b") as handle:  # in place: same inode and size
+        handle.write(bytes(data))
+    os.utime(weights, ns=(before.st_atime_ns, before.st_mtime_ns))  # issue 22: `touch -r` hides the change
+    assert (weights.stat().st_ino, weights.stat().st_size, weights.stat().st_mtime_ns) == \
+        (before.st_ino, before.st_size, before.st_mtime_ns)
     with pytest.raises(AuditError, match=r"model.safetensors do not match the SHA-256 recorded at conversion "
                                          r"\(found [0-9a-f]{64}, expected [0-9a-f]{64}\); delete the folder"):
         converted_dir(ref)
