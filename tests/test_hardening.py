@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import os
 import re
-import sqlite3
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
@@ -229,3 +229,36 @@ def test_run_page_refuses_a_key_variable_the_operator_did_not_allow(monkeypatch,
     if (tmp_path / "run.db").exists():
         with Store(tmp_path / "run.db") as store:
             assert store.row_counts().get("label_results", 0) == 0
+
+
+def test_two_models_under_one_label_are_refused_and_label_names_them_apart(tmp_path):
+    """Two local folders both named ``final`` would both be 'final': the second is refused until --label names it."""
+    from audit.backend import resolve
+    from audit.backend.loading import converted_dir
+
+    source = converted_dir(resolve("smollm2-135m"))
+    for parent in ("a", "b"):
+        shutil.copytree(source, tmp_path / parent / "final", copy_function=os.link)  # the weights are not copied
+    config = tmp_path / "b" / "final" / "config.json"
+    text = config.read_text()
+    config.unlink()  # a new file, not a write through the link into the cache
+    config.write_text(text + "\n")  # the same weights, another folder hash: another model
+    db = tmp_path / "store.db"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+
+    def score(folder: str, *extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "audit", "score", "--subtask", "retail", "--limit", "1",
+                               "--model", str(tmp_path / folder / "final"), "--db", str(db), *extra],
+                              capture_output=True, text=True, env=env, timeout=600)
+
+    assert score("a").returncode == 0
+    before = db.read_bytes()
+    refused = score("b")
+    assert refused.returncode == 2 and "label 'final' already names another model" in refused.stderr \
+        and "--label" in refused.stderr, refused.stderr
+    assert db.read_bytes() == before
+    assert score("b", "--label", "final-b").returncode == 0
+    listed = subprocess.run([sys.executable, "-m", "audit", "scores", "--db", str(db), "--format", "csv"],
+                            capture_output=True, text=True, env=env, timeout=300)
+    models = {line.split(",")[0] for line in listed.stdout.splitlines()[1:]}
+    assert listed.returncode == 0 and models == {"final", "final-b"}, listed.stderr
