@@ -126,12 +126,14 @@ class MetricRows:
 
 def metric_rows(tables: StoreTables, *, task: str, mode: str, grouping: str, reference: str, ci: float | None,
                 n_boot: int, preset: str = "default", max_inconsistent: float | None = None,
-                n_perm: int | None = None, keep_draws: bool = False) -> MetricRows:
+                n_perm: int | None = None, keep_draws: bool = False, pool: str | None = None,
+                seed: int = 0) -> MetricRows:
     """The metric table of one task, mode and grouping for every quota k up to the smallest pool, under the task's
     stored pool design and the metric ``preset``, with bootstrap bounds, and the (model, subtask) keys left out with
     the reason (e.g. a partial run lacking a group or a qualified candidate, or a pairwise model above
     ``max_inconsistent`` inconsistent pairs). ``n_perm`` adds permutation p-values and ``keep_draws`` (with ``ci``)
-    keeps the bootstrap replicates behind the bounds, all from the same engine pass."""
+    keeps the bootstrap replicates behind the bounds, all from the same engine pass; ``pool`` overrides the stored
+    pool design. Callers go through :func:`audit.audit_result.compute`."""
     part = tables.design(task).groupings[grouping]
     chosen = (tables.scores["task"] == task) & (tables.scores["mode"] == mode)
     scores = regroup(tables.scores[chosen], part)
@@ -143,9 +145,9 @@ def metric_rows(tables: StoreTables, *, task: str, mode: str, grouping: str, ref
         skipped += [f"{r.model} · {r.task}: excluded, {r.inconsistent:.0%} of {r.pairs} pairs inconsistent "
                     f"(> {max_inconsistent:.0%})" for r in dropped.itertuples(index=False)]
     options = dict(reference=reference, pairs=pairs if len(pairs) else None, ci=ci, n_boot=n_boot, preset=preset,
-                   n_perm=n_perm, keep_draws=keep_draws)
-    for rows, _, pool in metric_parts(scores, tables.designs, reference=reference):
-        done, failed = _part_tables(rows, pool=pool, **options)
+                   n_perm=n_perm, keep_draws=keep_draws, seed=seed)
+    for rows, _, design in metric_parts(scores, tables.designs, reference=reference, pool=pool):
+        done, failed = _part_tables(rows, pool=design, **options)
         frames += [table for table, _ in done]
         draws += [found for _, found in done if found is not None]
         skipped += failed
