@@ -4,12 +4,13 @@ keys left out). Regrouping, dropping unreliable pairwise models, the reference c
 here once (in :func:`audit.views.metric_rows`)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 
-from audit.design import AuditDesign, regroup_code
+from audit.design import AuditDesign
 from audit.errors import AuditError
 from audit.metrics.impact import impact_ratios
 from audit.metrics.inference import METHODS, adjusted
@@ -46,19 +47,15 @@ def resolved(tables: StoreTables, selection: Selection) -> tuple[AuditDesign, st
     if selection.task not in tables.tasks():
         raise AuditError(f"task {selection.task!r} has no results in this store; tasks: {tables.tasks()}")
     design = tables.design(selection.task)
-    grouping = selection.grouping or next(g for g, part in design.groupings.items() if part is None)
-    if grouping not in design.groupings:
-        raise AuditError(f"grouping {grouping!r} not declared by task {selection.task!r}; choose from "
-                         f"{list(design.groupings)}")
-    part = design.groupings[grouping]
-    reference = selection.reference or regroup_code(design.reference, part)
+    grouping = selection.grouping or design.finest()
+    reference = selection.reference or design.category(design.reference, grouping)
     rows = tables.scores[(tables.scores["task"] == selection.task) & (tables.scores["mode"] == selection.mode)]
     if rows.empty:
         raise AuditError(f"task {selection.task!r} has no {selection.mode} scores")
-    groups = sorted({regroup_code(c, part) for c in rows["group"].astype(str).unique()})
+    groups = sorted({design.category(c, grouping) for c in rows["group"].astype(str).unique()})
     if reference not in groups:
-        raise AuditError(f"reference {reference!r} is not a {grouping} group of task {selection.task!r}; groups: "
-                         f"{', '.join(groups)}")
+        raise AuditError(f"reference group {reference!r} not found among the {grouping} groups of task "
+                         f"{selection.task!r}: {', '.join(groups)}")
     if selection.adjust not in METHODS:
         raise AuditError(f"adjustment {selection.adjust!r} not understood; use one of {list(METHODS)}")
     return design, grouping, reference
@@ -126,8 +123,20 @@ def _impact(tables: StoreTables, selection: Selection, design: AuditDesign, grou
     scores = tables.scores
     scores = scores[(scores["task"] == selection.task) & (scores["mode"] == selection.mode)
                     & scores["model"].isin(table["model"].unique()) & scores["subtask"].isin(table["subtask"].unique())]
-    scores = regroup(scores.drop(columns=["label_mass", "fingerprint"], errors="ignore"),
-                     design.groupings[grouping])
+    scores = regroup(scores.drop(columns=["label_mass", "fingerprint"], errors="ignore"), design.part(grouping))
     ks = sorted(table["k"].unique())
     return impact_ratios(scores, ks=ks, pool=pool, grouping=grouping, ci=selection.ci, n_boot=selection.n_boot,
                          seed=selection.seed)
+
+
+def impact_table(tables: StoreTables, selection: Selection, groupings: Sequence[str] = ()) -> pd.DataFrame:
+    """Impact ratios of ``selection`` under each of ``groupings`` (default: every one the task declares), each from
+    its own :func:`compute` (the selection's reference for its own grouping, the stored one for the others)."""
+    design = resolved(tables, selection)[0]
+    frames = []
+    for grouping in groupings or design.groupings:
+        own = grouping == (selection.grouping or design.finest())
+        chosen = replace(selection, grouping=grouping, reference=selection.reference if own else None,
+                         groups=selection.groups if own else (), n_perm=None)
+        frames.append(compute(tables, chosen).impact)
+    return pd.concat(frames, ignore_index=True)

@@ -17,7 +17,9 @@ from audit.metrics import MetricEngine
 from audit.metrics.pairwise import drop_unreliable
 from audit.metrics.schema import is_pairwise
 from audit.results import pairs_of, pairwise_mode, scores_of
+from audit.selection import Selection
 from audit.store import Store
+from audit.tasks.designs import completed
 
 #: score-table modes in display order; pairwise scores are relative to the pools they were recorded in
 MODES = ("pointwise", "pairwise-likelihood", "pairwise")
@@ -41,8 +43,9 @@ class StoreTables:
     @classmethod
     def read(cls, store: Store) -> "StoreTables":
         pointwise, prompts = store.pointwise_table(), store.pairwise_table()
+        designs = {key: completed(design) for key, design in store.designs().items()}
         return cls(scores_of(pointwise, prompts), pairs_of(prompts), store_summary(pointwise, prompts),
-                   model_table(store.models()), store.designs())
+                   model_table(store.models()), designs)
 
     def tasks(self) -> list[str]:
         """Tasks with results, in name order."""
@@ -75,6 +78,12 @@ class View:
     n_boot: int
     preset: str = "default"
     max_inconsistent: float | None = None
+
+    def selection(self, adjust: str = "holm") -> Selection:
+        """The view as the selection every audit computation takes (p-values adjusted by ``adjust``)."""
+        return Selection(self.task, self.mode, models=self.models, subtasks=self.subtasks, groups=self.groups,
+                         grouping=self.grouping, reference=self.reference, preset=self.preset,
+                         max_inconsistent=self.max_inconsistent, ci=self.ci, n_boot=self.n_boot, adjust=adjust)
 
     def settings(self) -> dict:
         """The view as plain values, for report bundles."""

@@ -4,15 +4,16 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from audit import charts, views
+from audit.errors import AuditError
 from pages.shared import common, report_panel, uncertainty
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def at_quota(view: views.View, k: int, method: str, _table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame,
+def at_quota(view: views.View, k: int, method: str) -> tuple[pd.DataFrame, pd.DataFrame,
                                                                                     go.Figure]:
     """Rows shown at quota k (with adjusted p-values and CI marks), the overall correlations with bootstrap bands and
     the scatter figure (shared, never mutated)."""
-    rows = uncertainty.tested(views.shown(_table[_table["k"] == k], view), uncertainty.pvalues(view), method)
+    rows = uncertainty.audited(view, k, method)
     overall = uncertainty.correlations(rows, *uncertainty.draws(view), view.ci)
     return rows, overall, charts.gap_scatter(rows, k=k, correlations=overall, reference=view.reference)
 
@@ -32,7 +33,11 @@ current, table, k = common.metric_view("k_gaps")
 st.caption(f"One point per (model, subtask, group). Pools follow the design {current.pool}; the k best-scored are "
            "selected. Gaps are signed against the reference group; JSD and EMD have no sign and face |gap|.")
 method = uncertainty.method_choice()
-at_k, overall, scatter = at_quota(current, k, method, table)
+try:
+    at_k, overall, scatter = at_quota(current, k, method)
+except AuditError as exc:
+    common.error("No metrics for this selection:", exc)
+    st.stop()
 if at_k.empty:
     st.info("No rows for the selected models, subtasks and groups.")
     st.stop()
@@ -56,4 +61,4 @@ common.bundle_button("allocation_gaps", {f"gaps_k{k}": scatter, f"{gap}_curves":
                      {f"gaps_k{k}": at_k, "correlations": overall, f"{gap}_curves": rows}, current, k=k,
                      curve_model=model, curve_subtask=subtask, p_adjust=method)
 report_panel.impact_section(current, k)
-report_panel.report_buttons(current, k)
+report_panel.report_buttons(current, k, method)

@@ -1,6 +1,6 @@
 """Uncertainty on the pages: permutation p-values (adjusted), CI marks, bootstrap bands on r and NDCG, the planner.
 
-The p-values and bootstrap draws come with the metric table (:func:`pages.shared.common.metric_results`)."""
+The p-values and bootstrap draws come with the metric table (:func:`pages.shared.common.base_rows`)."""
 from __future__ import annotations
 
 import pandas as pd
@@ -10,14 +10,13 @@ import streamlit as st
 from audit import charts
 from audit.errors import AuditError
 from audit.metrics.bands import validity_bands
-from audit.metrics.engine import P_COLUMNS
-from audit.metrics.inference import METHODS, adjusted
+from audit.metrics.inference import METHODS
 from audit.metrics.planner import plan_at, plan_curves
-from audit.metrics.schema import KEY, is_pairwise
+from audit.metrics.schema import is_pairwise
 from audit import views
+from audit.selection import N_PERM
 from pages.shared import common
 
-INDEX = [*KEY, "group", "k"]
 
 
 #: what the planner depends on: store, its version, task, mode, grouping, reference, pool design (not the models or
@@ -37,11 +36,6 @@ def _scores(source: Source, keys: tuple[tuple[str, str], ...]) -> pd.DataFrame:
     return scores[pairs.isin(keys)]
 
 
-def pvalues(view: views.View) -> pd.DataFrame:
-    """Permutation p-values of every gap, for every (model, subtask) of the view's metric table and every k."""
-    return common.results(view).table[[*INDEX, *P_COLUMNS]]
-
-
 def draws(view: views.View) -> tuple[pd.DataFrame, dict]:
     """(index, draws): bootstrap replicates of every metric and gap of the view's metric table (the replicates behind
     its intervals)."""
@@ -53,16 +47,14 @@ def method_choice() -> str:
     return st.radio("multiple comparisons", list(METHODS), format_func=METHODS.get, key="p_adjust", horizontal=True)
 
 
-def tested(rows: pd.DataFrame, pvalues: pd.DataFrame, method: str) -> pd.DataFrame:
-    """``rows`` with permutation p-values, their adjustment across the groups × subtasks shown per model and k
-    (``*_padj``), and whether each gap's CI excludes 0."""
-    if rows.empty:
-        return rows
-    text = {c: str for c in (*KEY, "group")}
-    out = adjusted(rows.astype(text).merge(pvalues.astype(text), on=INDEX, how="left"), method)
+def audited(view: views.View, k: int, method: str) -> pd.DataFrame:
+    """The rows of the view's audit at quota k (:func:`pages.shared.common.audit`, p-values adjusted by ``method``
+    across the groups × subtasks shown), with label-mass flags and whether each gap's CI excludes 0."""
+    rows = common.audit(view, method).at(k)
+    rows = common.with_label_mass(rows, common.tables(view).scores, view.task, view.mode)
     for column in ("dp_gap", "eo_gap"):
-        out[f"{column}_ci_excludes_0"] = charts.excludes_zero(out, column)
-    return out
+        rows[f"{column}_ci_excludes_0"] = charts.excludes_zero(rows, column)
+    return rows
 
 
 def correlations(rows: pd.DataFrame, index: pd.DataFrame, draws: dict, level: float) -> pd.DataFrame:
@@ -78,7 +70,7 @@ def caption(view: views.View, rows: pd.DataFrame, method: str) -> str:
     family = rows.groupby("model", observed=True).size().max() if len(rows) else 0
     return (f"Intervals: {round(view.ci * 100)} % percentile bootstrap ({view.n_boot} replicates, candidates resampled "
             f"within each group; r recomputed from the resampled metrics and gaps). p: permutation test of no gap "
-            f"({common.N_PERM} shuffles of the group labels within each model · subtask, exact gaps), adjusted by "
+            f"({N_PERM} shuffles of the group labels within each model · subtask, exact gaps), adjusted by "
             f"{METHODS[method]} across the {family} groups × subtasks shown per model and k. "
             "◆ marks gaps whose interval excludes 0.")
 
