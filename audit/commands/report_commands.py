@@ -29,6 +29,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                                         "impact ratio against the most-selected category, four-fifths flag, CIs.")
     _source(impact)
     impact.add_argument("--k", required=True, help="quota(s): 2, 1-8 or 1,3,5")
+    impact.add_argument("--max-inconsistent", type=float, metavar="RATE",
+                        help="with --db: leave out pairwise models above RATE inconsistent pairs")
     impact.add_argument("--grouping", action="append",
                         help="grouping(s) the task declares, e.g. race (default: every one it declares)")
     _bootstrap(impact)
@@ -132,8 +134,11 @@ def run_impact(args: argparse.Namespace) -> int:
     quotas = tuple(parse_quotas(args.k))
     if args.db is not None and args.scores is None:
         tables = _tables(args)
-        table = impact_table(tables, _selection(args, tables, ks=quotas), args.grouping or ())
+        selection = _selection(args, tables, ks=quotas, max_inconsistent=args.max_inconsistent)
+        table = impact_table(tables, selection, args.grouping or ())
     else:
+        if args.max_inconsistent is not None:
+            raise AuditError("--max-inconsistent goes with --db (the store's pair outcomes)")
         scores, settings = _scores(args)
         design = _design_of(scores)
         frames = [impact_ratios(regroup(scores, design.part(grouping)), ks=quotas, pool=settings.design,
