@@ -60,8 +60,10 @@ class AuditDesign:
     qualification: str  # who counts as qualified, in words
     groupings: dict[str, int | None] = field(default_factory=lambda: {WHOLE: None})
     prompt_hash: str = ""
-    names: dict[str, str] = field(default_factory=dict)
-    counterfactual: bool = False
+    # how results read, not what was computed: left out of equality, so a design stored before they were recorded
+    # still equals the one its task derives today
+    names: dict[str, str] = field(default_factory=dict, compare=False)
+    counterfactual: bool = field(default=False, compare=False)
 
     def part(self, grouping: str) -> int | None:
         """The part of a group code that ``grouping`` keeps (an AuditError for a grouping the design lacks)."""
