@@ -12,6 +12,8 @@ import pandas as pd
 
 from audit.design import AuditDesign
 from audit.errors import AuditError
+from audit.metrics import model_rankings, ndcg_table, validity
+from audit.metrics.bands import ndcg_bands, validity_bands
 from audit.metrics.impact import impact_ratios
 from audit.metrics.inference import METHODS, adjusted
 from audit.selection import Selection
@@ -39,6 +41,23 @@ class AuditResult:
     def at(self, k: int) -> pd.DataFrame:
         """The metric rows at quota ``k``."""
         return self.table[self.table["k"] == k].reset_index(drop=True)
+
+    def correlations(self, k: int) -> pd.DataFrame:
+        """Pearson r of each metric with ΔDP and ΔEO at quota ``k`` (overall and per group), with bootstrap bands
+        when the draws are kept."""
+        rows = self.at(k)
+        if rows.empty:
+            return pd.DataFrame(columns=["scope", "gap", "metric", "r", "n", "r_lo", "r_hi"])
+        if self.draws is None:
+            return validity(rows)
+        return validity_bands(rows, *self.draws, level=self.selection.ci or 0.95)
+
+    def rankings(self, k: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """(model rankings, NDCG@N with bootstrap bands when the draws are kept) at quota ``k``."""
+        rows = self.at(k)
+        if self.draws is None:
+            return model_rankings(rows), ndcg_table(rows)
+        return model_rankings(rows), ndcg_bands(rows, *self.draws, level=self.selection.ci or 0.95)
 
 
 def resolved(tables: StoreTables, selection: Selection) -> tuple[AuditDesign, str, str]:

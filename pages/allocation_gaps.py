@@ -9,16 +9,6 @@ from pages.shared import common, report_panel, uncertainty
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def at_quota(view: views.View, k: int, method: str) -> tuple[pd.DataFrame, pd.DataFrame,
-                                                                                    go.Figure]:
-    """Rows shown at quota k (with adjusted p-values and CI marks), the overall correlations with bootstrap bands and
-    the scatter figure (shared, never mutated)."""
-    rows = uncertainty.audited(view, k, method)
-    overall = uncertainty.correlations(rows, *uncertainty.draws(view), view.ci)
-    return rows, overall, charts.gap_scatter(rows, k=k, correlations=overall, reference=view.reference)
-
-
-@st.cache_resource(show_spinner=False, max_entries=64)
 def curves(view: views.View, model: str, subtask: str, gap: str, _table: pd.DataFrame) -> tuple[pd.DataFrame,
                                                                                                    go.Figure]:
     """Every k of one (model, subtask) and its gap-against-k figure with bootstrap bands."""
@@ -34,14 +24,16 @@ st.caption(f"One point per (model, subtask, group). Pools follow the design {cur
            "selected. Gaps are signed against the reference group; JSD and EMD have no sign and face |gap|.")
 method = uncertainty.method_choice()
 try:
-    at_k, overall, scatter = at_quota(current, k, method)
+    quota = uncertainty.at_quota(current, k, method)
 except AuditError as exc:
     common.error("No metrics for this selection:", exc)
     st.stop()
+at_k, overall = quota.rows, quota.overall()
 if at_k.empty:
     st.info("No rows for the selected models, subtasks and groups.")
     st.stop()
 st.caption(uncertainty.caption(current, at_k, method))
+scatter = charts.gap_scatter(at_k, k=k, correlations=overall, reference=current.reference)
 common.chart(scatter, at_k, f"gaps_k{k}")
 st.subheader(f"Metrics and gaps at k = {k}")
 st.dataframe(at_k, hide_index=True, width="stretch", key="gap_table")

@@ -3,21 +3,22 @@
 The p-values and bootstrap draws come with the metric table (:func:`pages.shared.common.base_rows`)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import cached_property
+
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from audit import charts
 from audit.errors import AuditError
-from audit.metrics.bands import validity_bands
+from audit.audit_result import AuditResult
 from audit.metrics.inference import METHODS
 from audit.metrics.planner import plan_at, plan_curves
 from audit.metrics.schema import is_pairwise
 from audit import views
 from audit.selection import N_PERM
 from pages.shared import common
-
-
 
 #: what the planner depends on: store, its version, task, mode, grouping, reference, pool design (not the models or
 #: groups shown)
@@ -36,33 +37,42 @@ def _scores(source: Source, keys: tuple[tuple[str, str], ...]) -> pd.DataFrame:
     return scores[pairs.isin(keys)]
 
 
-def draws(view: views.View) -> tuple[pd.DataFrame, dict]:
-    """(index, draws): bootstrap replicates of every metric and gap of the view's metric table (the replicates behind
-    its intervals)."""
-    return common.results(view).draws
-
-
 def method_choice() -> str:
     """The multiple-comparison method chosen on the page (Holm by default)."""
     return st.radio("multiple comparisons", list(METHODS), format_func=METHODS.get, key="p_adjust", horizontal=True)
 
 
-def audited(view: views.View, k: int, method: str) -> pd.DataFrame:
-    """The rows of the view's audit at quota k (:func:`pages.shared.common.audit`, p-values adjusted by ``method``
-    across the groups × subtasks shown), with label-mass flags and whether each gap's CI excludes 0."""
-    rows = common.audit(view, method).at(k)
-    rows = common.with_label_mass(rows, common.tables(view).scores, view.task, view.mode)
+@dataclass
+class Quota:
+    """The view's audit at quota k: its rows (label-mass flags, whether each gap's CI excludes 0) and, computed on
+    first use, the correlations and rankings of those rows (:class:`audit.audit_result.AuditResult`)."""
+
+    result: AuditResult
+    k: int
+    rows: pd.DataFrame
+
+    @cached_property
+    def correlations(self) -> pd.DataFrame:
+        return self.result.correlations(self.k)
+
+    @cached_property
+    def rankings(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        return self.result.rankings(self.k)
+
+    def overall(self) -> pd.DataFrame:
+        """The overall correlations (one r per gap × metric)."""
+        return self.correlations[self.correlations["scope"] == "overall"].reset_index(drop=True)
+
+
+@st.cache_resource(show_spinner="Computing…", max_entries=64)
+def at_quota(view: views.View, k: int, method: str = "holm") -> Quota:
+    """The view's audit (:func:`pages.shared.common.audit`, p-values adjusted by ``method`` across the groups ×
+    subtasks shown) at quota k; shared by every page, never mutated."""
+    result = common.audit(view, method)
+    rows = common.with_label_mass(result.at(k), common.tables(view).scores, view.task, view.mode)
     for column in ("dp_gap", "eo_gap"):
         rows[f"{column}_ci_excludes_0"] = charts.excludes_zero(rows, column)
-    return rows
-
-
-def correlations(rows: pd.DataFrame, index: pd.DataFrame, draws: dict, level: float) -> pd.DataFrame:
-    """Overall Pearson r of each panel with its bootstrap band (candidates resampled within groups)."""
-    if rows.empty:
-        return pd.DataFrame(columns=["scope", "gap", "metric", "r", "n", "r_lo", "r_hi"])
-    bands = validity_bands(rows, index, draws, level=level)
-    return bands[bands["scope"] == "overall"].reset_index(drop=True)
+    return Quota(result, k, rows)
 
 
 def caption(view: views.View, rows: pd.DataFrame, method: str) -> str:
