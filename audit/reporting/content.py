@@ -214,9 +214,9 @@ def limitations(data: ReportData) -> list[str]:
            "from zero.",
            f"Intervals are percentile bootstrap intervals over {data.settings.n_boot} resamples of "
            f"{'the recorded pools' if data.settings.design == 'observed' else 'each group’s candidates'} (seed "
-           f"{data.settings.seed}); they are not adjusted for the number of comparisons. p-values are permutation tests "
-           f"of \"no gap\" ({data.settings.n_perm} shuffles of the group labels), adjusted ({METHODS[data.settings.adjust]}) "
-           f"across the groups × subtasks of each model."]
+           f"{data.settings.seed}); they are not adjusted for the number of comparisons. p-values are permutation "
+           f"tests of \"no gap\" ({data.settings.n_perm} shuffles of the group labels), adjusted "
+           f"({METHODS[data.settings.adjust]}) across the groups × subtasks of each model."]
     if data.design.counterfactual:
         out.append("Counterfactual design: groups differ only by the name on otherwise identical resumes, so a gap is "
                    "caused by the name (and what the model infers from it).")

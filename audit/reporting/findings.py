@@ -15,7 +15,7 @@ MAX_FINDINGS = 12
 P_COLUMN = "dp_gap_padj"
 
 
-#: a group code (already in the report's grouping) → its name in words, e.g. :meth:`audit.design.AuditDesign.display_name`
+#: a group code (in the report's grouping) → its name in words (:meth:`audit.design.AuditDesign.display_name`)
 Namer = Callable[[str], str]
 
 
