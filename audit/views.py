@@ -143,7 +143,7 @@ def metric_rows(tables: StoreTables, *, task: str, mode: str, grouping: str, ref
     ``max_inconsistent`` inconsistent pairs). ``n_perm`` adds permutation p-values and ``keep_draws`` (with ``ci``)
     keeps the bootstrap replicates behind the bounds, all from the same engine pass; ``pool`` overrides the stored
     pool design. Callers go through :func:`audit.audit_result.compute`."""
-    part = tables.design(task).groupings[grouping]
+    part = tables.design(task).part(grouping)
     chosen = (tables.scores["task"] == task) & (tables.scores["mode"] == mode)
     scores = regroup(tables.scores[chosen], part)
     pairs = tables.pairs[(tables.pairs["task"] == task) & (tables.pairs["mode"] == mode)]
