@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from audit import charts
-from audit.report import figure_bytes
+from audit.exports import figure_bytes
 from audit.reporting.content import ReportData, commands, limitations, settings_record
 from audit.reporting.findings import findings
 

@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from audit import audit_result, report, views
+from audit import audit_result, exports, views
 from audit.errors import AuditError
 from audit.metrics.engine import P_COLUMNS
 from audit.metrics.presets import PRESETS
@@ -243,11 +243,11 @@ def view_inputs(path: str, stored: views.StoreTables) -> views.View:
     mode = st.selectbox("scoring mode", [m for m in views.MODES if m in set(rows["mode"])], key=f"mode_{task}")
     rows = rows[rows["mode"] == mode]
     grouping = st.radio("grouping", list(design.groupings), key=f"grouping_{task}", horizontal=True)
-    part = design.groupings[grouping]
-    groups = sorted({views.regroup_code(c, part) for c in rows["group"].unique()})
-    stored_ref = views.regroup_code(design.reference, part)
+    groups = sorted({design.category(c, grouping) for c in rows["group"].unique()})
+    stored_ref = design.category(design.reference, grouping)
     reference = st.selectbox("reference group", groups, index=groups.index(stored_ref) if stored_ref in groups else 0,
-                             key=f"ref_{task}_{grouping}", help=f"The task's stored reference group is {stored_ref}.")
+                             key=f"ref_{task}_{grouping}", format_func=lambda code: _named(design, code),
+                             help=f"The task's stored reference group is {_named(design, stored_ref)}.")
     pool = views.pool_of(design, mode)
     st.caption(f"pool design: {pool} · qualified: {design.qualification}")
     models, subtasks = sorted(rows["model"].unique()), sorted(rows["subtask"].unique())
@@ -269,6 +269,12 @@ def view_inputs(path: str, stored: views.StoreTables) -> views.View:
                       max_inconsistent=None if mode == "pointwise" else views.INCONSISTENT[cut])
 
 
+def _named(design: views.AuditDesign, code: str) -> str:
+    """``code`` with its declared name, e.g. ``B_F (Black women)``."""
+    name = design.display_name(code)
+    return code if name == code else f"{code} ({name})"
+
+
 def need_view() -> views.View:
     """The current view (see :func:`page`), or stop the page with a hint when the store holds nothing to show."""
     current = page()
@@ -282,12 +288,12 @@ def chart(fig: go.Figure, table: pd.DataFrame, name: str) -> None:
     """Show ``fig`` with download buttons for PNG, SVG, PDF, HTML and its table as CSV (built on click)."""
     st.plotly_chart(fig, width="stretch", key=f"chart_{name}")
     columns = st.columns(6)
-    for column, fmt in zip(columns, report.FIGURE_FORMATS):
-        column.download_button(fmt.upper(), data=lambda fmt=fmt: report.figure_bytes(fig, fmt),
-                               file_name=f"{name}.{fmt}", mime=report.MIME[fmt], on_click="ignore",
+    for column, fmt in zip(columns, exports.FIGURE_FORMATS):
+        column.download_button(fmt.upper(), data=lambda fmt=fmt: exports.figure_bytes(fig, fmt),
+                               file_name=f"{name}.{fmt}", mime=exports.MIME[fmt], on_click="ignore",
                                key=f"dl_{name}_{fmt}", icon=":material/download:")
-    columns[4].download_button("CSV", data=lambda: report.table_bytes(table), file_name=f"{name}.csv",
-                               mime=report.MIME["csv"], on_click="ignore", key=f"dl_{name}_csv",
+    columns[4].download_button("CSV", data=lambda: exports.table_bytes(table), file_name=f"{name}.csv",
+                               mime=exports.MIME["csv"], on_click="ignore", key=f"dl_{name}_csv",
                                icon=":material/download:")
 
 
@@ -298,6 +304,6 @@ def bundle_button(page: str, figures: dict[str, go.Figure], tables_: dict[str, p
     payload = {**current.settings(), **settings, "page": page,
                "model_fingerprints": views.fingerprints(scores, current.models),
                "generated": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-    st.download_button("Report bundle (zip)", data=lambda: report.report_bundle(figures, tables_, payload),
-                       file_name=f"{page}-report.zip", mime=report.MIME["zip"], on_click="ignore",
+    st.download_button("Report bundle (zip)", data=lambda: exports.report_bundle(figures, tables_, payload),
+                       file_name=f"{page}-report.zip", mime=exports.MIME["zip"], on_click="ignore",
                        key=f"bundle_{page}", type="primary", icon=":material/folder_zip:")

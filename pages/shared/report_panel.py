@@ -6,7 +6,7 @@ import streamlit as st
 
 from dataclasses import replace
 
-from audit import report
+from audit import exports
 from audit.audit_result import impact_table
 from audit.errors import AuditError
 from audit.reporting import ReportSettings, build_report
@@ -51,5 +51,5 @@ def report_buttons(view: views.View, k: int, adjust: str = "holm") -> None:
     html_column, pdf_column = st.columns(2)
     for column, fmt in ((html_column, "html"), (pdf_column, "pdf")):
         column.download_button(f"Audit report ({fmt.upper()})", data=lambda fmt=fmt: build_report(settings, fmt),
-                               file_name=f"audit-report-k{k}.{fmt}", mime=report.MIME[fmt], on_click="ignore",
+                               file_name=f"audit-report-k{k}.{fmt}", mime=exports.MIME[fmt], on_click="ignore",
                                key=f"audit_report_{fmt}", icon=":material/description:")
