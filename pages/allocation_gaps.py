@@ -18,6 +18,13 @@ def curves(view: views.View, model: str, subtask: str, gap: str, _table: pd.Data
     return rows, charts.gap_curves(rows, gap=gap, title=title)
 
 
+@st.cache_resource(show_spinner=False, max_entries=64)
+def scatter_of(view: views.View, k: int, method: str) -> go.Figure:
+    """The metrics-against-gaps scatter at quota k (shared, never mutated: building it costs more than a rerun)."""
+    quota = uncertainty.at_quota(view, k, method)
+    return charts.gap_scatter(quota.rows, k=k, correlations=quota.overall(), reference=view.reference)
+
+
 st.title("Allocation gaps")
 current, table, k = common.metric_view("k_gaps")
 st.caption(f"One point per (model, subtask, group). Pools follow the design {current.pool}; the k best-scored are "
@@ -33,7 +40,7 @@ if at_k.empty:
     st.info("No rows for the selected models, subtasks and groups.")
     st.stop()
 st.caption(uncertainty.caption(current, at_k, method))
-scatter = charts.gap_scatter(at_k, k=k, correlations=overall, reference=current.reference)
+scatter = scatter_of(current, k, method)
 common.chart(scatter, at_k, f"gaps_k{k}")
 st.subheader(f"Metrics and gaps at k = {k}")
 st.dataframe(at_k, hide_index=True, width="stretch", key="gap_table")
