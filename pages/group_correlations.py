@@ -1,8 +1,16 @@
 """Group correlations: per group, Pearson r of each bias metric with ΔDP and ΔEO across models and subtasks."""
+import plotly.graph_objects as go
 import streamlit as st
 
-from audit import charts
+from audit import charts, views
 from pages.shared import common, uncertainty
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def bars(view: views.View, k: int) -> go.Figure:
+    """The per-group correlation bars at quota k (shared, never mutated)."""
+    correlations = uncertainty.at_quota(view, k).correlations
+    return charts.group_correlation_bars(correlations[correlations["scope"] != "overall"].reset_index(drop=True), k=k)
 
 
 st.title("Group correlations")
@@ -15,7 +23,7 @@ if quota.rows.empty:
     st.info("No rows for the selected models, subtasks and groups.")
     st.stop()
 at_k, correlations = quota.rows, quota.correlations
-fig = charts.group_correlation_bars(correlations[correlations["scope"] != "overall"].reset_index(drop=True), k=k)
+fig = bars(current, k)
 common.chart(fig, correlations, f"group_correlations_k{k}")
 st.dataframe(correlations, hide_index=True, width="stretch")
 common.bundle_button("group_correlations", {f"group_correlations_k{k}": fig},

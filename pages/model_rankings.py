@@ -1,8 +1,16 @@
 """Model rankings: fairness rank of each model by the true gap and by each bias metric, and NDCG@N agreement."""
+import plotly.graph_objects as go
 import streamlit as st
 
-from audit import charts
+from audit import charts, views
 from pages.shared import common, uncertainty
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def figures(view: views.View, k: int, gap: str) -> tuple[go.Figure, go.Figure]:
+    """The bump chart of ``gap`` and the NDCG@N curves at quota k (shared, never mutated)."""
+    rankings, ndcg = uncertainty.at_quota(view, k).rankings
+    return charts.bump_chart(rankings, gap=gap), charts.ndcg_curves(ndcg)
 
 
 st.title("Model rankings")
@@ -16,7 +24,7 @@ if quota.rows["model"].nunique() < 2:
     st.stop()
 gap = st.radio("gap", list(charts.GAP_NAMES), format_func=charts.GAP_NAMES.get, key="rank_gap", horizontal=True)
 rankings, ndcg = quota.rankings
-bump, curves = charts.bump_chart(rankings, gap=gap), charts.ndcg_curves(ndcg)
+bump, curves = figures(current, k, gap)
 common.chart(bump, rankings, f"rankings_{gap}_k{k}")
 common.chart(curves, ndcg, f"ndcg_k{k}")
 common.bundle_button("model_rankings", {f"rankings_{gap}_k{k}": bump, f"ndcg_k{k}": curves},
