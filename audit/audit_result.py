@@ -14,6 +14,7 @@ from audit.design import AuditDesign
 from audit.errors import AuditError
 from audit.metrics import model_rankings, ndcg_table, validity
 from audit.metrics.bands import ndcg_bands, validity_bands
+from audit.metrics.compare import compare_gaps, rank_correlation, selection_flips
 from audit.metrics.impact import impact_ratios
 from audit.metrics.inference import METHODS, adjusted
 from audit.selection import Selection
@@ -169,3 +170,36 @@ def impact_table(tables: StoreTables, selection: Selection, groupings: Sequence[
     if not frames:
         raise AuditError(f"no grouping of task {selection.task!r} has pools of {max(selection.ks)} candidates")
     return pd.concat(frames, ignore_index=True)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """System B against system A on the candidates both scored: ``gaps`` (ΔDP and ΔEO differences with paired
+    bootstrap bounds per group and k), ``flips`` (per candidate, at the smallest k) and ``correlation`` (Spearman ρ
+    of their scores)."""
+
+    grouping: str
+    reference: str
+    pool: str
+    gaps: pd.DataFrame
+    flips: pd.DataFrame
+    correlation: pd.DataFrame
+
+
+def comparison(tables: StoreTables, selection: Selection, a: str, b: str) -> Comparison:
+    """B against A under the selection's grouping, reference, pool design, subtasks, ci, n_boot, seed and ks (the
+    page, ``compare --db`` and the report's comparison all call this)."""
+    design, grouping, reference = resolved(tables, selection)
+    if not selection.ks:
+        raise AuditError("a comparison needs at least one quota k")
+    scores = tables.scores
+    scores = scores[(scores["task"] == selection.task) & (scores["mode"] == selection.mode)]
+    if selection.subtasks:
+        scores = scores[scores["subtask"].isin(selection.subtasks)]
+    scores = regroup(scores.drop(columns=["label_mass", "fingerprint"], errors="ignore"), design.part(grouping))
+    pool = selection.pool or str(pool_of(design, selection.mode))
+    options = {"a": a, "b": b, "pool": pool}
+    gaps = compare_gaps(scores, reference=reference, ks=selection.ks, ci=selection.ci or 0.95,
+                        n_boot=selection.n_boot, seed=selection.seed, **options)
+    return Comparison(grouping, reference, pool, gaps, selection_flips(scores, k=min(selection.ks), **options),
+                      rank_correlation(scores, a=a, b=b))

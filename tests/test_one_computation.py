@@ -7,6 +7,7 @@ import io
 import json
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 from contextlib import redirect_stderr, redirect_stdout
 from html import unescape
@@ -20,6 +21,7 @@ from streamlit.testing.v1 import AppTest
 from audit.cli import main
 from audit.paths import DEMO_STORE
 from audit.reporting import build_report
+from audit.reporting.content import collect
 from pages.shared import report_panel
 
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -156,3 +158,35 @@ def test_page_cli_and_report_hold_the_same_numbers(request, monkeypatch, store, 
     recorded = data["settings"]
     assert (recorded["grouping"], recorded["reference"], recorded["preset"], recorded["max_inconsistent"]) == (
         grouping, reference, preset, cut)
+
+
+def test_compare_page_cli_and_report_hold_the_same_comparison(monkeypatch):
+    """Two systems on the race grouping against a non-default reference: the Compare page, ``compare --db`` and the
+    report's comparison come from one computation."""
+    monkeypatch.setenv("AUDIT_DB", str(DEMO_STORE))
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.run()
+    at.switch_page("pages/compare.py").run()
+    at.sidebar.radio(key="grouping_resume").set_value("race").run()
+    at.sidebar.selectbox(key="ref_resume_race").set_value("B").run()
+    at.sidebar.select_slider(key="n_boot").set_value(N_BOOT).run()
+    assert (at.session_state["view"].grouping, at.session_state["view"].reference) == ("race", "B")
+    a, b = at.selectbox(key="compare_a").value, at.selectbox(key="compare_b").value
+    at.slider(key="compare_k").set_value(2).run()
+    assert not at.exception, at.exception
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        assert main(["compare", "--db", str(DEMO_STORE), "--task", "resume", "--a", a, "--b", b, "--grouping", "race",
+                     "--reference", "B", "--k", "2", "--bootstrap", str(N_BOOT)]) == 0, err.getvalue()
+    found = json.loads(out.getvalue())
+    assert (found["grouping"], found["reference"]) == ("race", "B")
+    flips = next(f.value for f in at.dataframe if "flipped" in f.value.columns)
+    equal(flips, pd.DataFrame(found["flips"]), ["subtask", "candidate_id"], ["score_a", "score_b", "selected_a", "selected_b"], "page vs compare")
+    correlation = next(f.value for f in at.dataframe if "spearman" in f.value.columns)
+    equal(correlation, pd.DataFrame(found["rank_correlation"]), ["subtask"], ["spearman", "candidates"], "page vs compare")
+
+    settings = replace(report_panel.report_settings(at.session_state["view"], 2), compare=(a, b))
+    gaps = collect(settings).comparison["gaps"]
+    numbers = [c for c in gaps.columns if c.startswith(("dp_", "eo_"))]
+    assert numbers
+    equal(gaps, pd.DataFrame(found["gaps"]), ["subtask", "mode", "group", "k"], numbers, "report vs compare")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from audit.audit_result import impact_table
+from audit.audit_result import comparison, impact_table
 from audit.design import AuditDesign
 from audit.errors import AuditError
 from audit.commands.io import emit, parse_quotas, read_table_file, records
@@ -19,7 +19,7 @@ from audit.reporting.content import load_scores
 from audit.selection import N_BOOT, N_PERM, Selection
 from audit.store import Store
 from audit.tasks.designs import completed, derived_design
-from audit.views import StoreTables, pool_of, regroup
+from audit.views import StoreTables, regroup
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -154,26 +154,29 @@ def run_impact(args: argparse.Namespace) -> int:
 def run_compare(args: argparse.Namespace) -> int:
     """Handler of ``compare``: gap differences, flips at the smallest k, and rank correlations, as one JSON object,
     on the groups of the chosen grouping against the chosen (or stored) reference."""
-    scores, settings = _scores(args)
-    design = _selection_design(args, scores)
-    grouping = args.grouping or design.finest()
-    scores = regroup(scores, design.part(grouping))
-    reference = args.reference or design.category(design.reference, grouping)
-    quotas = parse_quotas(args.k)
-    options = {"a": args.a, "b": args.b, "pool": args.pool or (str(pool_of(design, args.mode)) if args.db
-                                                                 else settings.design)}
-    result = {"a": args.a, "b": args.b, "grouping": grouping, "reference": reference, "k": quotas,
-              "gaps": records(compare_gaps(scores, reference=reference, ks=quotas, ci=args.ci,
-                                            n_boot=args.bootstrap, seed=args.seed, **options)),
-              "flips": records(selection_flips(scores, k=quotas[0], **options).query("flipped")),
-              "rank_correlation": records(rank_correlation(scores, a=args.a, b=args.b))}
+    quotas = tuple(parse_quotas(args.k))
+    if args.db is not None and args.scores is None:
+        tables = _tables(args)
+        found = comparison(tables, _selection(args, tables, ks=quotas, grouping=args.grouping,
+                                              reference=args.reference), args.a, args.b)
+        grouping, reference, gaps, flips, correlation = (found.grouping, found.reference, found.gaps, found.flips,
+                                                         found.correlation)
+    else:
+        scores, settings = _scores(args)
+        design = _design_of(scores)
+        grouping = args.grouping or design.finest()
+        scores = regroup(scores, design.part(grouping))
+        reference = args.reference or design.category(design.reference, grouping)
+        options = {"a": args.a, "b": args.b, "pool": args.pool or settings.design}
+        gaps = compare_gaps(scores, reference=reference, ks=quotas, ci=args.ci, n_boot=args.bootstrap,
+                            seed=args.seed, **options)
+        flips = selection_flips(scores, k=min(quotas), **options)
+        correlation = rank_correlation(scores, a=args.a, b=args.b)
+    result = {"a": args.a, "b": args.b, "grouping": grouping, "reference": reference, "k": list(quotas),
+              "gaps": records(gaps), "flips": records(flips.query("flipped")),
+              "rank_correlation": records(correlation)}
     emit(json.dumps(result, indent=1) + "\n", args.out)
     return 0
-
-
-def _selection_design(args: argparse.Namespace, scores: pd.DataFrame) -> AuditDesign:
-    """The stored design of the compared task (``--db``), or the one its definition declares (``--scores``)."""
-    return _tables(args).design(str(scores["task"].iloc[0])) if args.db else _design_of(scores)
 
 
 def run_report(args: argparse.Namespace) -> int:

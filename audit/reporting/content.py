@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from audit.audit_result import compute
+from audit.audit_result import comparison, compute
 from audit.design import AuditDesign
 from audit.errors import AuditError
 from audit.metrics import model_rankings, validity
 from audit.metrics.inference import METHODS
-from audit.metrics.compare import compare_gaps, rank_correlation, selection_flips
 from audit.metrics.schema import is_pairwise
 from audit.results import answer_table, pair_table, score_table
 from audit.selection import N_BOOT, N_PERM, Selection
@@ -196,11 +195,8 @@ def collect(settings: ReportSettings) -> ReportData:
         generated=datetime.now(timezone.utc).isoformat(timespec="seconds"), version=tool_version())
     if settings.compare:
         a, b = settings.compare
-        data.comparison = {
-            "gaps": compare_gaps(scores, a=a, b=b, reference=settings.reference, ks=settings.k, pool=settings.design,
-                                 ci=settings.ci, n_boot=settings.n_boot, seed=settings.seed),
-            "flips": selection_flips(scores, a=a, b=b, k=settings.k, pool=settings.design),
-            "correlation": rank_correlation(scores, a=a, b=b)}
+        found = comparison(tables, replace(result.selection, ks=(settings.k,)), a, b)
+        data.comparison = {"gaps": found.gaps, "flips": found.flips, "correlation": found.correlation}
     return data
 
 
