@@ -1,8 +1,6 @@
 """What every page shares: the sidebar view, cached store tables and metric tables, and the export panel."""
 from __future__ import annotations
 
-import os
-import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -14,53 +12,14 @@ from audit import audit_result, exports, views
 from audit.errors import AuditError
 from audit.metrics.engine import P_COLUMNS
 from audit.metrics.presets import PRESETS
-from audit.paths import DEMO_STORE, cache_dir
+# the store-file helpers live in audit.store_files; pages reach them here (run_store: the Run page)
+from audit.store_files import default_store, is_demo, run_store, store_version, user_store  # noqa: F401
 from audit.selection import Selection
 from audit.store import Store
 
 DEFAULT_K = 2
 _SIDEBAR_DONE = "_sidebar_rendered"
 NEXT = "_next_"  # prefix of a widget value to set before the widget is drawn on the next run (e.g. after a run)
-
-
-def default_store() -> str:
-    """``$AUDIT_DB`` if set, else the shipped demo store."""
-    return os.environ.get("AUDIT_DB") or str(DEMO_STORE)
-
-
-def store_version(path: str) -> tuple:
-    """(mtime, size) of the store file and its WAL: changes whenever results are written."""
-    stats = []
-    for name in (path, path + "-wal"):
-        try:
-            stat = os.stat(name)
-            stats.append((stat.st_mtime_ns, stat.st_size))
-        except OSError:
-            stats.append(None)
-    return tuple(stats)
-
-
-def user_store() -> Path:
-    """The auditor's own store, where runs started on the shipped demo store go: a copy of the demo (made on first
-    use, so the user's results sit beside the demo's) under the cache folder."""
-    return cache_dir() / "my-results.db"
-
-
-def is_demo(path: str) -> bool:
-    """Whether ``path`` is the shipped demo store (never written)."""
-    return Path(path).resolve() == DEMO_STORE.resolve()
-
-
-def run_store(path: str) -> str:
-    """The store a run started with ``path`` selected writes to: ``path`` itself, or for the demo store the user's
-    own store, copied from the demo first (SQLite's backup, so the demo is only read)."""
-    if not is_demo(path):
-        return path
-    target = user_store()
-    if not target.exists():
-        with sqlite3.connect(f"file:{DEMO_STORE}?mode=ro", uri=True) as source, sqlite3.connect(target) as copy:
-            source.backup(copy)
-    return str(target)
 
 
 def set_next(key: str, value: object) -> None:
