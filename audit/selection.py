@@ -2,7 +2,7 @@
 computes the same table from the same choices (see :func:`audit.audit_result.compute`)."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 
 #: bootstrap replicates everywhere unless chosen otherwise (page, CLI and report share it)
 N_BOOT = 1000
@@ -37,7 +37,3 @@ class Selection:
         """The part that decides the expensive engine pass: this selection with every filter cleared (models,
         subtasks, groups, ks, adjust), so a cache keyed on it survives a change of filter."""
         return replace(self, models=(), subtasks=(), groups=(), ks=(), adjust="holm")
-
-    def record(self) -> dict:
-        """The selection as plain values (for reports and bundles)."""
-        return asdict(self)
