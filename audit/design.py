@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from audit.errors import AuditError
 
@@ -13,31 +14,42 @@ from audit.errors import AuditError
 WHOLE = "group"
 
 
+class PoolKind(StrEnum):
+    """How pools are drawn (a ``str``, so stored and typed spellings compare equal)."""
+
+    PER_GROUP = "per-group"
+    RANDOM = "random"
+    OBSERVED = "observed"
+
+
 @dataclass(frozen=True)
 class PoolDesign:
     """How pools are drawn: ``per-group`` (one candidate of every group), ``random`` with ``size`` N (N drawn
     without replacement from all candidates of the subtask) or ``observed`` (the pools a pairwise run recorded)."""
 
-    kind: str = "per-group"
+    kind: PoolKind = PoolKind.PER_GROUP
     size: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", PoolKind(self.kind))  # a spelling becomes its kind (bad ones raise)
 
     @classmethod
     def parse(cls, spec: "str | PoolDesign", where: str = "pool design",
-              kinds: tuple[str, ...] = ("per-group", "random", "observed")) -> "PoolDesign":
+              kinds: tuple[str, ...] = tuple(PoolKind)) -> "PoolDesign":
         """Read ``per-group``, ``random:N`` (N ≥ 2) or ``observed``, accepting only ``kinds``."""
         if isinstance(spec, PoolDesign) and spec.kind in kinds:
             return spec
         text = str(spec).strip()
         kind, _, size = text.partition(":")
-        if kind in kinds and kind != "random" and not size:
-            return cls(kind)
-        if kind == "random" and kind in kinds and size.isascii() and size.isdigit() and int(size) >= 2:
-            return cls("random", int(size))
-        spellings = ", ".join("random:N (N ≥ 2)" if k == "random" else k for k in kinds)
+        if kind in kinds and kind != PoolKind.RANDOM and not size:
+            return cls(PoolKind(kind))
+        if kind == PoolKind.RANDOM and kind in kinds and size.isascii() and size.isdigit() and int(size) >= 2:
+            return cls(PoolKind.RANDOM, int(size))
+        spellings = ", ".join("random:N (N ≥ 2)" if k == PoolKind.RANDOM else str(k) for k in kinds)
         raise AuditError(f"{where}: {text!r} not understood; use {spellings}")
 
     def __str__(self) -> str:
-        return f"random:{self.size}" if self.kind == "random" else self.kind
+        return f"random:{self.size}" if self.kind == PoolKind.RANDOM else str(self.kind)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from audit.design import AuditDesign, PoolDesign, regroup_code
+from audit.design import AuditDesign, PoolDesign, PoolKind, regroup_code
 from audit.errors import AuditError
 from audit.metrics import MetricEngine
 from audit.metrics.pairwise import drop_unreliable
@@ -23,7 +23,7 @@ from audit.tasks.designs import completed
 
 #: score-table modes in display order; pairwise scores are relative to the pools they were recorded in
 MODES = ("pointwise", "pairwise-likelihood", "pairwise")
-OBSERVED = PoolDesign("observed")
+OBSERVED = PoolDesign(PoolKind.OBSERVED)
 #: below this mean share of next-token probability on the labels, a model's scores are mostly renormalised noise
 LOW_LABEL_MASS = 0.05
 #: choice -> largest share of inconsistent pairs a pairwise model may have (the paper's Figures 3 and 4)

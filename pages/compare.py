@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from audit import audit_result, charts, views
+from audit.design import PoolKind
 from audit.errors import AuditError
 from pages.shared import common
 
@@ -32,7 +33,7 @@ st.caption("B against A on the same candidates: each group's gap difference with
            "same resampled candidates for both systems), the candidates whose selection flips, and the rank "
            "correlation of their scores.")
 current = common.need_view()
-if current.pool == "observed":
+if current.pool == PoolKind.OBSERVED:
     st.info("Comparisons pair candidates across systems; choose a pointwise scoring mode in the sidebar.")
     st.stop()
 rows = common.view_scores(current)

@@ -7,12 +7,12 @@ import json
 from dataclasses import replace
 from typing import Sequence
 
-from audit.design import WHOLE, AuditDesign, PoolDesign
+from audit.design import WHOLE, AuditDesign, PoolDesign, PoolKind
 from audit.errors import AuditError
 from audit.tasks import TASKS, custom, essay, get_task, resume
 from audit.tasks.base import Candidate, Task
 
-_RESUME = AuditDesign("resume", "", "W_M", PoolDesign("per-group"), ("Yes", "No"), (1.0, 0.0), resume.QUALIFICATION,
+_RESUME = AuditDesign("resume", "", "W_M", PoolDesign(PoolKind.PER_GROUP), ("Yes", "No"), (1.0, 0.0), resume.QUALIFICATION,
                       resume.GROUPINGS, names=resume.NAMES, counterfactual=True)
 _ESSAY = AuditDesign("essay", "", essay.REFERENCE_GROUP, essay.POOLS, ("1", "2", "3", "4", "5"),
                      (1.0, 2.0, 3.0, 4.0, 5.0), essay.QUALIFICATION, essay.GROUPINGS)
@@ -58,5 +58,5 @@ def derived_design(task: str, subtask: str, groups: Sequence[str], labels: str |
     stored = json.loads(labels) if labels else {"Yes": 1.0, "No": 0.0}
     split = bool(groups) and all(len(str(g).split("_")) == 2 for g in groups)
     groupings = {WHOLE: None, "part 1": 0, "part 2": 1} if split else {WHOLE: None}
-    return AuditDesign(task, subtask, sorted(groups)[0], PoolDesign("per-group"), tuple(stored),
+    return AuditDesign(task, subtask, sorted(groups)[0], PoolDesign(PoolKind.PER_GROUP), tuple(stored),
                        tuple(float(v) for v in stored.values()), custom.QUALIFICATION, groupings)

@@ -14,7 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Sequence
 
-from audit.design import PoolDesign, split_groupings
+from audit.design import PoolDesign, PoolKind, split_groupings
 from audit.errors import AuditError
 from audit.paths import DATA_DIR
 from audit.tasks.base import Candidate, ChatPrompt, LabelSet
@@ -71,7 +71,7 @@ class ResumeTask:
     groups: tuple[str, ...] = GROUPS
     reference_group: str = "W_M"
     label_set: LabelSet = field(default_factory=lambda: LabelSet(("Yes", "No"), (1.0, 0.0)))
-    pool_design: PoolDesign = PoolDesign("per-group")
+    pool_design: PoolDesign = PoolDesign(PoolKind.PER_GROUP)
     qualification: str = QUALIFICATION
     groupings: dict[str, int | None] = field(default_factory=lambda: dict(GROUPINGS))
     group_names: dict[str, str] = field(default_factory=lambda: dict(NAMES))
