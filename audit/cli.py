@@ -3,7 +3,6 @@ itself here."""
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 
 from audit.errors import AuditError
@@ -26,8 +25,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one sub-command; bad input is one ``error:`` line on stderr and exit status 2."""
-    if hasattr(signal, "SIGPIPE"):  # `... | head` ends quietly, like any Unix tool
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     args = build_parser().parse_args(argv)
     try:
         check_replicates(args)
