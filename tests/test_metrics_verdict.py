@@ -59,3 +59,20 @@ def test_k_at_the_pool_size_is_refused_naming_it():
 def test_rule_text_names_threshold_and_alpha():
     text = rule_text(0.75, 0.9)
     assert "0.75" in text and "α = 0.1" in text and "90%" in text
+
+
+def test_cli_verdict_on_a_score_file_and_k_at_pool_size(tmp_path, capsys):
+    from audit.cli import main
+    path = tmp_path / "scores.csv"
+    table(40, {"A_F": 0.0, "A_M": 0.0, "B_F": -3.0, "B_M": -3.0}).to_csv(path, index=False)
+    assert main(["verdict", "--scores", str(path), "--k", "1", "--grouping", "race", "--bootstrap", "100",
+                 "--permutations", "200", "--format", "json"]) == 0
+    import json
+    result = json.loads(capsys.readouterr().out)
+    assert result["overall"]["verdict"] == ADVERSE and "race: B" in result["overall"]["categories"]
+    assert main(["verdict", "--scores", str(path), "--k", "1", "--grouping", "race", "--bootstrap", "100",
+                 "--permutations", "200", "--format", "md"]) == 0
+    assert "| race | B |" in capsys.readouterr().out
+    assert main(["verdict", "--scores", str(path), "--k", "2", "--grouping", "race"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and "pool size 2" in err and err.count("\n") == 1

@@ -34,6 +34,7 @@ NO_EVIDENCE = "no evidence of adverse impact at this sample size"
 INCONCLUSIVE = "inconclusive"
 #: strongest first: the order of roll-ups
 STRENGTH = (ADVERSE, INCONCLUSIVE, NO_EVIDENCE)
+_SHORT = ("adverse", "inconclusive", "no_evidence")
 RULE = ("Adverse impact: impact ratio below {threshold:g} and the permutation test of equal selection rates "
         "(against the most-selected category, Holm-adjusted over the categories of one system and grouping) rejects "
         "at α = {alpha:g}. No evidence of adverse impact at this sample size: the ratio's {level:.0%} bootstrap "
@@ -153,7 +154,7 @@ def rollup(table: pd.DataFrame, by: list[str] | tuple[str, ...] = KEY) -> pd.Dat
         strongest = STRENGTH[int(part["_rank"].min())]
         carriers = part[part["verdict"] == strongest]
         rows.append({**dict(zip(columns, key if isinstance(key, tuple) else (key,))), "verdict": strongest,
-                     **{f"n_{name.split()[0]}": int((part["verdict"] == name).sum()) for name in STRENGTH},
+                     **{f"n_{short}": int((part["verdict"] == name).sum()) for short, name in zip(_SHORT, STRENGTH)},
                      "categories": ", ".join(f"{g}: {c}" for g, c in zip(carriers["grouping"], carriers["category"])),
                      "_rank": int(part["_rank"].min())})
     out = pd.DataFrame(rows).sort_values("_rank", kind="stable").drop(columns="_rank")
