@@ -68,7 +68,7 @@ def test_rankings_correlations_and_distributions_build(table):
 
 
 def test_audit_never_imports_streamlit():
-    code = "import sys, audit.charts, audit.report; assert 'streamlit' not in sys.modules"
+    code = "import sys, audit.charts, audit.exports; assert 'streamlit' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -132,9 +133,11 @@ def test_models_above_the_inconsistency_threshold_are_listed():
     from audit.errors import AuditError
     from pages.shared import common
 
+    from audit.selection import Selection
+
     path = str(DEMO_STORE)
-    args = (path, common.store_version(path), "resume", "pairwise-likelihood", "race × gender", "W_M", 0.9, 50, "default")
-    table, skipped = common.metric_rows(*args, 0.55)
+    base = Selection("resume", "pairwise-likelihood", grouping="race × gender", reference="W_M", ci=0.9, n_boot=50)
+    table, skipped = common.metric_rows(path, common.store_version(path), replace(base, max_inconsistent=0.55))
     assert len(table) and not skipped
     with pytest.raises(AuditError, match=r"smollm2-135m · resume: excluded, 16% of 168 pairs inconsistent \(> 10%\)"):
-        common.metric_rows(*args, 0.10)
+        common.metric_rows(path, common.store_version(path), replace(base, max_inconsistent=0.10))

@@ -57,6 +57,14 @@ class CustomTask:
     def groupings(self) -> dict[str, int | None]:
         return split_groupings(self.spec.group_columns)
 
+    @property
+    def group_names(self) -> dict[str, str]:
+        return {}
+
+    @property
+    def counterfactual(self) -> bool:
+        return False
+
     def candidates(self, limit: int | None = None) -> list[Candidate]:
         """The file's candidates in file order, at most ``limit`` per group."""
         taken: dict[str, int] = {}

@@ -96,6 +96,8 @@ class EssayTask:
     pool_design: PoolDesign = POOLS
     qualification: str = QUALIFICATION
     groupings: dict[str, int | None] = field(default_factory=lambda: dict(GROUPINGS))
+    group_names: dict[str, str] = field(default_factory=dict)
+    counterfactual: bool = False
     groups: tuple[str, ...] = field(init=False, default=())
     median: float = field(init=False, default=0.0)
 

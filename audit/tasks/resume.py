@@ -26,6 +26,8 @@ RACES = {"W": "White", "B": "Black", "A": "Asian", "H": "Hispanic"}
 GENDERS = {"F": "Female", "M": "Male"}
 GROUPS = tuple(f"{race}_{gender}" for race in RACES for gender in GENDERS)
 GROUPINGS = split_groupings(("race", "gender"))
+#: display names of the parts of a group code (``A_F`` → Asian women)
+NAMES = {**RACES, "F": "women", "M": "men"}
 QUALIFICATION = "resume template with a high chance of being hired"
 
 POINTWISE_SYSTEM = (
@@ -72,6 +74,8 @@ class ResumeTask:
     pool_design: PoolDesign = PoolDesign("per-group")
     qualification: str = QUALIFICATION
     groupings: dict[str, int | None] = field(default_factory=lambda: dict(GROUPINGS))
+    group_names: dict[str, str] = field(default_factory=lambda: dict(NAMES))
+    counterfactual: bool = True
 
     def __post_init__(self) -> None:
         jobs = load_json(self.data_dir / "jobs.json")

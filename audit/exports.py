@@ -1,4 +1,5 @@
-"""Exports for reports: a figure as PNG, SVG, PDF or interactive HTML, a table as CSV, and a zip bundle of them all.
+"""Chart and table exports (not the audit report, which is :mod:`audit.reporting`): a figure as PNG, SVG, PDF or
+interactive HTML, a table as CSV, and a zip bundle of them all.
 
 Static images go through kaleido, which drives a headless Chrome (Debian: ``apt-get install chromium``). Starting
 kaleido's sync server once (:func:`start_exporter`) keeps that browser open, so later images take ~0.3 s, not ~4 s.
