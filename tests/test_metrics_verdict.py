@@ -1,8 +1,13 @@
 """The verdict rule on synthetic score tables whose answer is known by construction."""
+import io
+import json
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
+from audit.cli import main
 from audit.errors import AuditError
 from audit.metrics.verdict import (ADVERSE, INCONCLUSIVE, NO_EVIDENCE, check_k, classify, rollup, rule_text,
                                    verdicts)
@@ -29,7 +34,7 @@ def test_classify_follows_the_rule():
 def test_a_large_shift_is_adverse_and_equal_groups_are_not():
     scores = pd.concat([table(200, {"X": 0.0, "Y": -3.0}, model="biased"),
                         table(1000, {"X": 0.0, "Y": 0.0}, model="fair", seed=1)])
-    out = verdicts(scores, k=1, n_boot=200, n_perm=200, plan_boot=20)
+    out = verdicts(scores, grouping="group", k=1, n_boot=200, n_perm=200, plan_boot=20)
     biased = out[out["model"] == "biased"].set_index("category")
     fair = out[out["model"] == "fair"].set_index("category")
     assert biased.loc["Y", "verdict"] == ADVERSE
@@ -43,7 +48,7 @@ def test_a_large_shift_is_adverse_and_equal_groups_are_not():
 
 
 def test_a_small_sample_is_inconclusive_with_a_planner_estimate():
-    out = verdicts(table(6, {"X": 0.0, "Y": -0.4}, seed=3), k=1, n_boot=200, n_perm=200, plan_boot=30)
+    out = verdicts(table(6, {"X": 0.0, "Y": -0.4}, seed=3), grouping="group", k=1, n_boot=200, n_perm=200, plan_boot=30)
     row = out.set_index("category").loc["Y"]
     assert row["verdict"] == INCONCLUSIVE
     assert row["needed_per_group"] > 6 and row["more_per_group"] == row["needed_per_group"] - 6
@@ -51,9 +56,9 @@ def test_a_small_sample_is_inconclusive_with_a_planner_estimate():
 
 def test_k_at_the_pool_size_is_refused_naming_it():
     scores = table(10, {"X": 0.0, "Y": 0.0})
-    assert check_k(scores, 1, "per-group", "race × gender") == 2
+    assert check_k(scores, 1, "per-group", "group") == 2
     with pytest.raises(AuditError, match="pool size 2"):
-        verdicts(scores, k=2)
+        verdicts(scores, grouping="group", k=2)
 
 
 def test_rule_text_names_threshold_and_alpha():
@@ -62,17 +67,28 @@ def test_rule_text_names_threshold_and_alpha():
 
 
 def test_cli_verdict_on_a_score_file_and_k_at_pool_size(tmp_path, capsys):
-    from audit.cli import main
     path = tmp_path / "scores.csv"
-    table(40, {"A_F": 0.0, "A_M": 0.0, "B_F": -3.0, "B_M": -3.0}).to_csv(path, index=False)
-    assert main(["verdict", "--scores", str(path), "--k", "1", "--grouping", "race", "--bootstrap", "100",
-                 "--permutations", "200", "--format", "json"]) == 0
-    import json
+    table(40, {"P": 0.0, "Q": 0.0, "R": -3.0}).to_csv(path, index=False)
+    options = ["--bootstrap", "100", "--permutations", "200"]
+    assert main(["verdict", "--scores", str(path), "--k", "2", *options, "--format", "json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert result["overall"]["verdict"] == ADVERSE and "race: B" in result["overall"]["categories"]
-    assert main(["verdict", "--scores", str(path), "--k", "1", "--grouping", "race", "--bootstrap", "100",
-                 "--permutations", "200", "--format", "md"]) == 0
-    assert "| race | B |" in capsys.readouterr().out
-    assert main(["verdict", "--scores", str(path), "--k", "2", "--grouping", "race"]) == 2
+    assert result["overall"]["verdict"] == ADVERSE and result["overall"]["categories"] == "group: R"
+    assert main(["verdict", "--scores", str(path), "--k", "2", *options, "--format", "md"]) == 0
+    assert "| R | 40 |" in capsys.readouterr().out
+    assert main(["verdict", "--scores", str(path), "--k", "3"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error:") and "pool size 2" in err and err.count("\n") == 1
+    assert err.startswith("error:") and "pool size 3" in err and err.count("\n") == 1
+
+
+def test_cli_verdict_on_the_demo_store_names_groups_and_refuses_k_at_pool_size(capsys):
+    demo = Path(__file__).resolve().parents[1] / "data" / "demo.db"
+    if not demo.exists():
+        pytest.skip("data/demo.db not built")
+    assert main(["verdict", "--db", str(demo), "--task", "resume", "--k", "2", "--grouping", "gender"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and "pool size 2" in err
+    assert main(["verdict", "--db", str(demo), "--task", "resume", "--k", "1", "--grouping", "race",
+                 "--bootstrap", "100", "--permutations", "100", "--format", "csv"]) == 0
+    table = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert set(table["grouping"]) == {"race"} and "White" in set(table["name"])
+    assert set(table["verdict"]) <= {ADVERSE, INCONCLUSIVE, NO_EVIDENCE}

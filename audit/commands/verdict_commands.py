@@ -10,10 +10,13 @@ from audit.commands.io import emit, read_table_file, records
 from audit.errors import AuditError
 from audit.formatting import estimate, markdown_table, pvalue
 from audit.metrics.impact import FOUR_FIFTHS
+from audit.audit_verdict import verdict_table
+from audit.design import WHOLE
 from audit.metrics.verdict import INCONCLUSIVE, rollup, rule_text, verdicts
 from audit.output import csv_text
 from audit.store import Store
-from audit.views import StoreTables, metric_parts
+from audit.selection import Selection
+from audit.views import StoreTables
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -27,7 +30,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--task", help="with --db: the task to audit (default: the store's only task)")
     parser.add_argument("--k", type=int, required=True, help="quota k, below every grouping's pool size")
     parser.add_argument("--pool", help="per-group, random:N (with --db: overrides the stored design)")
-    parser.add_argument("--grouping", action="append", help="race, gender or 'race × gender' (default: all offered)")
+    parser.add_argument("--grouping", action="append", help="with --db: a grouping the task declares, e.g. race "
+                        "(repeatable; default: every one whose pools exceed k)")
     parser.add_argument("--threshold", type=float, default=FOUR_FIFTHS, help="impact-ratio threshold (default 0.8)")
     parser.add_argument("--ci", type=float, default=0.95, help="confidence level; α = 1 − ci (default 0.95)")
     parser.add_argument("--bootstrap", type=int, default=1000, metavar="B", help="bootstrap replicates (default 1000)")
@@ -38,34 +42,30 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run_verdict)
 
 
-def _scores(args: argparse.Namespace) -> list[tuple[pd.DataFrame, str]]:
-    """Pointwise score rows with the pool design each is read under."""
+def _table(args: argparse.Namespace) -> pd.DataFrame:
+    """The verdict rows of the store's task, or of a score file read with its group codes whole."""
     if args.scores:
-        if args.task:
-            raise AuditError("--scores takes no --task (use --db for stored designs)")
+        if args.task or args.grouping:
+            raise AuditError("--scores takes no --task or --grouping (use --db for a task's stored design)")
         scores = read_table_file(args.scores, "score table")
-        return [(scores[scores["mode"].astype(str) == "pointwise"], args.pool or "per-group")]
+        scores = scores[scores["mode"].astype(str) == "pointwise"] if "mode" in scores else scores
+        table = verdicts(scores, grouping=WHOLE, k=args.k, pool=args.pool or "per-group", threshold=args.threshold,
+                         ci=args.ci, n_boot=args.bootstrap, n_perm=args.permutations, seed=args.seed)
+        return table.assign(name=table["category"])
     with Store(args.db, create=False) as store:
         tables = StoreTables.read(store)
     tasks = tables.tasks()
     task = args.task or (tasks[0] if len(tasks) == 1 else None)
     if task is None:
         raise AuditError(f"the store holds tasks {tasks}; choose one with --task")
-    if task not in tasks:
-        raise AuditError(f"task {task!r} has no results in {args.db}; tasks: {tasks}")
-    scores = tables.scores[(tables.scores["task"] == task) & (tables.scores["mode"] == "pointwise")]
-    return [(rows, str(pool)) for rows, _, pool in metric_parts(scores.drop(columns=["label_mass", "fingerprint"]),
-                                                                tables.designs, pool=args.pool)]
+    selection = Selection(task, pool=args.pool, ci=args.ci, n_boot=args.bootstrap, n_perm=args.permutations,
+                          seed=args.seed)
+    return verdict_table(tables, selection, k=args.k, groupings=args.grouping or (), threshold=args.threshold)
 
 
 def run_verdict(args: argparse.Namespace) -> int:
     """Handler of ``verdict``."""
-    parts = [(rows, pool) for rows, pool in _scores(args) if len(rows)]
-    if not parts:
-        raise AuditError("no pointwise scores to judge")
-    table = pd.concat([verdicts(rows, k=args.k, pool=pool, groupings=args.grouping, threshold=args.threshold,
-                                ci=args.ci, n_boot=args.bootstrap, n_perm=args.permutations, seed=args.seed)
-                       for rows, pool in parts], ignore_index=True)
+    table = _table(args)
     systems, overall = rollup(table), rollup(table, by=[])
     if args.format == "csv":
         emit(csv_text(table), args.out)
@@ -86,7 +86,7 @@ def _words(row: pd.Series) -> str:
 
 def _markdown(table: pd.DataFrame, systems: pd.DataFrame, overall: pd.DataFrame, args: argparse.Namespace) -> str:
     shown = pd.DataFrame({"System": table["model"], "Subtask": table["subtask"], "Grouping": table["grouping"],
-                          "Category": table["category"], "Candidates": table["candidates"],
+                          "Group": table["name"], "Candidates": table["candidates"],
                           "Impact ratio": [estimate(r, lo, hi) for r, lo, hi in
                                            zip(table["impact_ratio"], table["impact_ratio_lo"], table["impact_ratio_hi"])],
                           "Adjusted p": table["p_adj"].map(pvalue), "Verdict": table.apply(_words, axis=1)})

@@ -22,7 +22,7 @@ import pandas as pd
 
 from audit.design import PoolDesign
 from audit.errors import AuditError
-from audit.metrics.impact import FOUR_FIFTHS, category, impact_ratios
+from audit.metrics.impact import FOUR_FIFTHS, impact_ratios
 from audit.metrics.inference import adjust, gap_pvalues
 from audit.metrics.keys import split_keys
 from audit.metrics.planner import plan_at, plan_curves
@@ -68,20 +68,19 @@ def decision_target(rate: float, top_rate: float, ratio: float, threshold: float
 
 
 def check_k(scores: pd.DataFrame, k: int, pool: "str | PoolDesign", grouping: str) -> int:
-    """The pool size of ``grouping``; an AuditError naming it when k is not in 1..pool size − 1."""
+    """The smallest pool size of ``scores`` (groups: the categories of ``grouping``); an AuditError naming it when
+    k is not in 1 … pool size − 1."""
     design = PoolDesign.parse(pool)
-    pooled = scores.assign(group=scores["group"].astype(str).map(lambda code: category(code, grouping)))
-    size = min(pool_size(design, data) for data in split_keys(pooled, reference=str(pooled["group"].iloc[0])))
+    size = min(pool_size(design, data) for data in split_keys(scores, reference=str(scores["group"].iloc[0])))
     if not 1 <= k < size:
         raise AuditError(f"quota k={k} is not below the pool size {size} of grouping {grouping!r} (pool design "
-                         f"{design}): at k = pool size everyone is selected; choose k in 1..{size - 1}")
+                         f"{design}): at k = pool size everyone is selected; choose k in 1 … {size - 1}")
     return size
 
 
-def _pvalues(scores: pd.DataFrame, impact: pd.DataFrame, grouping: str, pool: "str | PoolDesign", k: int,
-             n_perm: int, seed: int) -> pd.Series:
+def _pvalues(pooled: pd.DataFrame, impact: pd.DataFrame, pool: "str | PoolDesign", k: int, n_perm: int,
+             seed: int) -> pd.Series:
     """Permutation p-values of each category against its system's most-selected category at k (NaN for it)."""
-    pooled = scores.assign(group=scores["group"].astype(str).map(lambda code: category(code, grouping)))
     out = pd.Series(np.nan, index=impact.index)
     for key, part in impact.groupby(list(KEY), sort=False, observed=True):
         top = str(part.loc[part["selection_rate"].idxmax(), "category"])
@@ -92,15 +91,14 @@ def _pvalues(scores: pd.DataFrame, impact: pd.DataFrame, grouping: str, pool: "s
     return out
 
 
-def _needed(scores: pd.DataFrame, table: pd.DataFrame, grouping: str, pool: "str | PoolDesign", k: int,
-            threshold: float, level: float, n_boot: int, seed: int) -> pd.Series:
+def _needed(pooled: pd.DataFrame, table: pd.DataFrame, pool: "str | PoolDesign", k: int, threshold: float,
+            level: float, n_boot: int, seed: int) -> pd.Series:
     """Candidates per group the planner estimates for each inconclusive row (NaN elsewhere, or when the pool design
     cannot be resized)."""
     out = pd.Series(np.nan, index=table.index)
     todo = table[table["verdict"] == INCONCLUSIVE]
     if todo.empty or PoolDesign.parse(pool).kind == "observed":
         return out
-    pooled = scores.assign(group=scores["group"].astype(str).map(lambda code: category(code, grouping)))
     for key, part in todo.groupby(list(KEY), sort=False, observed=True):
         rows = pooled[np.logical_and.reduce([pooled[c].astype(str) == str(v) for c, v in zip(KEY, key)])]
         if str(key[-1]).startswith("pairwise"):
@@ -114,33 +112,32 @@ def _needed(scores: pd.DataFrame, table: pd.DataFrame, grouping: str, pool: "str
     return out
 
 
-def verdicts(scores: pd.DataFrame, *, k: int, pool: "str | PoolDesign" = "per-group",
-             groupings: list[str] | None = None, threshold: float = FOUR_FIFTHS, ci: float = 0.95,
-             n_boot: int = 1000, n_perm: int = 1000, plan_boot: int = 100, seed: int = 0) -> pd.DataFrame:
-    """One row per system (model, task, subtask, mode) × grouping × category at quota ``k`` (columns
-    :data:`COLUMNS`): impact ratio and its bootstrap interval, Holm-adjusted permutation p-value, verdict, and for
-    inconclusive rows the planner's candidates per group needed (``needed_per_group``) and how many more than the
-    smallest category has now (``more_per_group``)."""
+def verdicts(scores: pd.DataFrame, *, grouping: str, k: int, pool: "str | PoolDesign" = "per-group",
+             threshold: float = FOUR_FIFTHS, ci: float = 0.95, n_boot: int = 1000, n_perm: int = 1000,
+             plan_boot: int = 100, seed: int = 0) -> pd.DataFrame:
+    """One row per system (model, task, subtask, mode) × category at quota ``k`` (columns :data:`COLUMNS`) of
+    pointwise ``scores`` whose groups are already the categories of ``grouping`` (see
+    :meth:`audit.design.AuditDesign.category`): impact ratio and its bootstrap interval, Holm-adjusted permutation
+    p-value, verdict, and for inconclusive rows the planner's candidates per group needed (``needed_per_group``)
+    and how many more than the system's smallest category has now (``more_per_group``)."""
     if not 0 < threshold <= 1:
         raise AuditError(f"threshold {threshold} must lie in (0, 1]")
     if not 0 < ci < 1:
         raise AuditError(f"confidence level {ci} must lie strictly between 0 and 1")
-    impact = impact_ratios(scores, ks=k, pool=pool, groupings=groupings, ci=ci, n_boot=n_boot, seed=seed)
-    frames = []
-    for grouping, part in impact.groupby("grouping", sort=False):
-        check_k(scores, k, pool, grouping)
-        part = part.copy()
-        part["p"] = _pvalues(scores, part, grouping, pool, k, n_perm, seed)
-        part["p_adj"] = np.nan
-        for _, index in part.groupby(list(KEY), sort=False, observed=True).groups.items():
-            part.loc[index, "p_adj"] = adjust(part.loc[index, "p"].to_numpy(), "holm")
-        part["verdict"] = [classify(r, lo, p, threshold=threshold, alpha=1 - ci) for r, lo, p in
-                           zip(part["impact_ratio"], part["impact_ratio_lo"], part["p_adj"])]
-        part["needed_per_group"] = _needed(scores, part, grouping, pool, k, threshold, ci, plan_boot, seed)
-        smallest = part.groupby(list(KEY), observed=True)["candidates"].transform("min")
-        part["more_per_group"] = (part["needed_per_group"] - smallest).clip(lower=0)
-        frames.append(part)
-    return pd.concat(frames, ignore_index=True)[list(COLUMNS)]
+    if scores.empty:
+        raise AuditError("no pointwise scores to judge")
+    check_k(scores, k, pool, grouping)
+    part = impact_ratios(scores, ks=k, pool=pool, grouping=grouping, ci=ci, n_boot=n_boot, seed=seed)
+    part["p"] = _pvalues(scores, part, pool, k, n_perm, seed)
+    part["p_adj"] = np.nan
+    for _, index in part.groupby(list(KEY), sort=False, observed=True).groups.items():
+        part.loc[index, "p_adj"] = adjust(part.loc[index, "p"].to_numpy(), "holm")
+    part["verdict"] = [classify(r, lo, p, threshold=threshold, alpha=1 - ci) for r, lo, p in
+                       zip(part["impact_ratio"], part["impact_ratio_lo"], part["p_adj"])]
+    part["needed_per_group"] = _needed(scores, part, pool, k, threshold, ci, plan_boot, seed)
+    smallest = part.groupby(list(KEY), observed=True)["candidates"].transform("min")
+    part["more_per_group"] = (part["needed_per_group"] - smallest).clip(lower=0)
+    return part[list(COLUMNS)].reset_index(drop=True)
 
 
 def rollup(table: pd.DataFrame, by: list[str] | tuple[str, ...] = KEY) -> pd.DataFrame:
@@ -155,7 +152,7 @@ def rollup(table: pd.DataFrame, by: list[str] | tuple[str, ...] = KEY) -> pd.Dat
         carriers = part[part["verdict"] == strongest]
         rows.append({**dict(zip(columns, key if isinstance(key, tuple) else (key,))), "verdict": strongest,
                      **{f"n_{short}": int((part["verdict"] == name).sum()) for short, name in zip(_SHORT, STRENGTH)},
-                     "categories": ", ".join(f"{g}: {c}" for g, c in zip(carriers["grouping"], carriers["category"])),
+                     "categories": ", ".join(f"{g}: {c}" for g, c in zip(carriers["grouping"], carriers.get("name", carriers["category"]))),
                      "_rank": int(part["_rank"].min())})
     out = pd.DataFrame(rows).sort_values("_rank", kind="stable").drop(columns="_rank")
     return out.drop(columns=["_all"], errors="ignore").reset_index(drop=True)
