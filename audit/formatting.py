@@ -52,3 +52,29 @@ def markdown_table(frame: pd.DataFrame) -> str:
     rule = "|" + "|".join("---" for _ in frame.columns) + "|"
     body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
     return "\n".join([head, rule, *body]) + "\n"
+
+
+#: correlations over fewer points than this are flagged, not read as findings
+MIN_SYSTEMS = 5
+_GAPS = {"dp": "ΔDP", "eo": "ΔEO"}
+_METRICS = {"delta": "δ", "jsd": "JSD", "emd": "EMD", "rabbi": "RABBI"}
+
+
+def correlation_table(correlations: pd.DataFrame, names: "dict[str, str] | None" = None) -> pd.DataFrame:
+    """Correlations (:func:`audit.metrics.validity` columns) as people read them: scope (group names from
+    ``names``), gap, metric, r with its interval, p formatted, n, and a note — "too few systems" when n < 5,
+    "not defined: constant values" when r is missing; r and p are left blank in both cases."""
+    names = names or {}
+    rows = []
+    for row in correlations.itertuples(index=False):
+        n = int(row.n) if not _missing(row.n) else 0
+        note = (f"too few systems (n < {MIN_SYSTEMS})" if n < MIN_SYSTEMS
+                else "not defined: constant values" if _missing(row.r) else "")
+        low, high = (getattr(row, "r_lo", None), getattr(row, "r_hi", None))
+        rows.append({"scope": names.get(str(row.scope), str(row.scope)),
+                     "gap": _GAPS.get(str(row.gap), str(row.gap)),
+                     "metric": _METRICS.get(str(row.metric), str(row.metric))
+                     + (" (qualified)" if str(getattr(row, "column", "")).endswith("qualified") else ""),
+                     "r [interval]": "" if note else estimate(row.r, low, high),
+                     "p": "" if note else pvalue(getattr(row, "pvalue", None)), "n": n, "note": note})
+    return pd.DataFrame(rows, columns=["scope", "gap", "metric", "r [interval]", "p", "n", "note"])

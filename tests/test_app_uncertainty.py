@@ -81,9 +81,12 @@ def test_planner_answers_for_the_demo_store(gaps):
 def test_group_correlations_carry_bootstrap_bands(gaps):
     gaps.switch_page("pages/group_correlations.py").run()
     assert not gaps.exception and not gaps.warning
-    table = next(frame.value for frame in gaps.dataframe if "r_lo" in frame.value.columns)
-    finite = table.dropna(subset=["r", "r_lo", "r_hi"])
-    assert len(finite) > len(table) / 2
+    table = next(frame.value for frame in gaps.dataframe if "r [interval]" in frame.value.columns)
+    banded = table["r [interval]"].str.fullmatch(r"-?\d\.\d\d \[-?\d\.\d\d, -?\d\.\d\d\]")
+    assert banded.sum() > len(table) / 2
+    assert table["p"].isin(["", "< 0.001"]).sum() + table["p"].str.fullmatch(r"[01]\.\d{3}").sum() == len(table)
+    assert ((table["note"] != "") == (table["r [interval]"] == "")).all()
+    assert "Asian women" in set(table["scope"])
     assert ((finite["r_lo"] <= finite["r_hi"]) & finite["r_lo"].between(-1, 1)).all()
     bars = json.loads(gaps.get("plotly_chart")[0].proto.spec)["data"]
     assert all(bar["error_y"]["arrayminus"] for bar in bars)
