@@ -87,7 +87,8 @@ def test_group_correlations_carry_bootstrap_bands(gaps):
     assert table["p"].isin(["", "< 0.001"]).sum() + table["p"].str.fullmatch(r"[01]\.\d{3}").sum() == len(table)
     assert ((table["note"] != "") == (table["r [interval]"] == "")).all()
     assert "Asian women" in set(table["scope"])
-    assert ((finite["r_lo"] <= finite["r_hi"]) & finite["r_lo"].between(-1, 1)).all()
+    bounds = table.loc[banded, "r [interval]"].str.extract(r"\[(-?[\d.]+), (-?[\d.]+)\]").astype(float)
+    assert ((bounds[0] <= bounds[1]) & bounds[0].between(-1, 1)).all()
     bars = json.loads(gaps.get("plotly_chart")[0].proto.spec)["data"]
     assert all(bar["error_y"]["arrayminus"] for bar in bars)
 
