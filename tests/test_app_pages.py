@@ -89,6 +89,17 @@ def test_marginal_groupings(demo, grouping):
     assert set(table["group"]) == expected
 
 
+def test_quota_stops_below_the_pool_size(demo):
+    demo.switch_page("pages/allocation_gaps.py").run()
+    assert demo.slider(key="k_gaps").max == 7  # race × gender: pools of 8
+    demo.sidebar.radio(key="grouping_resume").set_value("gender").run()  # pools of 2: only k = 1 means something
+    assert not demo.exception and not demo.error
+    assert not [s for s in demo.slider if s.key == "k_gaps"]
+    assert any("only meaningful quota with pools of 2" in c.value for c in demo.caption)
+    table = gap_table(demo)
+    assert set(table["k"]) == {1} and table["dp_gap"].abs().max() > 1e-9
+
+
 def test_pairwise_mode_and_filters(demo):
     demo.switch_page("pages/allocation_gaps.py").run()
     mode = next(m for m in demo.sidebar.selectbox(key="mode_resume").options if m.startswith("pairwise"))
