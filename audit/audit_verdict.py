@@ -42,6 +42,18 @@ def pool_sizes(tables: StoreTables, selection: Selection) -> dict[str, int]:
     return sizes
 
 
+def refuse_full_pools(k: int, sizes: dict[str, int], groupings: Sequence[str] | None = None) -> None:
+    """An AuditError naming the pool size when quota ``k`` is not below the pool size of a named grouping, or of
+    every grouping when none is named (at k = pool size everyone is selected: nothing to measure)."""
+    named = {g: sizes[g] for g in groupings or () if g in sizes}
+    full = {g: s for g, s in (named or sizes).items() if k >= s}
+    refused = bool(full) if named else len(full) == len(sizes)
+    if refused:
+        listed = ", ".join(f"{g}: {s}" for g, s in full.items())
+        raise AuditError(f"quota k={k} is not below the pool size ({listed}): at k = pool size everyone is "
+                         "selected; choose a smaller k")
+
+
 def verdict_table(tables: StoreTables, selection: Selection, *, k: int, groupings: Sequence[str] = (),
                   threshold: float = FOUR_FIFTHS, plan_boot: int = 100) -> pd.DataFrame:
     """Verdict rows (see :data:`audit.metrics.verdict.COLUMNS`) plus ``name`` (the category's display name) for

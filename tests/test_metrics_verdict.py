@@ -1,5 +1,6 @@
 """The verdict rule on synthetic score tables whose answer is known by construction."""
 import io
+import re
 import json
 from pathlib import Path
 
@@ -92,3 +93,15 @@ def test_cli_verdict_on_the_demo_store_names_groups_and_refuses_k_at_pool_size(c
     table = pd.read_csv(io.StringIO(capsys.readouterr().out))
     assert set(table["grouping"]) == {"race"} and "White" in set(table["name"])
     assert set(table["verdict"]) <= {ADVERSE, INCONCLUSIVE, NO_EVIDENCE}
+
+
+@pytest.mark.parametrize("argv", [["metrics", "--k", "8"], ["impact", "--k", "2", "--grouping", "gender"],
+                                  ["impact", "--k", "8"], ["verdict", "--k", "8"]])
+def test_quota_at_the_pool_size_is_refused_by_every_command(argv, capsys):
+    demo = Path(__file__).resolve().parents[1] / "data" / "demo.db"
+    if not demo.exists():
+        pytest.skip("data/demo.db not built")
+    assert main([argv[0], "--db", str(demo), "--task", "resume", *argv[1:]]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and err.count("\n") == 1
+    assert re.search(r"pool size.*\b(8|2)\b", err)
