@@ -2,7 +2,7 @@
 import plotly.graph_objects as go
 import streamlit as st
 
-from audit import charts, views
+from audit import charts, formatting, views
 from pages.shared import common, uncertainty
 
 
@@ -25,6 +25,8 @@ if quota.rows.empty:
 at_k, correlations = quota.rows, quota.correlations
 fig = bars(current, k)
 common.chart(fig, correlations, f"group_correlations_k{k}")
-st.dataframe(correlations, hide_index=True, width="stretch")
+design = common.tables(current).design(current.task)
+names = {str(g): design.display_name(str(g)) for g in correlations["scope"].unique()}
+st.dataframe(formatting.correlation_table(correlations, names), hide_index=True, width="stretch")
 common.bundle_button("group_correlations", {f"group_correlations_k{k}": fig},
                      {"correlations": correlations, f"metrics_k{k}": at_k}, current, k=k)

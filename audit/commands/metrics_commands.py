@@ -127,6 +127,10 @@ def audits(args: argparse.Namespace, *, keep_draws: bool = False, **options) -> 
                               grouping=args.grouping, reference=args.reference, pool=args.pool, preset=args.preset,
                               max_inconsistent=args.max_inconsistent, ks=tuple(parse_quotas(args.k)), **options)
         rows = base_rows(tables, selection, keep_draws=keep_draws)
+        pool = int(rows.table.groupby(["model", "subtask"], observed=True)["k"].max().min())
+        if max(selection.ks) >= pool:
+            raise AuditError(f"quota k={max(selection.ks)} is not below the pool size {pool} ({mode}): at k = pool "
+                             "size everyone is selected and every gap is 0 by construction; choose a smaller k")
         result = compute(tables, selection, rows=rows, with_impact=False)
         for line in result.skipped:
             print(f"note: left out {line}", file=sys.stderr)
@@ -167,10 +171,14 @@ def run_metrics(args: argparse.Namespace) -> int:
         emit_table(table, args.format, args.out)
         return 0
     parts, pairs, quotas = _inputs(args)
-    table = pd.concat([MetricEngine(scores, reference=reference, pool=pool, pairs=pairs, ci=args.ci,
-                                    n_boot=args.bootstrap, seed=args.seed, preset=args.preset,
-                                    n_perm=args.permutations).table(quotas)
-                       for scores, reference, pool in parts], ignore_index=True)
+    engines = [MetricEngine(scores, reference=reference, pool=pool, pairs=pairs, ci=args.ci, n_boot=args.bootstrap,
+                            seed=args.seed, preset=args.preset, n_perm=args.permutations)
+               for scores, reference, pool in parts]
+    smallest = min(size for engine in engines for size in engine.pool_sizes.values())
+    if max(quotas) >= smallest:
+        raise AuditError(f"quota k={max(quotas)} is not below the pool size {smallest}: at k = pool size everyone "
+                         "is selected and every gap is 0 by construction; choose a smaller k")
+    table = pd.concat([engine.table(quotas) for engine in engines], ignore_index=True)
     if args.permutations is not None:
         table = adjusted(table, args.adjust)
     _note_missing_pairs(parts, pairs)

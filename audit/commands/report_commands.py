@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from audit.audit_result import comparison, impact_table
+from audit.audit_verdict import pool_sizes, refuse_full_pools
 from audit.design import AuditDesign
 from audit.errors import AuditError
 from audit.commands.io import emit, parse_quotas, read_table_file, records
@@ -136,6 +137,7 @@ def run_impact(args: argparse.Namespace) -> int:
     if args.db is not None and args.scores is None:
         tables = _tables(args)
         selection = _selection(args, tables, ks=quotas, max_inconsistent=args.max_inconsistent)
+        refuse_full_pools(max(quotas), pool_sizes(tables, selection), args.grouping)
         table = impact_table(tables, selection, args.grouping or ())
     else:
         if args.max_inconsistent is not None:

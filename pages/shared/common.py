@@ -120,12 +120,19 @@ def error(title: str, exc: Exception) -> None:
 
 
 def quota_slider(table: pd.DataFrame, key: str) -> int:
-    """The quota k slider (1 … pool size); its value is shared by every page through ``quota``."""
-    top = int(table["k"].max())
-    value = min(st.session_state.get("quota", DEFAULT_K), top)
-    k = st.slider("quota k (candidates selected per pool)", 1, top, value, key=key,
-                  help="Pools follow the task's design (shown in the sidebar); the k best-scored of each pool "
-                       "are selected.")
+    """The quota k slider, 1 … pool size − 1 (at k = pool size everyone is selected and every gap is 0 by
+    construction); its value is shared by every page through ``quota``."""
+    pool = int(table["k"].max())
+    top = max(1, pool - 1)
+    value = max(1, min(st.session_state.get("quota", DEFAULT_K), top))
+    if top == 1:
+        st.caption(f"quota k = 1: the only meaningful quota with pools of {pool} candidates")
+        k = 1
+    else:
+        k = st.slider("quota k (candidates selected per pool)", 1, top, value, key=key,
+                      help=f"Pools of {pool} candidates follow the task's design (shown in the sidebar); the k "
+                           "best-scored of each pool are selected. k stops below the pool size: selecting everyone "
+                           "leaves no gap to measure.")
     st.session_state["quota"] = k
     return k
 

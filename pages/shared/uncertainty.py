@@ -82,7 +82,7 @@ def caption(view: views.View, rows: pd.DataFrame, method: str) -> str:
             f"within each group; r recomputed from the resampled metrics and gaps). p: permutation test of no gap "
             f"({N_PERM} shuffles of the group labels within each model · subtask, exact gaps), adjusted by "
             f"{METHODS[method]} across the {family} groups × subtasks shown per model and k. "
-            "◆ marks gaps whose interval excludes 0.")
+            + charts.SIGNIFICANCE_RULE.format(alpha=round(1 - view.ci, 6)))
 
 
 @st.cache_data(show_spinner="Planning…", max_entries=32)
