@@ -127,3 +127,18 @@ def test_broken_json_is_named_and_nothing_written(runs, tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error:") and "run_bad.json" in err[0]
     assert db.read_bytes() == before
+
+
+def test_ll144_summary_on_imported_rankings(runs, store, capsys):
+    capsys.readouterr()
+    assert main(["ll144", "--db", str(store), "--k", "1", "--format", "json"]) == 0
+    table = pd.DataFrame(json.loads(capsys.readouterr().out))
+    both = table[table["grouping"] == "intersection"].merge(study_table(runs), on=["model", "subtask", "category"])
+    assert len(both) == 64
+    assert (both["selection_rate"] - both["rate"]).abs().max() < 1e-12
+    assert (both["impact_ratio"] - both["ratio"]).abs().max() < 1e-12
+    assert (table.loc[table["category"] == "unknown", "applicants"] == 0).all()
+    assert set(table["first_date"]) == {"2023-11-21"} and table["p_holm"].notna().any()
+    capsys.readouterr()
+    assert main(["ll144", "--db", str(store), "--k", "1", "--format", "md", "--task", "study"]) == 0
+    assert "### race/ethnicity" in capsys.readouterr().out
