@@ -266,6 +266,9 @@ CASES = [
          r"is a result store \(or one of its"),
     Case("22 --out onto a FIFO", lambda d: ["scores", "--db", store(d), "--out", fifo(d)], r"not a regular file"),
     Case("22 Parquet decompression bomb", lambda d: custom(d, parquet_bomb(d)), r"5,000,000 rows; the limit is 100,000"),
+    Case("22 dict value as candidate text", lambda d: custom(d, table(d, '{"text": {"a": 1}, "group": "A"}\n'
+                                                                         '{"text": "b", "group": "B"}\n', "c.jsonl")),
+         r"row 1, column 'text': a JSON dict, not text"),
     Case("22 FIFO as the store", lambda d: ["scores", "--db", fifo(d)], r"not a regular file"),
     Case("22 /dev/null as the store", lambda d: ["score", "--subtask", "retail", "--limit", "1", "--db", "/dev/null"],
          r"not a regular file"),

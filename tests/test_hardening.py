@@ -263,3 +263,26 @@ def test_two_models_under_one_label_are_refused_and_label_names_them_apart(tmp_p
                             capture_output=True, text=True, env=env, timeout=300)
     models = {line.split(",")[0] for line in listed.stdout.splitlines()[1:]}
     assert listed.returncode == 0 and models == {"final", "final-b"}, listed.stderr
+
+
+def test_nfc_and_nfd_spellings_are_one_group_and_impact_csv_neutralises_formulas(tmp_path):
+    from audit.tasks.custom import load_candidates
+    from audit.tasks.specs import load_spec
+
+    data = tmp_path / "c.csv"
+    data.write_text("text,group\nfirst,Andr\u00e9\nsecond,Andre\u0301\nthird,Bo\nfourth,Bo\n", encoding="utf-8")
+    spec = tmp_path / "s.yaml"
+    spec.write_text('name: t\ninstruction: Screen.\nuser: "{text}"\nlabels: {"Yes": 1, "No": 0}\n'
+                    'pairwise: {question: "Which?"}\nreference_group: "Andre\u0301"\n', encoding="utf-8")
+    candidates = load_candidates(data, load_spec(spec))
+    assert {c.group for cs in candidates.values() for c in cs} == {"Andr\u00e9", "Bo"}
+
+    scores = tmp_path / "scores.csv"
+    scores.write_text("model,task,subtask,mode,candidate_id,group,qualified,score\n" + "".join(
+        f"m,t,s,pointwise,{g}{i},{g},1,{0.1 * i + (0.5 if g == 'B' else 0)}\n" for g in ("=HYPERLINK(1)", "B")
+        for i in range(4)))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, "-m", "audit", "impact", "--scores", str(scores), "--k", "1",
+                           "--format", "csv"], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0 and "HYPERLINK" in done.stdout, done.stderr
+    assert not any(cell.startswith(("=", "+", "@")) for line in done.stdout.splitlines() for cell in line.split(","))

@@ -12,7 +12,7 @@ from audit.audit_verdict import pool_sizes, refuse_full_pools
 from audit.design import AuditDesign
 from audit.errors import AuditError
 from audit.commands.io import emit, parse_quotas, read_table_file, records
-from audit.output import check_target, write_atomic
+from audit.output import check_target, csv_text, write_atomic
 from audit.metrics.compare import compare_gaps, rank_correlation, selection_flips
 from audit.metrics.impact import impact_ratios
 from audit.metrics.inference import METHODS
@@ -148,7 +148,7 @@ def run_impact(args: argparse.Namespace) -> int:
                                 grouping=grouping, ci=args.ci, n_boot=args.bootstrap, seed=args.seed)
                   for grouping in args.grouping or design.groupings]
         table = pd.concat(frames, ignore_index=True)
-    text = {"csv": lambda: table.to_csv(index=False), "md": lambda: markdown(table),
+    text = {"csv": lambda: csv_text(table), "md": lambda: markdown(table),
             "json": lambda: json.dumps(records(table), indent=1) + "\n"}[args.format]()
     emit(text, args.out)
     return 0

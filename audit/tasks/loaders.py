@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import math
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -103,10 +104,11 @@ def columns_of(rows: list[Row]) -> set[str]:
 
 
 def cell_text(value: Any) -> str:
-    """A cell as stripped text; missing values (None, NaN) are empty."""
+    """A cell as stripped text in Unicode NFC (so "é" typed two ways is one group); missing values (None, NaN) are
+    empty."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
-    return str(value).strip()
+    return unicodedata.normalize("NFC", str(value).strip())
 
 
 def check_parquet(path: Path, *, max_rows: int = MAX_ROWS, max_bytes: int = MAX_DECODED) -> None:
