@@ -202,19 +202,22 @@ def _pointwise(store, task, ref, executor, limit, batch_size, progress, truncate
     if fitted != candidates:
         candidates = fitted
         prompts, by_key, missing = plan(candidates)
-    store.register_model(ref.fingerprint, ref.label, ref.describe())
-    store.save_plan(
-        candidates=_candidate_rows(task, candidates),
-        prompts=_prompt_rows(by_key),
-        design=design_of(task),
-        pointwise=[(ref.fingerprint, task.name, task.subtask, cid, p.key(), labels, relevance)
-                   for cid, p in prompts.items()],
-    )
-    summary = RunSummary(ref.label, task.name, task.subtask, "pointwise", len(by_key), len(by_key) - len(missing))
+    store.check_label(ref.fingerprint, ref.label)
 
+    def record() -> None:
+        store.register_model(ref.fingerprint, ref.label, ref.describe())
+        store.save_plan(
+            candidates=_candidate_rows(task, candidates),
+            prompts=_prompt_rows(by_key),
+            design=design_of(task),
+            pointwise=[(ref.fingerprint, task.name, task.subtask, cid, p.key(), labels, relevance)
+                       for cid, p in prompts.items()],
+        )
+
+    summary = RunSummary(ref.label, task.name, task.subtask, "pointwise", len(by_key), len(by_key) - len(missing))
     job = BatchJob("labels", tuple(task.label_set.labels))
     _work(missing, by_key, job, lambda rows: store.save_label_results(ref.fingerprint, labels, rows), summary,
-          executor, batch_size, progress)
+          executor, batch_size, progress, record)
     table = store.pointwise_table()
     mine = table[(table["fingerprint"] == ref.fingerprint) & (table["subtask"] == task.subtask)
                  & (table["task"] == task.name)]
@@ -245,14 +248,17 @@ def _pairwise(store, task, ref, executor, method, limit, rounds, batch_size, pro
         pools = [[fitted[c.candidate_id] for c in pool] for pool in pools]
         members = [c for pool in pools for c in pool]
         rows, by_key, missing = plan(pools)
-    store.register_model(ref.fingerprint, ref.label, ref.describe())
-    store.save_plan(candidates=_candidate_rows(task, members), prompts=_prompt_rows(by_key), pairwise=rows,
-                    design=design_of(task))
+    store.check_label(ref.fingerprint, ref.label)
+
+    def record() -> None:
+        store.register_model(ref.fingerprint, ref.label, ref.describe())
+        store.save_plan(candidates=_candidate_rows(task, members), prompts=_prompt_rows(by_key), pairwise=rows,
+                        design=design_of(task))
+
     mode = "pairwise" if method == "generate" else "pairwise-likelihood"
     summary = RunSummary(ref.label, task.name, task.subtask, mode, len(by_key), len(by_key) - len(missing))
-
     _work(missing, by_key, BatchJob(method), lambda rows: store.save_choice_results(ref.fingerprint, method, rows),
-          summary, executor, batch_size, progress)
+          summary, executor, batch_size, progress, record)
     summary.quality = pairwise_quality(store, ref.fingerprint, task, method)
     return summary
 
@@ -274,20 +280,28 @@ def pairwise_quality(store: Store, fingerprint: str, task: Task, method: str) ->
 
 
 def _work(missing: list[str], by_key: dict[str, ChatPrompt], job: BatchJob, save: Callable[[list[tuple]], None],
-          summary: RunSummary, executor: Executor, batch_size: int, progress: Progress | None) -> None:
-    """Score ``missing`` in batches, committing each as it returns; stop early when progress says so."""
+          summary: RunSummary, executor: Executor, batch_size: int, progress: Progress | None,
+          record: Callable[[], None]) -> None:
+    """Score ``missing`` in batches, committing each as it returns; stop early when progress says so. The model
+    and the plan are ``record``-ed with the first batch's results (or at once when everything is cached), so a run
+    that fails before its first result leaves the store as it was."""
     total = summary.prompts
     if progress is not None and progress(summary.cached, total) is False:
         summary.cancelled = bool(missing)
         return
     if not missing:
+        record()
         return
     batches = [[(k, by_key[k]) for k in missing[start : start + batch_size]]
                for start in range(0, len(missing), batch_size)]
     results = executor.map(job, batches)
+    recorded = False
     try:
         for rows in results:
             check_rows(job.method, rows)
+            if not recorded:
+                record()
+                recorded = True
             save(rows)
             summary.scored += len(rows)
             if progress is not None and progress(summary.cached + summary.scored, total) is False:

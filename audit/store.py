@@ -168,15 +168,19 @@ class Store:
 
     # ---- writing -----------------------------------------------------------------------------------------
 
+    def check_label(self, fingerprint: str, label: str) -> None:
+        """Refuse ``label`` if it already names another model (two systems under one label cannot be told apart)."""
+        other = self.db.execute("SELECT fingerprint, details FROM models WHERE label = ? AND fingerprint != ?",
+                                (label, fingerprint)).fetchone()
+        if other:
+            where = json.loads(other[1]).get("location", "?")
+            raise AuditError(f"label {label!r} already names another model in {self.path} (fingerprint "
+                             f"{other[0]}, {where}); score this one under its own name with --label NAME")
+
     def register_model(self, fingerprint: str, label: str, details: dict) -> None:
-        """Record a model; its label must name it alone (two systems under one label could not be told apart)."""
+        """Record a model under a label that names it alone (:meth:`check_label`)."""
         with self.transaction() as db:
-            other = db.execute("SELECT fingerprint, details FROM models WHERE label = ? AND fingerprint != ?",
-                               (label, fingerprint)).fetchone()
-            if other:
-                where = json.loads(other[1]).get("location", "?")
-                raise AuditError(f"label {label!r} already names another model in {self.path} (fingerprint "
-                                 f"{other[0]}, {where}); score this one under its own name with --label NAME")
+            self.check_label(fingerprint, label)
             db.execute("INSERT OR IGNORE INTO models VALUES (?, ?, ?, ?)",
                        (fingerprint, label, json.dumps(details, sort_keys=True), time.time()))
 

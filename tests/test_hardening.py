@@ -58,9 +58,10 @@ def test_garbage_log_probabilities_stop_the_run_and_nothing_is_cached(tmp_path, 
                               capture_output=True, text=True, env=env, timeout=300)
     lines = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert done.returncode == 2 and len(lines) == 1 and re.search(error, lines[0]), done.stderr
-    if db.exists():  # nothing scored was cached
+    if db.exists():  # nothing scored was cached, and a run that failed before its first result left no rows at all
         with sqlite3.connect(db) as connection:
-            assert connection.execute("SELECT COUNT(*) FROM label_results").fetchone()[0] == 0
+            for table in ("label_results", "models", "pointwise_plan", "candidates"):
+                assert connection.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] == 0, table
 
 
 class Misbehaving:
