@@ -66,16 +66,25 @@ def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
     return fig
 
 
+#: correlations over fewer points (systems × subtasks × groups) than this are not printed as findings
+MIN_SYSTEMS = 5
+
+
 def _r_text(correlations: pd.DataFrame | None, gap: str, metric: str) -> str:
     if correlations is None:
         return ""
     row = correlations[(correlations["gap"] == gap) & (correlations["metric"] == metric)]
-    if row.empty or pd.isna(row["r"].iloc[0]):
+    if row.empty:
         return "r = n/a"
+    n = int(row["n"].iloc[0]) if pd.notna(row["n"].iloc[0]) else 0
+    if n < MIN_SYSTEMS:
+        return f"r not shown: too few systems (n = {n} < {MIN_SYSTEMS})"
+    if pd.isna(row["r"].iloc[0]):
+        return f"r not defined: constant values (n = {n})"
     band = ""
     if "r_lo" in row and pd.notna(row["r_lo"].iloc[0]):
         band = f" [{row['r_lo'].iloc[0]:+.2f}, {row['r_hi'].iloc[0]:+.2f}]"
-    return f"r = {row['r'].iloc[0]:+.2f}{band} (n = {int(row['n'].iloc[0])})"
+    return f"r = {row['r'].iloc[0]:+.2f}{band} (n = {n})"
 
 
 def _uncertainty_hover(table: pd.DataFrame, start: int) -> tuple[list[str], str]:
@@ -95,6 +104,19 @@ def _uncertainty_hover(table: pd.DataFrame, start: int) -> tuple[list[str], str]
     return columns, "".join(f"<br>{line}" for line in lines)
 
 
+SIGNIFICANCE_RULE = ("◆ marks a gap only where the permutation test of no gap rejects at α = {alpha:g} after the "
+                     "multiple-comparison adjustment (adjusted p ≤ α); the bootstrap intervals are unadjusted and "
+                     "are shown for size, not for significance.")
+
+
+def significant(table: pd.DataFrame, column: str, alpha: float = 0.05) -> pd.Series:
+    """Rows whose adjusted p-value of ``column`` (``*_padj``) is at most ``alpha`` (all False without p-values):
+    the one reading of significance the marks, findings and verdicts share."""
+    if f"{column}_padj" not in table:
+        return pd.Series(False, index=table.index)
+    return table[f"{column}_padj"].le(alpha).fillna(False).astype(bool)
+
+
 def excludes_zero(table: pd.DataFrame, column: str) -> pd.Series:
     """Rows whose CI of ``column`` (``*_lo``/``*_hi``) excludes 0 (all False without bounds)."""
     if f"{column}_lo" not in table:
@@ -103,13 +125,14 @@ def excludes_zero(table: pd.DataFrame, column: str) -> pd.Series:
 
 
 def gap_scatter(table: pd.DataFrame, *, k: int, correlations: pd.DataFrame | None = None,
-                reference: str = "") -> go.Figure:
+                reference: str = "", alpha: float = 0.05) -> go.Figure:
     """Each bias metric (columns) against ΔDP and ΔEO (rows) at quota ``k``, one point per (model, subtask, group),
     coloured by group (one trace per panel keeps the figure fast to build; hover names the group).
 
     ``table``: metric-table rows at one k. ``correlations``: the overall rows of :func:`audit.metrics.validity`
-    (columns gap, metric, r, n, optionally r_lo/r_hi), printed on each panel. Where the table has CI bounds, points
-    whose gap CI excludes 0 are drawn as diamonds; hover adds the CI and adjusted p-value (``*_padj``) if present.
+    (columns gap, metric, r, n, optionally r_lo/r_hi), printed on each panel. Points whose adjusted p-value is at
+    most ``alpha`` (:func:`significant`, :data:`SIGNIFICANCE_RULE`) are drawn as diamonds; hover adds the CI and
+    adjusted p-value (``*_padj``) if present.
     JSD and EMD have no sign, so they face |gap|, as in validity.
     """
     table = _escaped(table)
@@ -130,7 +153,7 @@ def gap_scatter(table: pd.DataFrame, *, k: int, correlations: pd.DataFrame | Non
     custom = table[["model", "subtask", "group", *HOVER_COLUMNS, *extra]].to_numpy(dtype=object)
     for row, gap in enumerate(PAIRINGS, start=1):
         gap_column, pairs = PAIRINGS[gap]
-        marked = excludes_zero(table, gap_column).to_numpy()
+        marked = significant(table, gap_column, alpha).to_numpy()
         gap_marker = dict(marker, symbol=["diamond" if m else "circle" for m in marked],
                           line=dict(width=[2 if m else 0.5 for m in marked], color="#111111"))
         for col, (metric, column, absolute) in enumerate(pairs, start=1):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from audit.errors import AuditError
 
@@ -13,31 +14,42 @@ from audit.errors import AuditError
 WHOLE = "group"
 
 
+class PoolKind(StrEnum):
+    """How pools are drawn (a ``str``, so stored and typed spellings compare equal)."""
+
+    PER_GROUP = "per-group"
+    RANDOM = "random"
+    OBSERVED = "observed"
+
+
 @dataclass(frozen=True)
 class PoolDesign:
     """How pools are drawn: ``per-group`` (one candidate of every group), ``random`` with ``size`` N (N drawn
     without replacement from all candidates of the subtask) or ``observed`` (the pools a pairwise run recorded)."""
 
-    kind: str = "per-group"
+    kind: PoolKind = PoolKind.PER_GROUP
     size: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", PoolKind(self.kind))  # a spelling becomes its kind (bad ones raise)
 
     @classmethod
     def parse(cls, spec: "str | PoolDesign", where: str = "pool design",
-              kinds: tuple[str, ...] = ("per-group", "random", "observed")) -> "PoolDesign":
+              kinds: tuple[str, ...] = tuple(PoolKind)) -> "PoolDesign":
         """Read ``per-group``, ``random:N`` (N ≥ 2) or ``observed``, accepting only ``kinds``."""
         if isinstance(spec, PoolDesign) and spec.kind in kinds:
             return spec
         text = str(spec).strip()
         kind, _, size = text.partition(":")
-        if kind in kinds and kind != "random" and not size:
-            return cls(kind)
-        if kind == "random" and kind in kinds and size.isascii() and size.isdigit() and int(size) >= 2:
-            return cls("random", int(size))
-        spellings = ", ".join("random:N (N ≥ 2)" if k == "random" else k for k in kinds)
+        if kind in kinds and kind != PoolKind.RANDOM and not size:
+            return cls(PoolKind(kind))
+        if kind == PoolKind.RANDOM and kind in kinds and size.isascii() and size.isdigit() and int(size) >= 2:
+            return cls(PoolKind.RANDOM, int(size))
+        spellings = ", ".join("random:N (N ≥ 2)" if k == PoolKind.RANDOM else str(k) for k in kinds)
         raise AuditError(f"{where}: {text!r} not understood; use {spellings}")
 
     def __str__(self) -> str:
-        return f"random:{self.size}" if self.kind == "random" else self.kind
+        return f"random:{self.size}" if self.kind == PoolKind.RANDOM else str(self.kind)
 
 
 @dataclass(frozen=True)
@@ -46,7 +58,9 @@ class AuditDesign:
 
     ``groupings`` maps a grouping's name to the part of a ``_``-joined group code it keeps (None: the whole code),
     e.g. race × gender → None, race → 0, gender → 1. ``prompt_hash`` is a SHA-256 of the task's prompt templates
-    (empty when unknown, e.g. for a task recorded before designs were stored).
+    (empty when unknown, e.g. for a task recorded before designs were stored). ``names`` maps each part of a group
+    code to its display name (``W`` → White, ``F`` → women); ``counterfactual``: groups differ only by the name on
+    otherwise identical documents (else the design is observational).
     """
 
     task: str
@@ -58,17 +72,53 @@ class AuditDesign:
     qualification: str  # who counts as qualified, in words
     groupings: dict[str, int | None] = field(default_factory=lambda: {WHOLE: None})
     prompt_hash: str = ""
+    # how results read, not what was computed: left out of equality, so a design stored before they were recorded
+    # still equals the one its task derives today
+    names: dict[str, str] = field(default_factory=dict, compare=False)
+    counterfactual: bool = field(default=False, compare=False)
+
+    def part(self, grouping: str) -> int | None:
+        """The part of a group code that ``grouping`` keeps (an AuditError for a grouping the design lacks)."""
+        if grouping not in self.groupings:
+            raise AuditError(f"grouping {grouping!r} not declared by task {self.task!r}; choose from "
+                             f"{list(self.groupings)}")
+        return self.groupings[grouping]
+
+    def category(self, code: str, grouping: str) -> str:
+        """The category of group ``code`` under ``grouping`` (``B_F`` → ``B`` for race); the only place a code is
+        split."""
+        return regroup_code(str(code), self.part(grouping))
+
+    def finest(self) -> str:
+        """The grouping that keeps codes whole."""
+        return next((g for g, part in self.groupings.items() if part is None), WHOLE)
+
+    def display_name(self, code: str, grouping: str | None = None) -> str:
+        """A group's name in words (``A_F`` → Asian women, ``W`` → White, ``M`` → men) from the names the task
+        declares; the code itself when some part has no name."""
+        category = self.category(code, grouping) if grouping else str(code)
+        pieces = category.split("_")
+        if all(piece in self.names for piece in pieces):
+            return " ".join(self.names[piece] for piece in pieces)
+        return category
 
     def row(self) -> tuple:
-        """The store's ``designs`` row."""
+        """The store's ``designs`` row (display names and the counterfactual flag ride in the groupings column, so
+        the table keeps its columns and older rows still load)."""
+        groupings = {"groupings": self.groupings, "names": self.names, "counterfactual": self.counterfactual}
         return (self.task, self.subtask, self.reference, str(self.pools), json.dumps(list(self.labels)),
-                json.dumps(list(self.relevance)), self.qualification, json.dumps(self.groupings), self.prompt_hash)
+                json.dumps(list(self.relevance)), self.qualification, json.dumps(groupings), self.prompt_hash)
 
     @classmethod
     def from_row(cls, row: tuple) -> "AuditDesign":
         task, subtask, reference, pools, labels, relevance, qualification, groupings, prompt_hash = row
+        stored = json.loads(groupings)
+        extra = {}
+        if isinstance(stored.get("groupings"), dict):  # written with names (a grouping's part is never a dict)
+            extra = {"names": dict(stored.get("names", {})), "counterfactual": bool(stored.get("counterfactual"))}
+            stored = stored["groupings"]
         return cls(task, subtask, reference, PoolDesign.parse(pools), tuple(json.loads(labels)),
-                   tuple(json.loads(relevance)), qualification, json.loads(groupings), prompt_hash)
+                   tuple(json.loads(relevance)), qualification, stored, prompt_hash, **extra)
 
 
 def split_groupings(columns: tuple[str, ...] | list[str]) -> dict[str, int | None]:

@@ -7,6 +7,7 @@ run as formulas by spreadsheet programs; they get a leading ``'``. Numbers are l
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -16,6 +17,21 @@ from audit.errors import AuditError
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 STORE_SIDECARS = ("", "-wal", "-shm", "-journal")
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def is_store_file(path: Path) -> bool:
+    """Whether ``path`` is a SQLite database or the ``-wal``/``-shm``/``-journal`` file of one (by content, so a
+    store named ``store.html`` is recognised too)."""
+    candidates = [path] + [Path(str(path)[: -len(suffix)]) for suffix in STORE_SIDECARS[1:] if str(path).endswith(suffix)]
+    for candidate in candidates:
+        try:
+            with candidate.open("rb") as handle:
+                if handle.read(len(SQLITE_HEADER)) == SQLITE_HEADER:
+                    return True
+        except OSError:
+            continue
+    return False
 
 
 def check_target(out: str | Path, store: str | Path | None = None) -> Path:
@@ -23,6 +39,11 @@ def check_target(out: str | Path, store: str | Path | None = None) -> Path:
     target = Path(out)
     if target.is_dir():
         raise AuditError(f"--out {target} is a folder; give a file name")
+    if target.exists() and not stat.S_ISREG(target.stat().st_mode):
+        raise AuditError(f"--out {target} is not a regular file (a FIFO, device or socket); give a file name")
+    if is_store_file(target.resolve()):
+        raise AuditError(f"--out {target} is a result store (or one of its -wal/-shm/-journal files); "
+                         "write the export elsewhere")
     if not target.parent.is_dir():
         raise AuditError(f"--out {target}: folder {target.parent} does not exist")
     if store is not None:
@@ -42,6 +63,9 @@ def write_atomic(out: str | Path, data: bytes | str, store: str | Path | None = 
         handle, partial = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
         with os.fdopen(handle, "wb") as stream:
             stream.write(payload)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(partial, 0o666 & ~umask)  # mkstemp makes 0600; an export gets the usual mode
         os.replace(partial, target)
     except OSError as exc:
         raise AuditError(f"cannot write {target}: {exc.strerror or exc}") from None

@@ -10,6 +10,7 @@ flight, and the next run picks up from there.
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generator, Protocol, Sequence
@@ -56,6 +57,32 @@ class BatchJob:
             choice = choice_from_logprobs(first, second)
             rows.append((k, {"first": p.options[0], "second": p.options[1]}.get(choice, ""), choice, first, second))
         return rows
+
+
+MASS_SLACK = 1e-6
+"""How far above 1 a label mass may round before it is taken for a broken backend."""
+
+
+def check_rows(method: str, rows: list[tuple]) -> None:
+    """Refuse a batch whose results no model could give, before anything of it is cached: label probabilities must
+    be finite, in [0, 1] and sum to 1 with a label mass in [0, 1]; option log-probabilities finite and ≤ 0."""
+    for row in rows:
+        key = row[0]
+        if method == "labels":
+            probs, mass = row[1], row[2]
+            numbers = [*probs, mass]
+            if not all(isinstance(x, (int, float)) and math.isfinite(x) for x in numbers):
+                raise AuditError(f"the model returned non-finite label probabilities for {key} "
+                                 f"(probabilities {list(probs)}, label mass {mass}); nothing of this batch was stored")
+            if any(x < -MASS_SLACK or x > 1 + MASS_SLACK for x in numbers) or abs(sum(probs) - 1) > MASS_SLACK:
+                raise AuditError(f"the model returned impossible label probabilities for {key} (probabilities "
+                                 f"{list(probs)}, label mass {mass}: a log-probability above 0?); nothing of this "
+                                 "batch was stored")
+        elif method == "likelihood":
+            for value in row[3:5]:
+                if not (isinstance(value, (int, float)) and math.isfinite(value) and value <= MASS_SLACK):
+                    raise AuditError(f"the model returned an impossible option log-probability {value!r} for {key}; "
+                                     "nothing of this batch was stored")
 
 
 class Executor(Protocol):
@@ -175,19 +202,22 @@ def _pointwise(store, task, ref, executor, limit, batch_size, progress, truncate
     if fitted != candidates:
         candidates = fitted
         prompts, by_key, missing = plan(candidates)
-    store.register_model(ref.fingerprint, ref.label, ref.describe())
-    store.save_plan(
-        candidates=_candidate_rows(task, candidates),
-        prompts=_prompt_rows(by_key),
-        design=design_of(task),
-        pointwise=[(ref.fingerprint, task.name, task.subtask, cid, p.key(), labels, relevance)
-                   for cid, p in prompts.items()],
-    )
-    summary = RunSummary(ref.label, task.name, task.subtask, "pointwise", len(by_key), len(by_key) - len(missing))
+    store.check_label(ref.fingerprint, ref.label)
 
+    def record() -> None:
+        store.register_model(ref.fingerprint, ref.label, ref.describe())
+        store.save_plan(
+            candidates=_candidate_rows(task, candidates),
+            prompts=_prompt_rows(by_key),
+            design=design_of(task),
+            pointwise=[(ref.fingerprint, task.name, task.subtask, cid, p.key(), labels, relevance)
+                       for cid, p in prompts.items()],
+        )
+
+    summary = RunSummary(ref.label, task.name, task.subtask, "pointwise", len(by_key), len(by_key) - len(missing))
     job = BatchJob("labels", tuple(task.label_set.labels))
     _work(missing, by_key, job, lambda rows: store.save_label_results(ref.fingerprint, labels, rows), summary,
-          executor, batch_size, progress)
+          executor, batch_size, progress, record)
     table = store.pointwise_table()
     mine = table[(table["fingerprint"] == ref.fingerprint) & (table["subtask"] == task.subtask)
                  & (table["task"] == task.name)]
@@ -218,14 +248,17 @@ def _pairwise(store, task, ref, executor, method, limit, rounds, batch_size, pro
         pools = [[fitted[c.candidate_id] for c in pool] for pool in pools]
         members = [c for pool in pools for c in pool]
         rows, by_key, missing = plan(pools)
-    store.register_model(ref.fingerprint, ref.label, ref.describe())
-    store.save_plan(candidates=_candidate_rows(task, members), prompts=_prompt_rows(by_key), pairwise=rows,
-                    design=design_of(task))
+    store.check_label(ref.fingerprint, ref.label)
+
+    def record() -> None:
+        store.register_model(ref.fingerprint, ref.label, ref.describe())
+        store.save_plan(candidates=_candidate_rows(task, members), prompts=_prompt_rows(by_key), pairwise=rows,
+                        design=design_of(task))
+
     mode = "pairwise" if method == "generate" else "pairwise-likelihood"
     summary = RunSummary(ref.label, task.name, task.subtask, mode, len(by_key), len(by_key) - len(missing))
-
     _work(missing, by_key, BatchJob(method), lambda rows: store.save_choice_results(ref.fingerprint, method, rows),
-          summary, executor, batch_size, progress)
+          summary, executor, batch_size, progress, record)
     summary.quality = pairwise_quality(store, ref.fingerprint, task, method)
     return summary
 
@@ -247,19 +280,28 @@ def pairwise_quality(store: Store, fingerprint: str, task: Task, method: str) ->
 
 
 def _work(missing: list[str], by_key: dict[str, ChatPrompt], job: BatchJob, save: Callable[[list[tuple]], None],
-          summary: RunSummary, executor: Executor, batch_size: int, progress: Progress | None) -> None:
-    """Score ``missing`` in batches, committing each as it returns; stop early when progress says so."""
+          summary: RunSummary, executor: Executor, batch_size: int, progress: Progress | None,
+          record: Callable[[], None]) -> None:
+    """Score ``missing`` in batches, committing each as it returns; stop early when progress says so. The model
+    and the plan are ``record``-ed with the first batch's results (or at once when everything is cached), so a run
+    that fails before its first result leaves the store as it was."""
     total = summary.prompts
     if progress is not None and progress(summary.cached, total) is False:
         summary.cancelled = bool(missing)
         return
     if not missing:
+        record()
         return
     batches = [[(k, by_key[k]) for k in missing[start : start + batch_size]]
                for start in range(0, len(missing), batch_size)]
     results = executor.map(job, batches)
+    recorded = False
     try:
         for rows in results:
+            check_rows(job.method, rows)
+            if not recorded:
+                record()
+                recorded = True
             save(rows)
             summary.scored += len(rows)
             if progress is not None and progress(summary.cached + summary.scored, total) is False:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import stat
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -77,6 +78,7 @@ class Store:
         self._deferred = False
         if self.path.is_dir():
             raise AuditError(f"result store {self.path} is a folder; give the path of a store file (e.g. results.db)")
+        check_regular(self.path)
         if not self.path.exists():
             if not create:
                 raise AuditError(f"result store {self.path} does not exist")
@@ -94,7 +96,7 @@ class Store:
         """Connect read-write to an existing store (never creating one) or create a new one where nothing is."""
         exists = self.path.exists()
         if exists:
-            check_is_store(self.path)
+            check_is_store(self.path, before_writing=True)
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         uri = f"{self.path.resolve().as_uri()}?mode={'rw' if exists else 'rwc'}"
@@ -113,7 +115,7 @@ class Store:
                 db.execute(statement)
             db.execute("INSERT OR IGNORE INTO meta VALUES ('application', ?)", (APPLICATION,))
             db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-        version = int(self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0])
+        version = _schema_version(self.db, self.path) or SCHEMA_VERSION
         if version < SCHEMA_VERSION:
             with self.transaction() as db:
                 _migrate(db, version)
@@ -166,8 +168,19 @@ class Store:
 
     # ---- writing -----------------------------------------------------------------------------------------
 
+    def check_label(self, fingerprint: str, label: str) -> None:
+        """Refuse ``label`` if it already names another model (two systems under one label cannot be told apart)."""
+        other = self.db.execute("SELECT fingerprint, details FROM models WHERE label = ? AND fingerprint != ?",
+                                (label, fingerprint)).fetchone()
+        if other:
+            where = json.loads(other[1]).get("location", "?")
+            raise AuditError(f"label {label!r} already names another model in {self.path} (fingerprint "
+                             f"{other[0]}, {where}); score this one under its own name with --label NAME")
+
     def register_model(self, fingerprint: str, label: str, details: dict) -> None:
+        """Record a model under a label that names it alone (:meth:`check_label`)."""
         with self.transaction() as db:
+            self.check_label(fingerprint, label)
             db.execute("INSERT OR IGNORE INTO models VALUES (?, ?, ?, ?)",
                        (fingerprint, label, json.dumps(details, sort_keys=True), time.time()))
 
@@ -367,10 +380,19 @@ def _derived_designs(db: sqlite3.Connection, known: set[tuple[str, str]]) -> lis
             for (task, subtask), members in sorted(groups.items())]
 
 
-def check_is_store(path: Path) -> None:
-    """Refuse files that are not SQLite, and SQLite files that belong to something else."""
+def check_regular(path: Path) -> None:
+    """Refuse a store path that exists but is no regular file (a FIFO would hang the read, a device like /dev/null
+    would get a ``-journal`` file created beside it)."""
+    if path.exists() and not path.is_dir() and not stat.S_ISREG(path.stat().st_mode):
+        raise AuditError(f"result store {path} is not a regular file (a FIFO, device or socket); give a store file")
+
+
+def check_is_store(path: Path, *, before_writing: bool = False) -> None:
+    """Refuse files that are not SQLite, and SQLite files that belong to something else; ``before_writing``, also a
+    store whose pages are damaged (SQLite's quick check), before a single byte of it changes."""
     if path.is_dir():
         raise AuditError(f"result store {path} is a directory, not a file")
+    check_regular(path)
     try:
         with path.open("rb") as handle:
             header = handle.read(16)
@@ -389,11 +411,16 @@ def check_is_store(path: Path) -> None:
     try:
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         owner = db.execute("SELECT value FROM meta WHERE key='application'").fetchone() if "meta" in tables else None
-        version = _schema_version(db) if "meta" in tables else None
+        version = _schema_version(db, path) if "meta" in tables else None
+        damage = db.execute("PRAGMA quick_check").fetchall() if before_writing else [("ok",)]
     except sqlite3.DatabaseError as exc:
         raise AuditError(f"{path} is not a readable result store: {exc}") from None
     finally:
         db.close()
+    if damage != [("ok",)]:
+        problems = [line for row in damage for line in str(row[0]).splitlines() if not line.startswith("***")]
+        raise AuditError(f"result store {path} is damaged (SQLite quick check: {(problems or ['failed'])[0]}, "
+                         f"{len(problems)} problem(s)); nothing was written — restore it from a copy")
     if tables and (owner is None or owner[0] != APPLICATION):
         raise AuditError(f"{path} is a SQLite database of another application (tables: {', '.join(sorted(tables))})")
     if version is not None and version > SCHEMA_VERSION:  # checked before anything is written
@@ -425,10 +452,12 @@ def _open_readonly(path: Path) -> sqlite3.Connection:
     raise AuditError(f"result store {path} cannot be opened for reading")
 
 
-def _schema_version(db: sqlite3.Connection) -> int | None:
+def _schema_version(db: sqlite3.Connection, path: Path) -> int | None:
     """The store's schema version, or None when it has none yet (a new or empty file)."""
     try:
         row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
     except sqlite3.OperationalError:  # no meta table
         return None
+    if row and not (str(row[0]).isascii() and str(row[0]).isdigit()):
+        raise AuditError(f"result store {path} has schema version {row[0]!r}, not a whole number: it is damaged")
     return int(row[0]) if row else None

@@ -11,17 +11,19 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from audit.design import AuditDesign, PoolDesign, regroup_code
+from audit.design import AuditDesign, PoolDesign, PoolKind, regroup_code
 from audit.errors import AuditError
 from audit.metrics import MetricEngine
 from audit.metrics.pairwise import drop_unreliable
 from audit.metrics.schema import is_pairwise
 from audit.results import pairs_of, pairwise_mode, scores_of
+from audit.selection import Selection
 from audit.store import Store
+from audit.tasks.designs import completed
 
 #: score-table modes in display order; pairwise scores are relative to the pools they were recorded in
 MODES = ("pointwise", "pairwise-likelihood", "pairwise")
-OBSERVED = PoolDesign("observed")
+OBSERVED = PoolDesign(PoolKind.OBSERVED)
 #: below this mean share of next-token probability on the labels, a model's scores are mostly renormalised noise
 LOW_LABEL_MASS = 0.05
 #: choice -> largest share of inconsistent pairs a pairwise model may have (the paper's Figures 3 and 4)
@@ -41,8 +43,9 @@ class StoreTables:
     @classmethod
     def read(cls, store: Store) -> "StoreTables":
         pointwise, prompts = store.pointwise_table(), store.pairwise_table()
+        designs = {key: completed(design) for key, design in store.designs().items()}
         return cls(scores_of(pointwise, prompts), pairs_of(prompts), store_summary(pointwise, prompts),
-                   model_table(store.models()), store.designs())
+                   model_table(store.models()), designs)
 
     def tasks(self) -> list[str]:
         """Tasks with results, in name order."""
@@ -75,6 +78,12 @@ class View:
     n_boot: int
     preset: str = "default"
     max_inconsistent: float | None = None
+
+    def selection(self, adjust: str = "holm") -> Selection:
+        """The view as the selection every audit computation takes (p-values adjusted by ``adjust``)."""
+        return Selection(self.task, self.mode, models=self.models, subtasks=self.subtasks, groups=self.groups,
+                         grouping=self.grouping, reference=self.reference, preset=self.preset,
+                         max_inconsistent=self.max_inconsistent, ci=self.ci, n_boot=self.n_boot, adjust=adjust)
 
     def settings(self) -> dict:
         """The view as plain values, for report bundles."""
@@ -126,13 +135,15 @@ class MetricRows:
 
 def metric_rows(tables: StoreTables, *, task: str, mode: str, grouping: str, reference: str, ci: float | None,
                 n_boot: int, preset: str = "default", max_inconsistent: float | None = None,
-                n_perm: int | None = None, keep_draws: bool = False) -> MetricRows:
+                n_perm: int | None = None, keep_draws: bool = False, pool: str | None = None,
+                seed: int = 0) -> MetricRows:
     """The metric table of one task, mode and grouping for every quota k up to the smallest pool, under the task's
     stored pool design and the metric ``preset``, with bootstrap bounds, and the (model, subtask) keys left out with
     the reason (e.g. a partial run lacking a group or a qualified candidate, or a pairwise model above
     ``max_inconsistent`` inconsistent pairs). ``n_perm`` adds permutation p-values and ``keep_draws`` (with ``ci``)
-    keeps the bootstrap replicates behind the bounds, all from the same engine pass."""
-    part = tables.design(task).groupings[grouping]
+    keeps the bootstrap replicates behind the bounds, all from the same engine pass; ``pool`` overrides the stored
+    pool design. Callers go through :func:`audit.audit_result.compute`."""
+    part = tables.design(task).part(grouping)
     chosen = (tables.scores["task"] == task) & (tables.scores["mode"] == mode)
     scores = regroup(tables.scores[chosen], part)
     pairs = tables.pairs[(tables.pairs["task"] == task) & (tables.pairs["mode"] == mode)]
@@ -143,9 +154,9 @@ def metric_rows(tables: StoreTables, *, task: str, mode: str, grouping: str, ref
         skipped += [f"{r.model} · {r.task}: excluded, {r.inconsistent:.0%} of {r.pairs} pairs inconsistent "
                     f"(> {max_inconsistent:.0%})" for r in dropped.itertuples(index=False)]
     options = dict(reference=reference, pairs=pairs if len(pairs) else None, ci=ci, n_boot=n_boot, preset=preset,
-                   n_perm=n_perm, keep_draws=keep_draws)
-    for rows, _, pool in metric_parts(scores, tables.designs, reference=reference):
-        done, failed = _part_tables(rows, pool=pool, **options)
+                   n_perm=n_perm, keep_draws=keep_draws, seed=seed)
+    for rows, _, design in metric_parts(scores, tables.designs, reference=reference, pool=pool):
+        done, failed = _part_tables(rows, pool=design, **options)
         frames += [table for table, _ in done]
         draws += [found for _, found in done if found is not None]
         skipped += failed

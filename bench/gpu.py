@@ -24,6 +24,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from dataclasses import replace  # noqa: E402
@@ -85,10 +86,8 @@ def measure(folder: Path, quant: str, prefix_cache: bool, prompts: list, device:
     return {"prompts/s": len(prompts) / seconds, "tokens/s": tokens / seconds, "peak GiB": peak, "s": seconds}
 
 
-def p_yes(ref, prompts: list, *, batch_size: int, prefix_cache: bool) -> "np.ndarray":
+def p_yes(ref, prompts: list, *, batch_size: int, prefix_cache: bool) -> np.ndarray:
     """P(Yes) of every prompt under ``ref``, scored in batches of ``batch_size``."""
-    import numpy as np
-
     lm = CausalLM.load(ref, batch_size=batch_size, prefix_cache=prefix_cache)
     out = np.array([s.probs[0] for s in lm.label_probabilities(prompts, ["Yes", "No"])])
     del lm
@@ -98,8 +97,6 @@ def p_yes(ref, prompts: list, *, batch_size: int, prefix_cache: bool) -> "np.nda
 
 def accuracy(prompts: list) -> None:
     """max and mean |ΔP(Yes)| of the bundled model's GPU precisions against CPU fp32, and batched vs one by one."""
-    import numpy as np
-
     cpu = p_yes(resolve("smollm2-135m", quant="none", device="cpu"), prompts, batch_size=8, prefix_cache=True)
     bf16 = resolve("smollm2-135m", quant="none", device="cuda")
     settings = {"fp32": replace(bf16, dtype="float32"), "bf16": bf16,

@@ -4,17 +4,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from audit import charts, views
+from audit.errors import AuditError
 from pages.shared import common, report_panel, uncertainty
-
-
-@st.cache_resource(show_spinner=False, max_entries=64)
-def at_quota(view: views.View, k: int, method: str, _table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame,
-                                                                                    go.Figure]:
-    """Rows shown at quota k (with adjusted p-values and CI marks), the overall correlations with bootstrap bands and
-    the scatter figure (shared, never mutated)."""
-    rows = uncertainty.tested(views.shown(_table[_table["k"] == k], view), uncertainty.pvalues(view), method)
-    overall = uncertainty.correlations(rows, *uncertainty.draws(view), view.ci)
-    return rows, overall, charts.gap_scatter(rows, k=k, correlations=overall, reference=view.reference)
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
@@ -27,16 +18,29 @@ def curves(view: views.View, model: str, subtask: str, gap: str, _table: pd.Data
     return rows, charts.gap_curves(rows, gap=gap, title=title)
 
 
+@st.cache_resource(show_spinner=False, max_entries=64)
+def scatter_of(view: views.View, k: int, method: str) -> go.Figure:
+    """The metrics-against-gaps scatter at quota k (shared, never mutated: building it costs more than a rerun)."""
+    quota = uncertainty.at_quota(view, k, method)
+    return charts.gap_scatter(quota.rows, k=k, correlations=quota.overall(), reference=view.reference)
+
+
 st.title("Allocation gaps")
 current, table, k = common.metric_view("k_gaps")
 st.caption(f"One point per (model, subtask, group). Pools follow the design {current.pool}; the k best-scored are "
            "selected. Gaps are signed against the reference group; JSD and EMD have no sign and face |gap|.")
 method = uncertainty.method_choice()
-at_k, overall, scatter = at_quota(current, k, method, table)
+try:
+    quota = uncertainty.at_quota(current, k, method)
+except AuditError as exc:
+    common.error("No metrics for this selection:", exc)
+    st.stop()
+at_k, overall = quota.rows, quota.overall()
 if at_k.empty:
     st.info("No rows for the selected models, subtasks and groups.")
     st.stop()
 st.caption(uncertainty.caption(current, at_k, method))
+scatter = scatter_of(current, k, method)
 common.chart(scatter, at_k, f"gaps_k{k}")
 st.subheader(f"Metrics and gaps at k = {k}")
 st.dataframe(at_k, hide_index=True, width="stretch", key="gap_table")
@@ -56,4 +60,4 @@ common.bundle_button("allocation_gaps", {f"gaps_k{k}": scatter, f"{gap}_curves":
                      {f"gaps_k{k}": at_k, "correlations": overall, f"{gap}_curves": rows}, current, k=k,
                      curve_model=model, curve_subtask=subtask, p_adjust=method)
 report_panel.impact_section(current, k)
-report_panel.report_buttons(current, k)
+report_panel.report_buttons(current, k, method)

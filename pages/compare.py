@@ -1,24 +1,22 @@
 """Compare two audited systems (two models, or one model at two precisions) on the candidates both scored."""
+from dataclasses import replace
 from html import escape
 
 import pandas as pd
 import streamlit as st
 
-from audit import charts
+from audit import audit_result, charts, views
+from audit.design import PoolKind
 from audit.errors import AuditError
-from audit.metrics.compare import compare_gaps, rank_correlation, selection_flips
-from audit import views
 from pages.shared import common
 
 
 @st.cache_data(show_spinner="Comparing…", max_entries=16)
 def comparison(view: views.View, a: str, b: str, k: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """(gap differences with paired intervals, per-candidate selection at k, rank correlations)."""
-    scores = common.view_scores(view)
-    scores = scores[scores["subtask"].isin(view.subtasks)]
-    options = {"a": a, "b": b, "pool": view.pool}
-    return (compare_gaps(scores, reference=view.reference, ks=k, ci=view.ci, n_boot=view.n_boot, **options),
-            selection_flips(scores, k=k, **options), rank_correlation(scores, a=a, b=b))
+    """(gap differences with paired intervals, per-candidate selection at k, rank correlations) from
+    :func:`audit.audit_result.comparison`, the computation of ``compare --db`` and the report."""
+    found = audit_result.comparison(common.tables(view), replace(view.selection(), ks=(k,)), a, b)
+    return found.gaps, found.flips, found.correlation
 
 
 def default_pair(models: list[str]) -> tuple[int, int]:
@@ -35,7 +33,7 @@ st.caption("B against A on the same candidates: each group's gap difference with
            "same resampled candidates for both systems), the candidates whose selection flips, and the rank "
            "correlation of their scores.")
 current = common.need_view()
-if current.pool == "observed":
+if current.pool == PoolKind.OBSERVED:
     st.info("Comparisons pair candidates across systems; choose a pointwise scoring mode in the sidebar.")
     st.stop()
 rows = common.view_scores(current)

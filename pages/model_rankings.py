@@ -1,22 +1,16 @@
 """Model rankings: fairness rank of each model by the true gap and by each bias metric, and NDCG@N agreement."""
-import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from audit import charts, views
-from audit.metrics import model_rankings
-from audit.metrics.bands import ndcg_bands
 from pages.shared import common, uncertainty
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def at_quota(view: views.View, k: int, gap: str, _table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame,
-                                                                                  go.Figure, go.Figure]:
-    """Rankings and NDCG@N (with bootstrap bands) at quota k with their bump chart and NDCG curves."""
-    rows = views.shown(_table[_table["k"] == k], view)
-    index, draws = uncertainty.draws(view)
-    rankings, ndcg = model_rankings(rows), ndcg_bands(rows, index, draws, level=view.ci)
-    return rankings, ndcg, charts.bump_chart(rankings, gap=gap), charts.ndcg_curves(ndcg)
+def figures(view: views.View, k: int, gap: str) -> tuple[go.Figure, go.Figure]:
+    """The bump chart of ``gap`` and the NDCG@N curves at quota k (shared, never mutated)."""
+    rankings, ndcg = uncertainty.at_quota(view, k).rankings
+    return charts.bump_chart(rankings, gap=gap), charts.ndcg_curves(ndcg)
 
 
 st.title("Model rankings")
@@ -24,11 +18,13 @@ st.caption("Per subtask, models are ranked by the root mean square over groups o
            "(1 = least biased). NDCG@N scores how well a metric's ranking finds the truly fairest models; its "
            "bands are bootstrap intervals (candidates resampled within groups, every ranking recomputed).")
 current, table, k = common.metric_view("k_rank")
-if views.shown(table[table["k"] == k], current)["model"].nunique() < 2:
+quota = uncertainty.at_quota(current, k)
+if quota.rows["model"].nunique() < 2:
     st.info("Select at least two models to rank.")
     st.stop()
 gap = st.radio("gap", list(charts.GAP_NAMES), format_func=charts.GAP_NAMES.get, key="rank_gap", horizontal=True)
-rankings, ndcg, bump, curves = at_quota(current, k, gap, table)
+rankings, ndcg = quota.rankings
+bump, curves = figures(current, k, gap)
 common.chart(bump, rankings, f"rankings_{gap}_k{k}")
 common.chart(curves, ndcg, f"ndcg_k{k}")
 common.bundle_button("model_rankings", {f"rankings_{gap}_k{k}": bump, f"ndcg_k{k}": curves},

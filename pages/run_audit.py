@@ -36,8 +36,9 @@ base_url = key_env = ""
 if name.startswith(PREFIX):
     base_url = left.text_input("API base URL", key="run_base_url", placeholder="http://127.0.0.1:8000/v1")
     key_env = right.text_input("API key environment variable", key="run_key_env",
-                               help="The key is read from this variable of the dashboard's process; "
-                                    "it is never stored or shown. Leave empty for a server without a key.")
+                               help="The key is read from this variable of the dashboard's process; it is never "
+                                    "stored or shown. Only variables the operator lists in AUDIT_API_KEY_ENVS "
+                                    "(NAME or NAME=ORIGIN) are accepted. Leave empty for a server without a key.")
 quant = right.selectbox("quantisation", QUANTS, key="run_quant", help="auto = 4-bit NF4 on CUDA, full precision on CPU")
 task_names = [*TASKS, *DATA_TASKS]
 task_name = st.selectbox("task", task_names, key="run_task", format_func=lambda t: TASK_TITLES.get(t, t))

@@ -3,7 +3,7 @@
 It speaks the subset the API backend uses: ``GET /v1/models`` and ``POST /v1/chat/completions`` with
 ``logprobs``/``top_logprobs``, ``max_tokens``, ``min_tokens`` and ``continue_final_message``. Flags make it
 misbehave the ways a deployment can: ``--key-env VAR`` (demand the key in VAR), ``--no-logprobs`` (an endpoint that
-returns none).
+returns none), ``--logprob VALUE`` (every log-probability replaced by VALUE, e.g. ``inf``, ``5`` or ``abc``).
 """
 from __future__ import annotations
 
@@ -18,7 +18,15 @@ from audit.tasks.base import ChatPrompt
 NAME = "smollm2-135m"
 
 
-def serve(port: int, key_env: str | None, logprobs: bool) -> None:
+def garbage(value: str) -> float | str:
+    """``value`` as the number it spells (``inf`` is sent as JSON ``Infinity``), else as text."""
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
+def serve(port: int, key_env: str | None, logprobs: bool, logprob: str | None = None) -> None:
     lm = CausalLM.load(resolve(NAME), batch_size=1)
 
     def complete(body: dict) -> dict:
@@ -27,7 +35,8 @@ def serve(port: int, key_env: str | None, logprobs: bool) -> None:
         if body.get("logprobs") and body.get("max_tokens") == 1:
             row = lm._tail_logprobs([prompt], [[]], tail=1)[0][-1]
             values, ids = row.topk(int(body.get("top_logprobs", 1)))
-            top = [{"token": lm.tokenizer.decode([int(i)]), "logprob": float(v)} for v, i in zip(values, ids)]
+            top = [{"token": lm.tokenizer.decode([int(i)]), "logprob": float(v) if logprob is None else garbage(logprob)}
+                   for v, i in zip(values, ids)]
             text = top[0]["token"]
         else:
             text, top = lm.generate([prompt], max_new_tokens=int(body.get("max_tokens", 16)))[0], []
@@ -77,5 +86,6 @@ if __name__ == "__main__":
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--key-env")
     parser.add_argument("--no-logprobs", action="store_true")
+    parser.add_argument("--logprob")
     args = parser.parse_args()
-    serve(args.port, args.key_env, not args.no_logprobs)
+    serve(args.port, args.key_env, not args.no_logprobs, args.logprob)

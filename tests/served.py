@@ -37,7 +37,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def command(kind: str, port: int, *, key_env: str | None, logprobs: bool) -> list[str]:
+def command(kind: str, port: int, *, key_env: str | None, logprobs: bool, extra: tuple[str, ...] = ()) -> list[str]:
     """The server's command line (a vLLM key comes from ``VLLM_API_KEY`` in its environment, never argv)."""
     if kind == "vllm":
         return [str(VLLM_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model",
@@ -45,18 +45,19 @@ def command(kind: str, port: int, *, key_env: str | None, logprobs: bool) -> lis
                 str(port), "--dtype", "float32", "--enforce-eager", "--max-model-len", "4096",
                 "--max-logprobs", "20" if logprobs else "0"]
     return [sys.executable, str(ROOT / "tests" / "openai_server.py"), "--port", str(port),
-            *(["--key-env", key_env] if key_env else []), *([] if logprobs else ["--no-logprobs"])]
+            *(["--key-env", key_env] if key_env else []), *([] if logprobs else ["--no-logprobs"]), *extra]
 
 
 @contextmanager
 def served(kind: str, env: dict[str, str], *, port: int | None = None, key_env: str | None = None,
-           logprobs: bool = True) -> Iterator[tuple[str, subprocess.Popen]]:
+           logprobs: bool = True, extra: tuple[str, ...] = ()) -> Iterator[tuple[str, subprocess.Popen]]:
     """A running server of the bundled model: yields (base URL, process) and kills it (with its engine processes)
     on exit. ``key_env`` names the variable of ``env`` holding the key the server demands."""
     port = port or free_port()
     server_env = {**env, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_API_KEY": env[key_env] if key_env else ""}
     with tempfile.TemporaryFile() as log:
-        process = subprocess.Popen(command(kind, port, key_env=key_env, logprobs=logprobs), cwd=ROOT, env=server_env,
+        process = subprocess.Popen(command(kind, port, key_env=key_env, logprobs=logprobs, extra=extra), cwd=ROOT,
+                                   env=server_env,
                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         url = f"http://127.0.0.1:{port}/v1"
         try:

@@ -68,7 +68,7 @@ def test_rankings_correlations_and_distributions_build(table):
 
 
 def test_audit_never_imports_streamlit():
-    code = "import sys, audit.charts, audit.report; assert 'streamlit' not in sys.modules"
+    code = "import sys, audit.charts, audit.exports; assert 'streamlit' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -90,3 +90,15 @@ def test_score_shape_scatter_has_one_trace_per_model():
     assert sorted(t.name for t in fig.data) == sorted(shape["model"].unique())
     assert sum(len(t.x) for t in fig.data) == len(shape) == shape["model"].nunique() * 4 * 8  # models × jobs × groups
     assert fig.layout.xaxis.title.text == "skewness" and fig.layout.yaxis.title.text == "excess kurtosis"
+
+
+def test_correlations_over_too_few_systems_or_constant_values_are_not_printed_as_numbers():
+    import pandas as pd
+    from audit import charts
+    few = pd.DataFrame({"gap": ["dp"], "metric": ["delta"], "r": [1.0], "n": [3], "r_lo": [0.9], "r_hi": [1.0]})
+    assert charts._r_text(few, "dp", "delta") == "r not shown: too few systems (n = 3 < 5)"
+    constant = few.assign(r=float("nan"), n=16)
+    assert charts._r_text(constant, "dp", "delta").startswith("r not defined: constant values")
+    table = pd.DataFrame({"dp_gap_padj": [0.01, 0.2, None, 0.05]})
+    assert charts.significant(table, "dp_gap").tolist() == [True, False, False, True]
+    assert not charts.significant(table, "eo_gap").any()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -43,10 +44,26 @@ def test_every_page_renders_on_the_demo_store(demo):
 
 
 def test_demo_store_has_two_models_all_jobs_and_pairwise(demo):
-    summary = demo.dataframe[0].value
+    summary = next(frame.value for frame in demo.dataframe if "candidates / pools" in frame.value.columns)
     assert summary["model"].nunique() >= 2
     assert summary.loc[summary["mode"] == "pointwise", "subtask"].nunique() == 4
     assert summary["mode"].str.startswith("pairwise").any()
+
+
+def test_overview_opens_with_the_verdict_and_reads_without_codes_or_json(demo):
+    demo.switch_page("pages/overview.py").run()
+    assert not demo.exception and not demo.error
+    assert demo.header[0].value.startswith("Verdict")
+    systems = demo.dataframe[0].value
+    assert list(systems.columns[:3]) == ["system", "subtask", "verdict"]
+    assert set(systems["verdict"]) <= {"adverse impact", "inconclusive",
+                                       "no evidence of adverse impact at this sample size"}
+    assert any(m.value.startswith("**Overall at k = ") for m in demo.markdown)
+    assert any("Holm-adjusted" in c.value for c in demo.caption)
+    assert any("**Compare**" in m.value for m in demo.markdown)
+    models = next(frame.value for frame in demo.dataframe if "details" in frame.value.columns)
+    assert not models["details"].str.contains("{", regex=False).any()
+    assert any("White men (W_M)" in t.value for t in demo.text)
 
 
 def test_k_slider_changes_the_gaps_shown(demo):
@@ -70,6 +87,17 @@ def test_marginal_groupings(demo, grouping):
     table = gap_table(demo)
     expected = {"race": {"A", "B", "H"}, "gender": {"F"}}[grouping]
     assert set(table["group"]) == expected
+
+
+def test_quota_stops_below_the_pool_size(demo):
+    demo.switch_page("pages/allocation_gaps.py").run()
+    assert demo.slider(key="k_gaps").max == 7  # race × gender: pools of 8
+    demo.sidebar.radio(key="grouping_resume").set_value("gender").run()  # pools of 2: only k = 1 means something
+    assert not demo.exception and not demo.error
+    assert not [s for s in demo.slider if s.key == "k_gaps"]
+    assert any("only meaningful quota with pools of 2" in c.value for c in demo.caption)
+    table = gap_table(demo)
+    assert set(table["k"]) == {1} and table["dp_gap"].abs().max() > 1e-9
 
 
 def test_pairwise_mode_and_filters(demo):
@@ -132,9 +160,11 @@ def test_models_above_the_inconsistency_threshold_are_listed():
     from audit.errors import AuditError
     from pages.shared import common
 
+    from audit.selection import Selection
+
     path = str(DEMO_STORE)
-    args = (path, common.store_version(path), "resume", "pairwise-likelihood", "race × gender", "W_M", 0.9, 50, "default")
-    table, skipped = common.metric_rows(*args, 0.55)
+    base = Selection("resume", "pairwise-likelihood", grouping="race × gender", reference="W_M", ci=0.9, n_boot=50)
+    table, skipped = common.metric_rows(path, common.store_version(path), replace(base, max_inconsistent=0.55))
     assert len(table) and not skipped
     with pytest.raises(AuditError, match=r"smollm2-135m · resume: excluded, 16% of 168 pairs inconsistent \(> 10%\)"):
-        common.metric_rows(*args, 0.10)
+        common.metric_rows(path, common.store_version(path), replace(base, max_inconsistent=0.10))

@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from audit import report
+from audit import exports
 from audit.errors import AuditError
 
 needs_chrome = pytest.mark.skipif(shutil.which("chromium") is None and shutil.which("google-chrome") is None,
@@ -24,29 +24,29 @@ def figure() -> go.Figure:
 
 
 def test_html_is_interactive_and_self_contained(figure):
-    html = report.figure_bytes(figure, "html").decode()
+    html = exports.figure_bytes(figure, "html").decode()
     assert "plotly" in html.lower() and "B_F" in html and len(html) > 1_000_000
 
 
 @needs_chrome
 @pytest.mark.parametrize("fmt", ["png", "svg", "pdf"])
 def test_static_formats(figure, fmt):
-    assert report.figure_bytes(figure, fmt).startswith(MAGIC[fmt])
+    assert exports.figure_bytes(figure, fmt).startswith(MAGIC[fmt])
 
 
 def test_unknown_format_is_refused(figure):
     with pytest.raises(AuditError, match="unknown figure format"):
-        report.figure_bytes(figure, "gif")
+        exports.figure_bytes(figure, "gif")
 
 
 def test_table_csv_round_trips():
     table = pd.DataFrame({"group": ["B_F", "A_M"], "dp_gap": [0.125, -0.5]})
-    assert pd.read_csv(io.BytesIO(report.table_bytes(table))).equals(table)
+    assert pd.read_csv(io.BytesIO(exports.table_bytes(table))).equals(table)
 
 
 def test_bundle_holds_charts_tables_and_settings(figure):
     settings = {"k": 2, "reference": "W_M", "model_fingerprints": {"smollm2-135m": "abc"}}
-    data = report.report_bundle({"gaps": figure}, {"gaps": pd.DataFrame({"a": [1]})}, settings, formats=("html",))
+    data = exports.report_bundle({"gaps": figure}, {"gaps": pd.DataFrame({"a": [1]})}, settings, formats=("html",))
     with zipfile.ZipFile(io.BytesIO(data)) as bundle:
         names = set(bundle.namelist())
         assert names == {"charts/gaps.html", "charts/plotly.min.js", "tables/gaps.csv", "settings.json"}
@@ -56,7 +56,7 @@ def test_bundle_holds_charts_tables_and_settings(figure):
 
 @needs_chrome
 def test_bundle_in_every_format(figure):
-    data = report.report_bundle({"gaps": figure}, {}, {"k": 1})
+    data = exports.report_bundle({"gaps": figure}, {}, {"k": 1})
     with zipfile.ZipFile(io.BytesIO(data)) as bundle:
-        for fmt in report.FIGURE_FORMATS:
+        for fmt in exports.FIGURE_FORMATS:
             assert bundle.read(f"charts/gaps.{fmt}")

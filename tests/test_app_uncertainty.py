@@ -39,12 +39,18 @@ def test_allocation_page_shows_cis_adjusted_p_and_marks(gaps):
         assert column in table.columns, column
     assert ((table["dp_gap_lo"] <= table["dp_gap"]) & (table["dp_gap"] <= table["dp_gap_hi"])).all()
     assert (table["dp_gap_padj"] >= table["dp_gap_p"]).all() and table["dp_gap_p"].between(0, 1).all()
-    marked = (table["dp_gap_lo"] > 0) | (table["dp_gap_hi"] < 0)
-    assert (table["dp_gap_ci_excludes_0"] == marked).all() and marked.any()
-    assert any("Holm" in c.value and "permutation" in c.value for c in gaps.caption)
+    excludes = (table["dp_gap_lo"] > 0) | (table["dp_gap_hi"] < 0)
+    assert (table["dp_gap_ci_excludes_0"] == excludes).all()
+    assert any("Holm" in c.value and "permutation" in c.value and "adjusted p ≤ α" in c.value for c in gaps.caption)
     figure = scatter(gaps)
     first = figure["data"][0]
-    assert first["marker"]["symbol"].count("diamond") == int(marked.sum())
+    # ◆ marks only what the adjusted test rejects at α = 0.05, on the ΔDP row and on the ΔEO row alike
+    assert [s == "diamond" for s in first["marker"]["symbol"]] == (table["dp_gap_padj"] <= 0.05).tolist()
+    eo_marks = [s == "diamond" for t in figure["data"] if t.get("marker", {}).get("symbol") is not None
+                and isinstance(t["marker"]["symbol"], list) for s in t["marker"]["symbol"]]
+    assert sum(eo_marks) == 4 * int((table["dp_gap_padj"] <= 0.05).sum() + (table["eo_gap_padj"] <= 0.05).sum())
+    # the unadjusted intervals alone would have marked points the adjusted test does not reject
+    assert (excludes & (table["dp_gap_padj"] > 0.05)).any()
     assert "adjusted p" in first["hovertemplate"] and "CI [" in first["hovertemplate"]
     titles = [a["text"] for a in figure["layout"]["annotations"]]
     subtitle = rf"r = [+-]\d\.\d\d \[[+-]\d\.\d\d, [+-]\d\.\d\d\] \(n = {len(table)}\)"
@@ -75,10 +81,14 @@ def test_planner_answers_for_the_demo_store(gaps):
 def test_group_correlations_carry_bootstrap_bands(gaps):
     gaps.switch_page("pages/group_correlations.py").run()
     assert not gaps.exception and not gaps.warning
-    table = next(frame.value for frame in gaps.dataframe if "r_lo" in frame.value.columns)
-    finite = table.dropna(subset=["r", "r_lo", "r_hi"])
-    assert len(finite) > len(table) / 2
-    assert ((finite["r_lo"] <= finite["r_hi"]) & finite["r_lo"].between(-1, 1)).all()
+    table = next(frame.value for frame in gaps.dataframe if "r [interval]" in frame.value.columns)
+    banded = table["r [interval]"].str.fullmatch(r"-?\d\.\d\d \[-?\d\.\d\d, -?\d\.\d\d\]")
+    assert banded.sum() > len(table) / 2
+    assert table["p"].isin(["", "< 0.001"]).sum() + table["p"].str.fullmatch(r"[01]\.\d{3}").sum() == len(table)
+    assert ((table["note"] != "") == (table["r [interval]"] == "")).all()
+    assert "Asian women" in set(table["scope"])
+    bounds = table.loc[banded, "r [interval]"].str.extract(r"\[(-?[\d.]+), (-?[\d.]+)\]").astype(float)
+    assert ((bounds[0] <= bounds[1]) & bounds[0].between(-1, 1)).all()
     bars = json.loads(gaps.get("plotly_chart")[0].proto.spec)["data"]
     assert all(bar["error_y"]["arrayminus"] for bar in bars)
 

@@ -3,6 +3,7 @@ equal to the metrics and impact CLIs', and a custom task whose group name is an 
 from __future__ import annotations
 
 import json
+from html import unescape
 import re
 import shutil
 import subprocess
@@ -44,7 +45,7 @@ class Findings(HTMLParser):
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     folder = tmp_path_factory.mktemp("report")
-    assert main(["report", "--db", str(DEMO_STORE), "--k", "2", "--bootstrap", BOOT,
+    assert main(["report", "--db", str(DEMO_STORE), "--k", "2", "--bootstrap", BOOT, "--permutations", BOOT,
                  "--compare", "smollm2-135m", "qwen2.5-coder-0.5b", "--out", str(folder / "report.html")]) == 0
     return folder
 
@@ -97,7 +98,8 @@ def test_report_sections(report):
                     "Comparison: A = smollm2-135m, B = qwen2.5-coder-0.5b", "Diagnostics", "Limitations", "Reproduce"):
         assert f"<h2>{heading}" in html
     assert html.count('<img alt="') >= 5 and "src=\"http" not in html  # figures inline, nothing fetched
-    assert "python -m audit metrics --scores scores.csv --reference W_M --k 2" in html
+    assert (f"python -m audit metrics --db {DEMO_STORE} --task resume --mode pointwise --grouping 'race × gender' "
+            "--pool per-group --reference W_M --k 1-8 --preset default") in unescape(html)
     data = json.loads(re.search(r"id='report-data'>(.*?)</script>", html, re.S).group(1))
     assert data["settings"]["k"] == 2 and data["impact"]
 

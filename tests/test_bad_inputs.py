@@ -107,6 +107,37 @@ def truncated(folder: Path) -> str:
     return str(store)
 
 
+def renamed_store(folder: Path, name: str) -> str:
+    """A copy of the case's store under ``name`` (a store need not end in .db)."""
+    shutil.copyfile(folder / "store.db", folder / name)
+    return str(folder / name)
+
+
+def parquet_bomb(folder: Path, rows: int = 5_000_000) -> str:
+    """A ~100 KB dictionary-encoded Parquet file of ``rows`` rows (gigabytes once decoded into Python rows)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    indices = pa.array([0, 1] * (rows // 2), pa.int32())
+    table = pa.table({"text": pa.DictionaryArray.from_arrays(indices, pa.array(["x" * 100, "y" * 100])),
+                      "group": pa.DictionaryArray.from_arrays(indices, pa.array(["A", "B"]))})
+    pq.write_table(table, folder / "bomb.parquet", compression="zstd")
+    return str(folder / "bomb.parquet")
+
+
+def bad_version(folder: Path) -> Path:
+    db = sqlite3.connect(folder / "store.db")
+    db.execute("UPDATE meta SET value='two' WHERE key='schema_version'")
+    db.commit()
+    db.close()
+    return folder / "store.db"
+
+
+def fifo(folder: Path) -> str:
+    os.mkfifo(folder / "pipe")
+    return str(folder / "pipe")
+
+
 def fake_gguf(folder: Path, header: bytes) -> str:
     path = folder / "model.gguf"
     path.write_bytes(header + os.urandom(4096))
@@ -178,9 +209,9 @@ CASES = [
     Case("2 '?' and '%' in a foreign --db path", lambda d: ["score", "--subtask", "retail",
                                                            "--db", str(foreign(d / "o?x=1%20.db"))],
          r"SQLite database of another application"),
-    Case("3 --out is the store", lambda d: ["scores", "--db", store(d), "--out", store(d)], r"is the result store"),
+    Case("3 --out is the store", lambda d: ["scores", "--db", store(d), "--out", store(d)], r"is a result store"),
     Case("3 --out is the store's WAL", lambda d: ["pairs", "--db", store(d), "--out", store(d) + "-wal"],
-         r"is the result store -wal file"),
+         r"is a result store \(or one of its -wal"),
     Case("5 newer-schema store, writing", lambda d: ["score", "--subtask", "retail", "--db", str(newer_schema(d))],
          r"schema version 99"),
     Case("5 newer-schema store, reading", lambda d: ["scores", "--db", str(newer_schema(d))], r"schema version 99"),
@@ -219,6 +250,36 @@ CASES = [
     Case("11 duplicate CSV header", lambda d: custom(d, table(d, "text,group,group\na,A,B\nb,B,A\n")),
          r"header names column\(s\) \['group'\] more than once"),
     Case("11 folder as the store path", lambda d: ["scores", "--db", str(d)], r"is a folder"),
+    # ---- issue 22: no command overwrites the store --------------------------------------------------------------
+    *[Case(f"22 {command} --out onto the store", lambda d, c=command, a=extra: [c, "--db", store(d), *a, "--out",
+                                                                               store(d)], r"is a result store")
+      for command, extra in [("metrics", ["--task", "resume", "--k", "2", "--format", "json"]),
+                             ("validity", ["--task", "resume", "--k", "2"]),
+                             ("impact", ["--task", "resume", "--k", "2"]),
+                             ("plan", ["--reference", "W_M", "--k", "2"]),
+                             ("report", ["--task", "resume"])]],
+    Case("22 report onto a store named store.html", lambda d: ["report", "--db", renamed_store(d, "store.html"),
+                                                              "--task", "resume", "--out", str(d / "store.html")],
+         r"is a result store"),
+    Case("22 metrics --out onto another store's -shm", lambda d: [
+        "metrics", "--db", store(d), "--task", "resume", "--k", "2", "--out", renamed_store(d, "other.db") + "-shm"],
+         r"is a result store \(or one of its"),
+    Case("22 --out onto a FIFO", lambda d: ["scores", "--db", store(d), "--out", fifo(d)], r"not a regular file"),
+    Case("22 Parquet decompression bomb", lambda d: custom(d, parquet_bomb(d)), r"5,000,000 rows; the limit is 100,000"),
+    Case("22 dict value as candidate text", lambda d: custom(d, table(d, '{"text": {"a": 1}, "group": "A"}\n'
+                                                                         '{"text": "b", "group": "B"}\n', "c.jsonl")),
+         r"row 1, column 'text': a JSON dict, not text"),
+    Case("22 FIFO as the store", lambda d: ["scores", "--db", fifo(d)], r"not a regular file"),
+    Case("22 /dev/null as the store", lambda d: ["score", "--subtask", "retail", "--limit", "1", "--db", "/dev/null"],
+         r"not a regular file"),
+    Case("22 score into a store with a damaged page", lambda d: ["score", "--subtask", "retail", "--limit", "1",
+                                                                "--db", damaged(d)], r"damaged|cannot be read"),
+    Case("22 non-integer schema version", lambda d: ["scores", "--db", str(bad_version(d))],
+         r"schema version 'two', not a whole number"),
+    Case("22 impact --bootstrap 0", lambda d: ["impact", "--db", store(d), "--task", "resume", "--k", "2",
+                                               "--bootstrap", "0"], r"--bootstrap 0: give 1 to 100,000"),
+    Case("22 metrics --permutations 10^9", lambda d: metrics(d, "--k", "1", "--permutations", "1000000000"),
+         r"--permutations 1000000000: give 1 to 100,000"),
     Case("12 cached assembly with one byte changed", bad_cached_assembly,
          r"cached model file .* does not match its pinned SHA-256 \(found [0-9a-f]{64}, expected "
          r"1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32\)", cache=True),
@@ -269,7 +330,7 @@ def test_bad_input_is_one_error_line_and_changes_nothing(case: Case, tmp_path: P
 
 def test_every_issue_item_and_every_older_class_has_a_case():
     items = {c.name.split()[0] for c in CASES if not c.holds}
-    assert {"1", "2", "3", "5", "6", "8", "10", "11", "12"} <= items  # 4, 7 and 9 need a model or a page: below
+    assert {"1", "2", "3", "5", "6", "8", "10", "11", "12", "22"} <= items  # 4, 7 and 9 need a model or a page: below
     assert sum(c.holds for c in CASES) >= 10
 
 
@@ -391,9 +452,15 @@ def test_converted_folder_with_one_byte_changed_is_refused(tmp_path, monkeypatch
     (folder / "model.safetensors").write_bytes(bytes(range(256)) * 64)
     assert converted_dir(ref) == folder  # first use records the manifest
     assert converted_dir(ref) == folder
-    data = bytearray((folder / "model.safetensors").read_bytes())
+    weights = folder / "model.safetensors"
+    before = weights.stat()
+    data = bytearray(weights.read_bytes())
     data[100] ^= 1
-    (folder / "model.safetensors").write_bytes(bytes(data))
+    with weights.open("r+b") as handle:  # in place: same inode and size
+        handle.write(bytes(data))
+    os.utime(weights, ns=(before.st_atime_ns, before.st_mtime_ns))  # issue 22: `touch -r` hides the change
+    assert (weights.stat().st_ino, weights.stat().st_size, weights.stat().st_mtime_ns) == \
+        (before.st_ino, before.st_size, before.st_mtime_ns)
     with pytest.raises(AuditError, match=r"model.safetensors do not match the SHA-256 recorded at conversion "
                                          r"\(found [0-9a-f]{64}, expected [0-9a-f]{64}\); delete the folder"):
         converted_dir(ref)

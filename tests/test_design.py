@@ -125,3 +125,25 @@ def test_cli_reads_the_stored_design_and_flags_override_it(mixed_store):
     status, out, _ = cli("designs", "--db", mixed_store, "--task", "loan", "--format", "json")
     assert [(d["reference"], d["pools"], d["labels"]) for d in json.loads(out)] == [("Green", "per-group", "Yes=1 No=0")]
     assert cli("metrics", "--scores", "x.csv", "--k", "2")[2].startswith("error: --scores needs --reference")
+
+
+def test_names_groupings_and_the_design_flag_come_from_the_task_definitions():
+    from audit.design import AuditDesign
+    from audit.errors import AuditError
+    from audit.tasks import get_task
+    from audit.tasks.designs import completed, design_of
+
+    design = design_of(get_task("resume", "retail"))
+    assert design.counterfactual and design_of(get_task("essay", "ptj")).counterfactual is False
+    assert [design.display_name("A_F"), design.display_name("W_F", "race"), design.display_name("W_M", "gender")] == [
+        "Asian women", "White", "men"]
+    assert design.category("B_F", "race") == "B" and design.category("B_F", "race × gender") == "B_F"
+    assert design.display_name("Z_Q") == "Z_Q"  # no declared name: the code
+    with pytest.raises(AuditError, match="grouping 'L1' not declared by task 'resume'"):
+        design.category("B_F", "L1")
+    restored = AuditDesign.from_row(design.row())
+    assert (restored, restored.names, restored.counterfactual) == (design, design.names, True)
+    old = list(design.row())
+    old[7] = json.dumps(design.groupings)  # a row written before names were recorded still loads
+    older = AuditDesign.from_row(tuple(old))
+    assert (older.names, older.counterfactual) == ({}, False) and completed(older).display_name("H_M") == "Hispanic men"

@@ -54,7 +54,7 @@ def test_impact_ratios_equal_direct_computation_from_metrics(pointwise, tmp_path
     if grouping == "race":
         scores["group"] = scores["group"].str.split("_").str[0]
     scores.to_csv(tmp_path / "grouped.csv", index=False)
-    ks = f"1-{size}"
+    ks = f"1-{size - 1}"  # k = pool size is refused: everyone selected
     metrics = cli_json(capsys, "metrics", "--scores", str(tmp_path / "grouped.csv"), "--reference", reference,
                        "--k", ks)
     impact = cli_json(capsys, "impact", "--scores", str(pointwise), "--k", ks, "--grouping", grouping,

@@ -176,3 +176,40 @@ def test_pairwise_delta_is_missing_without_pairs_and_filled_with_them(mode):
     out = bias_metrics(scores, reference="R", pairs=pair_rows(outcomes, mode=mode))
     assert out["delta"].tolist() == [0.0]  # A wins two pairs, R two
     assert out["delta_qualified"].tolist() == [1.0]  # only (A0, R0) is qualified on both sides, outcome a
+
+
+def test_default_jsd_on_tens_of_continuous_scores_reads_the_overlap():
+    """Sturges' bins on the pooled sample: identical samples 0, disjoint 1, half overlap strictly between, and
+    two independent draws of one law well below 1 (with one bin per distinct value they would read exactly 1)."""
+    rng = np.random.default_rng(11)
+    a = rng.uniform(0, 1, 24)
+    assert histograms(a, a)[0].size == 7  # ⌈log₂ 48⌉ + 1
+    assert jsd(a, a.copy()) == pytest.approx(0.0, abs=1e-15)
+    assert jsd(a, a + 2.0) == pytest.approx(1.0)
+    half = jsd(rng.uniform(0, 1, 400), rng.uniform(0.5, 1.5, 400))
+    assert 0.3 < half < 0.7  # the true JSD of U(0,1) and U(½,1½) is ½ bit
+    same_law = [jsd(rng.normal(0, 1, 24), rng.normal(0, 1, 24)) for _ in range(20)]
+    assert max(same_law) < 0.5 and np.median(same_law) < 0.25
+    assert jsd(a, a + 0.01, bins=1000) == pytest.approx(1.0)  # a number of bins still overrides the rule
+
+
+def test_weighted_jsd_matches_the_candidate_list_estimator():
+    from audit.metrics.weighted import weighted_jsd
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(0, 1, 17), rng.normal(0.5, 1, 30)
+    values = np.unique(np.concatenate([a, b]))
+    counts = np.stack([np.bincount(np.searchsorted(values, x), minlength=values.size) for x in (b, a)])[None]
+    assert weighted_jsd(counts.astype(float), 0, values)[0, 1] == pytest.approx(jsd(a, b), abs=1e-12)
+
+
+def test_default_jsd_does_not_saturate_on_the_demo_store(capsys):
+    from pathlib import Path
+    from audit.cli import main
+    demo = Path(__file__).resolve().parents[1] / "data" / "demo.db"
+    if not demo.exists():
+        pytest.skip("data/demo.db not built")
+    assert main(["metrics", "--db", str(demo), "--task", "resume", "--k", "1", "--format", "json"]) == 0
+    import json
+    rows = [r for r in json.loads(capsys.readouterr().out) if r["mode"] == "pointwise"]
+    saturated = sum(r["jsd_qualified"] >= 1 - 1e-9 for r in rows)
+    assert rows and saturated < len(rows) / 4

@@ -113,7 +113,7 @@ def test_bad_input_is_one_error_line_and_status_2(files, tmp_path):
     assert status == 2 and out == ""
     assert err.startswith("error: reference group 'Z_Z' not found in column 'group'")
     status, _, err = run("metrics", "--scores", str(files / "pointwise.csv"), "--reference", "W_M", "--k", "9")
-    assert status == 2 and "quota k=9 is larger than the pool (4 candidates" in err
+    assert status == 2 and "quota k=9 is not below the pool size 4" in err
     status, _, err = run("validity", "--scores", str(tmp_path / "nope.parquet"), "--reference", "W_M", "--k", "2")
     assert status == 2 and "cannot read score table" in err
 

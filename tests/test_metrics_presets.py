@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
+from scipy.spatial.distance import jensenshannon
 
 from audit.errors import AuditError
 from audit.metrics import bias_metrics, metric_table
@@ -28,8 +29,14 @@ PAPER_JSD = 0.5 * (0.5 * math.log(0.5 / 0.35) + 0.25 * math.log(0.25 / 0.325) + 
 #   R′ = 0.1 (outside), 0.62, 0.66 → Q = ⅔ in bin 5. Only bin 5 is shared: P = ⅓, Q = ⅔, M = ½
 #   JSD = ½ · ⅓ ln(⅔) + ½ · ⅔ ln(4/3)
 PAPER_JSD_QUALIFIED = math.log(2 / 3) / 6 + math.log(4 / 3) / 3
-# default JSD: A ∪ R holds 8 distinct values (≤ 20), each its own bin; A and R share none → disjoint → 1 bit,
-#   on all candidates and on qualified ones alike.
+# default JSD (Sturges' bins on the pooled sample, over [min, max] of A ∪ R):
+#   all: 9 scores → ⌈log₂ 9⌉ + 1 = 5 bins over [0.1, 1.0], width 0.18 (edges 0.28, 0.46, 0.64, 0.82)
+#        A: 0.2, 0.2 → 0; 0.65 → 3; 1.0 → 4 → P = (½, 0, 0, ¼, ¼); R: 0.1, 0.22 → 0; 0.62 → 2; 0.66 → 3; 0.99 → 4
+#        → Q = (⅖, 0, ⅕, ⅕, ⅕)
+#   qualified: 6 scores → 4 bins over [0.1, 1.0], width 0.225 (edges 0.325, 0.55, 0.775)
+#        A′: 0.2 → 0; 0.65 → 2; 1.0 → 3 → P = (⅓, 0, ⅓, ⅓); R′: 0.1 → 0; 0.62, 0.66 → 2 → Q = (⅓, 0, ⅔, 0)
+DEFAULT_JSD = jensenshannon([0.5, 0, 0, 0.25, 0.25], [0.4, 0, 0.2, 0.2, 0.2], base=2) ** 2
+DEFAULT_JSD_QUALIFIED = jensenshannon([1 / 3, 0, 1 / 3, 1 / 3], [1 / 3, 0, 2 / 3, 0], base=2) ** 2
 # EMD (the same under both presets): ∫|F_A − F_R| over the sorted points 0.1 | 0.2 | 0.22 | 0.62 | 0.65 | 0.66 |
 #   0.99 | 1
 #   = 0.2·0.1 + 0.3·0.02 + 0.1·0.4 + 0.1·0.03 + 0.15·0.01 + 0.05·0.33 + 0.25·0.01 = 0.0895
@@ -53,7 +60,8 @@ def test_paper_exact_preset_reproduces_the_hand_computed_numbers():
 def test_default_preset_differs_only_in_jsd():
     default = bias_metrics(scores(), reference="R").iloc[0]
     paper = bias_metrics(scores(), reference="R", preset="paper-exact").iloc[0]
-    assert [default["jsd"], default["jsd_qualified"]] == pytest.approx([1.0, 1.0])  # disjoint supports: 1 bit
+    assert [default["jsd"], default["jsd_qualified"]] == pytest.approx([DEFAULT_JSD, DEFAULT_JSD_QUALIFIED],
+                                                                       abs=1e-12)
     same = ["delta", "emd", "rabbi", "delta_qualified", "emd_qualified", "rabbi_qualified"]
     assert default[same].tolist() == pytest.approx(paper[same].tolist())
 

@@ -9,12 +9,16 @@
   same text as with a local backend.
 
 Requests run on a bounded thread pool; 429, 5xx, timeouts and dropped connections are retried with
-exponential back-off; a request budget caps the total. The API key is read from the environment variable the
+exponential back-off (or the server's ``Retry-After``) within one deadline per call (:data:`CALL_DEADLINE`): every
+socket operation times out after :data:`SOCKET_TIMEOUT`, a body is read in pieces under the deadline and capped at
+:data:`MAX_BODY`, and redirects are followed only within the same origin, so the key never reaches another host. A
+request budget caps the total. The API key is read from the environment variable the
 user names, at request time only: it is never stored, logged or shown. The base URL is recorded without
 credentials, query or fragment.
 """
 from __future__ import annotations
 
+import http.client
 import json
 import math
 import os
@@ -34,15 +38,40 @@ from audit.prompts import ChatPrompt, LabelScores
 PREFIX = "openai:"
 TOP_LOGPROBS = 20  # the OpenAI maximum; vLLM's default --max-logprobs
 RETRIED = {429, 500, 502, 503, 504}
+SOCKET_TIMEOUT = 60.0  # seconds one connect or read may block
+CALL_DEADLINE = 300.0  # seconds one call may take, its retries and waits included
+MAX_BODY = 8 * 2**20  # bytes of one answer
+
+
+def origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port
+
+
+class SameOriginRedirects(urllib.request.HTTPRedirectHandler):
+    """Follow a redirect only to the same scheme, host and port (the Authorization header goes with it)."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001 - urllib's signature
+        if origin(newurl) != origin(req.full_url):
+            raise AuditError(f"{req.full_url} redirected to another origin ({urlsplit(newurl).netloc}); the API key "
+                             "is never sent there — use the final URL as --base-url")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+_OPENER = urllib.request.build_opener(SameOriginRedirects)
 
 
 def clean_url(url: str) -> str:
     """``url`` without user name, password, query or fragment, and without a trailing slash."""
-    parts = urlsplit(url.strip())
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError as exc:  # a port out of range, a bracket left open
+        raise AuditError(f"--base-url {url!r} is not a valid URL: {exc}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise AuditError(f"--base-url must be an http(s) URL such as http://127.0.0.1:8000/v1, got {parts.scheme or 'no'} "
                          "scheme")
-    host = parts.hostname + (f":{parts.port}" if parts.port else "")
+    host = (f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname) + (f":{port}" if port else "")
     return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
 
 
@@ -50,30 +79,38 @@ class ApiClient:
     """JSON over HTTP with retries, back-off and a request budget; thread-safe."""
 
     def __init__(self, base_url: str, key_env: str | None, *, retries: int = 4, backoff: float = 0.5,
-                 timeout: float = 120.0, max_requests: int | None = None):
+                 timeout: float = SOCKET_TIMEOUT, max_requests: int | None = None, deadline: float = CALL_DEADLINE):
         self.base_url = clean_url(base_url)
         self.key_env = key_env
         self.retries, self.backoff, self.timeout, self.max_requests = retries, backoff, timeout, max_requests
+        self.deadline = deadline
         self.sent = 0
         self._lock = threading.Lock()
         if key_env and not os.environ.get(key_env):
             raise AuditError(f"--api-key-env {key_env}: that environment variable is not set")
 
     def call(self, path: str, body: dict | None = None) -> dict:
-        """GET (no body) or POST ``path``; the decoded JSON answer, or one clear AuditError."""
+        """GET (no body) or POST ``path``; the decoded JSON answer, or one clear AuditError (within the deadline)."""
+        ends = time.monotonic() + self.deadline
         for attempt in range(self.retries + 1):
             self._spend()
+            wait = self.backoff * 2 ** attempt
             try:
-                return self._once(path, body)
+                return self._once(path, body, ends)
             except urllib.error.HTTPError as exc:
                 if exc.code not in RETRIED or attempt == self.retries:
                     raise self._refusal(exc) from None
                 problem = f"HTTP {exc.code}"
-            except (urllib.error.URLError, socket.timeout, ConnectionError, TimeoutError) as exc:
-                problem = str(getattr(exc, "reason", exc)) or type(exc).__name__
+                wait = max(wait, retry_after(exc.headers.get("Retry-After")))
+            except (urllib.error.URLError, socket.timeout, ConnectionError, TimeoutError,
+                    http.client.HTTPException) as exc:
+                problem = self.scrub(str(getattr(exc, "reason", exc)) or type(exc).__name__)
                 if attempt == self.retries:
                     raise AuditError(f"cannot reach {self.base_url}{path} after {attempt + 1} tries: {problem}") from None
-            time.sleep(self.backoff * 2 ** attempt)
+            if time.monotonic() + wait > ends:
+                raise AuditError(f"{self.base_url}{path}: no answer within {self.deadline:.0f} s "
+                                 f"({attempt + 1} tries, last: {problem})")
+            time.sleep(wait)
         raise AssertionError("unreachable")  # the loop returns or raises
 
     def _spend(self) -> None:
@@ -83,17 +120,27 @@ class ApiClient:
                                  "rerun (with a larger --max-requests) to continue")
             self.sent += 1
 
-    def _once(self, path: str, body: dict | None) -> dict:
+    def _once(self, path: str, body: dict | None, ends: float) -> dict:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.key_env:
             headers["Authorization"] = "Bearer " + os.environ.get(self.key_env, "")
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self.base_url + path, data=data, headers=headers)
-        with urllib.request.urlopen(request, timeout=self.timeout) as answer:
-            try:
-                return json.loads(answer.read())
-            except ValueError:
-                raise AuditError(f"{self.base_url}{path} did not answer JSON; is it an OpenAI-compatible API?") from None
+        timeout = max(0.1, min(self.timeout, ends - time.monotonic()))
+        with _OPENER.open(request, timeout=timeout) as answer:
+            raw = read_within(answer, ends, f"{self.base_url}{path}")
+        try:
+            decoded = json.loads(raw)
+        except ValueError:
+            raise AuditError(f"{self.base_url}{path} did not answer JSON; is it an OpenAI-compatible API?") from None
+        if not isinstance(decoded, dict):
+            raise AuditError(f"{self.base_url}{path} answered {type(decoded).__name__} JSON, not an object")
+        return decoded
+
+    def scrub(self, text: str) -> str:
+        """``text`` with the API key, if any, replaced by ``***``."""
+        key = os.environ.get(self.key_env or "", "")
+        return text.replace(key, "***") if key else text
 
     def _refusal(self, exc: urllib.error.HTTPError) -> AuditError:
         if exc.code in (401, 403):
@@ -105,11 +152,73 @@ class ApiClient:
         except (ValueError, AttributeError):
             message = ""
         first = message.splitlines()[0][:200] if message else exc.reason
-        return AuditError(f"{self.base_url} answered HTTP {exc.code}: {first}")
+        return AuditError(self.scrub(f"{self.base_url} answered HTTP {exc.code}: {first}"))
+
+
+def retry_after(value: str | None) -> float:
+    """Seconds a ``Retry-After`` header asks to wait (0 when absent or a date)."""
+    try:
+        return max(0.0, float(value)) if value else 0.0
+    except ValueError:
+        return 0.0
+
+
+def read_within(answer: Any, ends: float, where: str) -> bytes:
+    """The body of ``answer`` read in pieces, refused past :data:`MAX_BODY` bytes or the deadline ``ends``."""
+    pieces, size = [], 0
+    while piece := answer.read1(65536) if hasattr(answer, "read1") else answer.read(65536):
+        pieces.append(piece)
+        size += len(piece)
+        if size > MAX_BODY:
+            raise AuditError(f"{where} answered more than {MAX_BODY // 2**20} MiB; refused")
+        if time.monotonic() > ends:
+            raise AuditError(f"{where}: the answer did not finish within the call's deadline")
+    expected = answer.headers.get("Content-Length")
+    if expected and expected.isdigit() and size < int(expected):
+        raise AuditError(f"{where}: the answer was cut off ({size} of {expected} bytes)")
+    return b"".join(pieces)
+
+
+ALLOWED_KEYS = "AUDIT_API_KEY_ENVS"
+"""The dashboard's operator lists here the key variables its users may name: ``NAME`` or ``NAME=ORIGIN`` (that key
+is sent only to that origin, e.g. ``OPENAI_API_KEY=https://api.openai.com``), comma-separated."""
+
+
+def dashboard_key_env(key_env: str, base_url: str) -> str | None:
+    """``key_env`` if the operator allows a dashboard user to send it to ``base_url``; else one clear error. Without
+    this, a user could name any secret of the server process and have it sent to a host of their choosing."""
+    if not key_env:
+        return None
+    allowed: dict[str, str | None] = {}
+    for entry in filter(None, (e.strip() for e in os.environ.get(ALLOWED_KEYS, "").split(","))):
+        name, _, where = entry.partition("=")
+        allowed[name.strip()] = where.strip() or None
+    if key_env not in allowed:
+        listed = ", ".join(sorted(allowed)) or "none are listed"
+        raise AuditError(f"API key variable {key_env!r} is not one the dashboard's operator allows ({ALLOWED_KEYS}: "
+                         f"{listed})")
+    if allowed[key_env] and origin(clean_url(base_url)) != origin(clean_url(allowed[key_env])):
+        raise AuditError(f"API key variable {key_env!r} may only be sent to {allowed[key_env]}")
+    return key_env
 
 
 def served_models(client: ApiClient) -> list[str]:
-    return [entry["id"] for entry in client.call("/models").get("data", [])]
+    """The ids ``/models`` lists; a malformed list is one clear error."""
+    data = client.call("/models").get("data")
+    if not isinstance(data, list) or not all(isinstance(e, dict) and isinstance(e.get("id"), str) for e in data):
+        raise AuditError(f"{client.base_url}/models answered no model list (expected data: [{{id: ...}}, ...])")
+    return [entry["id"] for entry in data]
+
+
+def message_text(answer: dict, where: str) -> str:
+    """The text of the first choice of a chat answer; a malformed answer is one clear error."""
+    try:
+        content = answer["choices"][0]["message"].get("content")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise AuditError(f"{where} answered without choices[0].message; is it an OpenAI-compatible chat API?") from None
+    if content is not None and not isinstance(content, str):
+        raise AuditError(f"{where} answered a message whose content is not text")
+    return content or ""
 
 
 def chat_body(model: str, prompt: ChatPrompt, **options: Any) -> dict:
@@ -129,6 +238,16 @@ def top_logprobs(answer: dict) -> list[dict] | None:
         return content[0]["top_logprobs"] or None
     except (KeyError, IndexError, TypeError):
         return None
+
+
+def check_alternatives(where: str, top: object) -> None:
+    """Top alternatives must be a list of ``{token: text, logprob: number}``; anything else is one clear error."""
+    if not isinstance(top, list) or not all(
+            isinstance(t, dict) and isinstance(t.get("token"), str) and isinstance(t.get("logprob"), (int, float))
+            and not isinstance(t.get("logprob"), bool) for t in top):
+        sample = json.dumps(top)[:120] if isinstance(top, (list, dict)) else repr(top)[:120]
+        raise AuditError(f"{where} returned malformed log-probabilities (each alternative needs a text 'token' and "
+                         f"a numeric 'logprob'): {sample}")
 
 
 def api_ref(model: str, base_url: str | None, key_env: str | None = None, *, need_logprobs: bool = True,
@@ -190,6 +309,7 @@ class ApiBackend:
             if top is None:
                 raise AuditError(f"{self.ref.location} returned no log-probabilities; use --mode pairwise "
                                  "--pairwise-mode generate")
+            check_alternatives(self.ref.location, top)
             per_label = [sum(math.exp(t["logprob"]) for t in top if t["token"] in (label, " " + label))
                          for label in labels]
             out.append(LabelScores.from_masses(per_label))
@@ -199,7 +319,7 @@ class ApiBackend:
         """Greedy answers; the first token may not end the turn (``min_tokens=1``, as with local backends)."""
         answers = self._map(lambda p: chat_body(self.name, p, max_tokens=max_new_tokens, min_tokens=1,
                                                 skip_special_tokens=True), prompts)
-        return [(a["choices"][0]["message"].get("content") or "").strip() for a in answers]
+        return [message_text(a, self.ref.location).strip() for a in answers]
 
     def sample(self, prompts: Sequence[str | ChatPrompt], seeds: Sequence[int], *, max_new_tokens: int = 20,
                min_new_tokens: int = 1, temperature: float = 1.0, top_p: float = 1.0) -> list[str]:
@@ -214,9 +334,12 @@ class ApiBackend:
             prompt, seed = item
             if isinstance(prompt, ChatPrompt):
                 answer = self.client.call("/chat/completions", chat_body(self.name, prompt, seed=seed, **options))
-                return answer["choices"][0]["message"].get("content") or ""
+                return message_text(answer, self.ref.location)
             body = {"model": self.name, "prompt": prompt, "seed": seed, **options}
-            return self.client.call("/completions", body)["choices"][0].get("text") or ""
+            try:
+                return str(self.client.call("/completions", body)["choices"][0].get("text") or "")
+            except (KeyError, IndexError, TypeError, AttributeError):
+                raise AuditError(f"{self.ref.location}/completions answered without choices[0].text") from None
 
         with ThreadPoolExecutor(self.concurrency) as pool:
             return list(pool.map(one, zip(prompts, seeds)))

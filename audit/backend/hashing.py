@@ -10,10 +10,12 @@ from audit.paths import cache_dir
 
 
 def file_sha256(path: Path) -> str:
-    """SHA-256 of a file, memoised on (path, size, mtime) so large files are hashed once."""
+    """SHA-256 of a file, memoised on (path, inode, size, mtime, ctime) so large files are hashed once. The change
+    time cannot be set back (``touch -r`` restores only the modification time), so a file rewritten in place under
+    the same name, size and mtime is hashed again and a tampered file is caught."""
     stat = path.stat()
     memo = cache_dir() / "hashes.json"
-    key = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
+    key = f"{path.resolve()}|{stat.st_ino}|{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ctime_ns}"
     known = json.loads(memo.read_text()) if memo.exists() else {}
     if key not in known:
         digest = hashlib.sha256()

@@ -16,7 +16,6 @@ from pathlib import Path
 from audit.backend.hashing import file_sha256
 from audit.backend.registry import GGUF_MAGIC, REGISTRY
 from audit.errors import AuditError
-from audit.paths import cache_dir
 
 QUANTS = ("auto", "none", "4bit", "8bit")
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")

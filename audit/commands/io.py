@@ -11,7 +11,11 @@ import pandas as pd
 
 from audit.errors import AuditError
 from audit.output import csv_text, restore, write_atomic
+from audit.tasks.loaders import check_parquet
 
+MAX_TABLE_ROWS = 5_000_000
+MAX_TABLE_BYTES = 1 << 30
+"""Bounds on a score or pair table given as Parquet, read from its metadata before it is decoded."""
 MAX_QUOTA = 10_000
 """Largest quota --k may name (pools are far smaller; the metrics check k against each pool size)."""
 _TEXT = ("model", "task", "subtask", "mode", "candidate_id", "group", "candidate_a", "candidate_b", "group_a",
@@ -44,6 +48,7 @@ def read_table_file(path: str, what: str) -> pd.DataFrame:
         if suffix == ".csv":
             return restore(pd.read_csv(path, dtype={column: str for column in _TEXT}))
         if suffix in (".parquet", ".pq"):
+            check_parquet(Path(path), max_rows=MAX_TABLE_ROWS, max_bytes=MAX_TABLE_BYTES)
             return pd.read_parquet(path)
     except (ImportError, OSError, ValueError) as exc:
         raise AuditError(f"cannot read {what} {path}: {exc}") from exc

@@ -7,7 +7,6 @@ import sys
 
 import pandas as pd
 
-from audit.design import PoolDesign
 from audit.commands.io import emit, emit_table, parse_quotas, read_table_file, records
 from audit.errors import AuditError
 from audit.metrics.bands import draws_table, ndcg_bands, validity_bands
@@ -16,10 +15,13 @@ from audit.metrics.inference import METHODS, adjusted
 from audit.metrics.pairwise import drop_unreliable
 from audit.metrics.presets import PRESETS
 from audit.metrics.schema import is_pairwise
+from audit.views import MODES
 from audit.metrics.shape import score_shape
 from audit.metrics.validity import model_rankings, ndcg_table, validity
 from audit.store import Store
-from audit.views import StoreTables, metric_parts
+from audit.audit_result import AuditResult, base_rows, compute
+from audit.selection import N_BOOT, Selection
+from audit.views import StoreTables
 
 
 
@@ -31,7 +33,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                                          "rabbi_qualified, dp_gap, eo_gap.")
     _common(metrics)
     metrics.add_argument("--ci", type=float, help="confidence level of bootstrap bounds, e.g. 0.95 (adds *_lo/*_hi)")
-    metrics.add_argument("--bootstrap", type=int, default=1000, metavar="B", help="bootstrap replicates (default 1000)")
+    metrics.add_argument("--bootstrap", type=int, default=N_BOOT, metavar="B",
+                         help=f"bootstrap replicates (default {N_BOOT})")
     metrics.add_argument("--seed", type=int, default=0, help="bootstrap and permutation seed (default 0)")
     metrics.add_argument("--permutations", type=int, metavar="B",
                          help="permutation test of no gap with B label shuffles (adds dp_gap_p, eo_gap_p and, "
@@ -62,7 +65,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", help="with --db: the task to audit (default: the store's only task)")
     parser.add_argument("--scores", help="instead of --db: a score table (.csv or .parquet) from `python -m audit "
                                          "scores` (needs --reference)")
-    parser.add_argument("--reference", help="reference group, e.g. W_M (with --db: overrides the stored one)")
+    parser.add_argument("--reference", help="reference group (with --db: overrides the stored design's, in the "
+                                            "chosen grouping)")
+    parser.add_argument("--mode", help="with --db: the scoring mode (default: every mode of the task)")
+    parser.add_argument("--grouping", help="with --db: a grouping the task declares, e.g. race (default: whole codes)")
+    parser.add_argument("--models", nargs="+", default=(), help="with --db: models to include (default: all)")
+    parser.add_argument("--subtasks", nargs="+", default=(), help="with --db: subtasks to include (default: all)")
     parser.add_argument("--k", required=True, help="quota(s): 2, 1-8 or 1,3,5")
     parser.add_argument("--pool", help="per-group, random:N or observed (with --db: overrides the stored design; "
                                        "with --scores: default per-group)")
@@ -77,23 +85,33 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", help="write here instead of stdout")
 
 
-Part = tuple[pd.DataFrame, str, "str | PoolDesign"]  # score rows, reference, pool design
+Part = tuple[pd.DataFrame, str, str]  # score rows, reference, pool design
 
 
 def _inputs(args: argparse.Namespace) -> tuple[list[Part], pd.DataFrame | None, list[int]]:
-    """Score rows split by the (reference, pool design) they are read under, the pair table and the quotas."""
+    """For ``--scores``: the score rows with their reference and pool design, the pair table and the quotas."""
     quotas = parse_quotas(args.k)
+    if args.scores is None:
+        raise AuditError("give either --db (a result store) or --scores (a score table)")
+    if args.reference is None or args.task is not None:
+        raise AuditError("--scores needs --reference and takes no --task (use --db for stored designs)")
+    db_only = [flag for flag, value in (("--mode", args.mode), ("--grouping", args.grouping),
+                                        ("--models", args.models), ("--subtasks", args.subtasks)) if value]
+    if db_only:
+        raise AuditError(f"{db_only[0]} goes with --db (a score table is read whole)")
+    if args.max_inconsistent is not None and not args.pairs:
+        raise AuditError("--max-inconsistent needs --pairs with --scores (the inconsistent-pair rates come from "
+                         "the pair table)")
+    scores = read_table_file(args.scores, "score table")
+    pairs = read_table_file(args.pairs, "pair table") if args.pairs else None
+    return [(_reliable(scores, pairs, args.max_inconsistent), args.reference, args.pool or "per-group")], pairs, quotas
+
+
+def audits(args: argparse.Namespace, *, keep_draws: bool = False, **options) -> list[AuditResult]:
+    """For ``--db``: the audit of every chosen mode of the task (:func:`audit.audit_result.compute`), keys left out
+    noted on stderr. ``options``: selection fields of the command (ci, n_boot, n_perm, ...)."""
     if (args.db is None) == (args.scores is None):
         raise AuditError("give either --db (a result store) or --scores (a score table)")
-    if args.scores is not None:
-        if args.reference is None or args.task is not None:
-            raise AuditError("--scores needs --reference and takes no --task (use --db for stored designs)")
-        if args.max_inconsistent is not None and not args.pairs:
-            raise AuditError("--max-inconsistent needs --pairs with --scores (the inconsistent-pair rates come from "
-                             "the pair table)")
-        scores = read_table_file(args.scores, "score table")
-        pairs = read_table_file(args.pairs, "pair table") if args.pairs else None
-        return [(_reliable(scores, pairs, args.max_inconsistent), args.reference, args.pool or "per-group")], pairs, quotas
     if args.pairs is not None:
         raise AuditError("--pairs only goes with --scores; --db reads the store's pairs")
     with Store(args.db, create=False) as store:
@@ -101,11 +119,23 @@ def _inputs(args: argparse.Namespace) -> tuple[list[Part], pd.DataFrame | None, 
     task = args.task or _only_task(tables)
     if task not in tables.tasks():
         raise AuditError(f"task {task!r} has no results in {args.db}; tasks: {tables.tasks()}")
-    scores = tables.scores[tables.scores["task"] == task].drop(columns=["label_mass", "fingerprint"])
-    pairs = tables.pairs[tables.pairs["task"] == task]
-    scores = _reliable(scores, pairs if len(pairs) else None, args.max_inconsistent)
-    parts = metric_parts(scores, tables.designs, reference=args.reference, pool=args.pool)
-    return parts, pairs if len(pairs) else None, quotas
+    stored = set(tables.scores.loc[tables.scores["task"] == task, "mode"])
+    modes = [args.mode] if args.mode else [m for m in MODES if m in stored]
+    results = []
+    for mode in modes:
+        selection = Selection(task, mode, models=tuple(args.models), subtasks=tuple(args.subtasks),
+                              grouping=args.grouping, reference=args.reference, pool=args.pool, preset=args.preset,
+                              max_inconsistent=args.max_inconsistent, ks=tuple(parse_quotas(args.k)), **options)
+        rows = base_rows(tables, selection, keep_draws=keep_draws)
+        pool = int(rows.table.groupby(["model", "subtask"], observed=True)["k"].max().min())
+        if max(selection.ks) >= pool:
+            raise AuditError(f"quota k={max(selection.ks)} is not below the pool size {pool} ({mode}): at k = pool "
+                             "size everyone is selected and every gap is 0 by construction; choose a smaller k")
+        result = compute(tables, selection, rows=rows, with_impact=False)
+        for line in result.skipped:
+            print(f"note: left out {line}", file=sys.stderr)
+        results.append(result)
+    return results
 
 
 def _reliable(scores: pd.DataFrame, pairs: pd.DataFrame | None, max_inconsistent: float | None) -> pd.DataFrame:
@@ -134,11 +164,21 @@ def _note_missing_pairs(parts: list[Part], pairs: pd.DataFrame | None) -> None:
 
 def run_metrics(args: argparse.Namespace) -> int:
     """Handler of ``metrics``."""
+    if args.db is not None:
+        table = pd.concat([result.table for result in audits(
+            args, ci=args.ci, n_boot=args.bootstrap, seed=args.seed, n_perm=args.permutations, adjust=args.adjust)],
+            ignore_index=True)
+        emit_table(table, args.format, args.out)
+        return 0
     parts, pairs, quotas = _inputs(args)
-    table = pd.concat([MetricEngine(scores, reference=reference, pool=pool, pairs=pairs, ci=args.ci,
-                                    n_boot=args.bootstrap, seed=args.seed, preset=args.preset,
-                                    n_perm=args.permutations).table(quotas)
-                       for scores, reference, pool in parts], ignore_index=True)
+    engines = [MetricEngine(scores, reference=reference, pool=pool, pairs=pairs, ci=args.ci, n_boot=args.bootstrap,
+                            seed=args.seed, preset=args.preset, n_perm=args.permutations)
+               for scores, reference, pool in parts]
+    smallest = min(size for engine in engines for size in engine.pool_sizes.values())
+    if max(quotas) >= smallest:
+        raise AuditError(f"quota k={max(quotas)} is not below the pool size {smallest}: at k = pool size everyone "
+                         "is selected and every gap is 0 by construction; choose a smaller k")
+    table = pd.concat([engine.table(quotas) for engine in engines], ignore_index=True)
     if args.permutations is not None:
         table = adjusted(table, args.adjust)
     _note_missing_pairs(parts, pairs)
@@ -148,10 +188,22 @@ def run_metrics(args: argparse.Namespace) -> int:
 
 def run_validity(args: argparse.Namespace) -> int:
     """Handler of ``validity``: one block of results per task in the score table."""
-    parts, pairs, quotas = _inputs(args)
     blocks: dict[str, list[pd.DataFrame]] = {"correlations": [], "ndcg": [], "rankings": []}
     if args.ci is not None and not 0 < args.ci < 1:
         raise AuditError(f"confidence level {args.ci} must lie strictly between 0 and 1")
+    if args.db is not None:
+        results = audits(args, keep_draws=args.ci is not None, ci=args.ci, n_boot=args.bootstrap, n_perm=None)
+        for result in results:
+            table = result.table
+            correlations, ndcg = validity(table), ndcg_table(table)
+            if args.ci is not None:
+                correlations = validity_bands(table, *result.draws, level=args.ci)
+                ndcg = ndcg_bands(table, *result.draws, level=args.ci)
+            extra = {"reference": result.reference, "pool": result.pool}
+            for name, frame in (("correlations", correlations), ("ndcg", ndcg), ("rankings", model_rankings(table))):
+                blocks[name].append(frame.assign(task=result.selection.task, **extra)[["task", *extra, *frame.columns]])
+        return _emit_validity(args, blocks)
+    parts, pairs, quotas = _inputs(args)
     for scores, reference, pool in parts:
         tasks = scores["task"].astype(str) if "task" in scores else pd.Series("", index=scores.index)
         for task in sorted(tasks.unique()):
@@ -164,11 +216,14 @@ def run_validity(args: argparse.Namespace) -> int:
                 correlations = validity_bands(table, index, draws, level=args.ci)
                 ndcg = ndcg_bands(table, index, draws, level=args.ci)
             for name, frame in (("correlations", correlations), ("ndcg", ndcg), ("rankings", model_rankings(table))):
-                extra = {"reference": reference, "pool": str(pool)} if args.db else {}
-                blocks[name].append(frame.assign(task=task, **extra)[["task", *extra, *frame.columns]])
+                blocks[name].append(frame.assign(task=task)[["task", *frame.columns]])
     _note_missing_pairs(parts, pairs)
-    stored = "per-group" if args.scores else "stored"
-    result = {"reference": args.reference or "stored", "pool": args.pool or stored, "k": quotas,
+    return _emit_validity(args, blocks)
+
+
+def _emit_validity(args: argparse.Namespace, blocks: dict[str, list[pd.DataFrame]]) -> int:
+    stored = "stored" if args.db else "per-group"
+    result = {"reference": args.reference or "stored", "pool": args.pool or stored, "k": parse_quotas(args.k),
               "preset": args.preset,
               **{name: records(pd.concat(frames, ignore_index=True)) for name, frames in blocks.items()}}
     emit(json.dumps(result, indent=1) + "\n", args.out)

@@ -23,7 +23,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--scores", help="pilot score table (.csv or .parquet) from `python -m audit scores`")
     source.add_argument("--db", help="pilot result store (SQLite)")
-    parser.add_argument("--reference", required=True, help="reference group, e.g. W_M")
+    parser.add_argument("--reference", required=True, help="reference group (a group code of the scores)")
     parser.add_argument("--k", type=int, default=2, help="quota k (default 2)")
     parser.add_argument("--target", type=float, default=0.05, help="target CI half-width of ΔDP (default 0.05)")
     parser.add_argument("--mode", default="pointwise", help="scoring mode of the pilot rows (default pointwise)")

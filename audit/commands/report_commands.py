@@ -7,12 +7,21 @@ from pathlib import Path
 
 import pandas as pd
 
+from audit.audit_result import comparison, impact_table
+from audit.audit_verdict import pool_sizes, refuse_full_pools
+from audit.design import AuditDesign
 from audit.errors import AuditError
 from audit.commands.io import emit, parse_quotas, read_table_file, records
+from audit.output import check_target, csv_text, write_atomic
 from audit.metrics.compare import compare_gaps, rank_correlation, selection_flips
-from audit.metrics.impact import GROUPINGS, impact_ratios
+from audit.metrics.impact import impact_ratios
+from audit.metrics.inference import METHODS
 from audit.reporting import ReportSettings, build_report
 from audit.reporting.content import load_scores
+from audit.selection import N_BOOT, N_PERM, Selection
+from audit.store import Store
+from audit.tasks.designs import completed, derived_design
+from audit.views import StoreTables, regroup
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -22,8 +31,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                                         "impact ratio against the most-selected category, four-fifths flag, CIs.")
     _source(impact)
     impact.add_argument("--k", required=True, help="quota(s): 2, 1-8 or 1,3,5")
-    impact.add_argument("--grouping", action="append", choices=list(GROUPINGS),
-                        help="grouping(s) to report (default: every one the groups offer)")
+    impact.add_argument("--max-inconsistent", type=float, metavar="RATE",
+                        help="with --db: leave out pairwise models above RATE inconsistent pairs")
+    impact.add_argument("--grouping", action="append",
+                        help="grouping(s) the task declares, e.g. race (default: every one it declares)")
     _bootstrap(impact)
     impact.add_argument("--format", choices=("csv", "json", "md"), default="csv")
     impact.set_defaults(handler=run_impact)
@@ -33,7 +44,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     _source(compare)
     compare.add_argument("--a", required=True, help="model A (label as in the store, e.g. smollm2-135m)")
     compare.add_argument("--b", required=True, help="model B (e.g. smollm2-135m@4bit)")
-    compare.add_argument("--reference", default="W_M", help="reference group (default W_M)")
+    compare.add_argument("--grouping", help="a grouping the task declares (default: whole group codes)")
+    compare.add_argument("--reference", help="reference group (default: the stored design's, in the grouping)")
     compare.add_argument("--k", required=True, help="quota(s): 2, 1-8 or 1,3,5 (flips use the smallest)")
     _bootstrap(compare)
     compare.add_argument("--format", choices=("json",), default="json")
@@ -44,9 +56,18 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--task", help="task to report on (needed when the store holds several)")
     report.add_argument("--models", nargs="+", default=(), help="models to include (default: all)")
     report.add_argument("--mode", default="pointwise", help="scoring mode (default pointwise)")
-    report.add_argument("--reference", default="W_M", help="reference group (default W_M)")
+    report.add_argument("--grouping", help="a grouping the task declares, e.g. race (default: whole group codes)")
+    report.add_argument("--reference", help="reference group (default: the stored design's, in the grouping)")
+    report.add_argument("--subtasks", nargs="+", default=(), help="subtasks to include (default: all)")
+    report.add_argument("--preset", default="default", help="metric estimators: default or paper-exact")
+    report.add_argument("--max-inconsistent", type=float, metavar="RATE",
+                        help="leave out pairwise models above RATE inconsistent pairs")
+    report.add_argument("--permutations", type=int, default=N_PERM, metavar="B",
+                        help=f"label shuffles behind the p-values (default {N_PERM})")
+    report.add_argument("--adjust", choices=tuple(METHODS), default="holm",
+                        help="multiple-comparison adjustment of the p-values: holm (default) or bh")
     report.add_argument("--k", type=int, default=2, help="quota k (default 2)")
-    report.add_argument("--pool", help="pool design (default: per-group for pointwise, observed for pairwise)")
+    report.add_argument("--pool", help="pool design (default: the stored design's)")
     report.add_argument("--compare", nargs=2, metavar=("A", "B"), help="add a comparison of models A and B")
     _bootstrap(report)
     report.add_argument("--out", required=True, help="report.html or report.pdf")
@@ -59,23 +80,46 @@ def _source(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", help="task (needed when the scores hold several)")
     parser.add_argument("--mode", default="pointwise", help="scoring mode (default pointwise)")
     parser.add_argument("--models", nargs="+", default=(), help="models to include (default: all)")
-    parser.add_argument("--pool", help="pool design (default: per-group for pointwise, observed for pairwise)")
+    parser.add_argument("--subtasks", nargs="+", default=(), help="subtasks to include (default: all)")
+    parser.add_argument("--pool", help="pool design (default: the stored design's; per-group for --scores)")
     parser.add_argument("--out", help="write here instead of stdout")
 
 
 def _bootstrap(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ci", type=float, default=0.95, help="confidence level (default 0.95)")
-    parser.add_argument("--bootstrap", type=int, default=1000, metavar="B", help="bootstrap replicates (default 1000)")
+    parser.add_argument("--bootstrap", type=int, default=N_BOOT, metavar="B",
+                        help=f"bootstrap replicates (default {N_BOOT})")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
 
 
 def _scores(args: argparse.Namespace) -> tuple[pd.DataFrame, ReportSettings]:
+    """For ``--scores``: the file's rows of the mode, task, models and subtasks, and their settings."""
     if (args.db is None) == (args.scores is None):
         raise AuditError("give exactly one of --db and --scores")
     settings = ReportSettings(store=args.db or "", task=args.task, models=tuple(args.models), mode=args.mode,
                               pool=args.pool, ci=args.ci, n_boot=args.bootstrap, seed=args.seed)
-    table = read_table_file(args.scores, "score table") if args.scores else None
-    return load_scores(settings, table), settings
+    scores = load_scores(settings, read_table_file(args.scores, "score table") if args.scores else None)
+    return scores[scores["subtask"].isin(args.subtasks)] if args.subtasks else scores, settings
+
+
+def _tables(args: argparse.Namespace) -> StoreTables:
+    with Store(args.db, create=False) as store:
+        return StoreTables.read(store)
+
+
+def _selection(args: argparse.Namespace, tables: StoreTables, **fields) -> Selection:
+    """The ``--db`` selection of a command's flags (the store's only task unless ``--task``)."""
+    task = args.task or (tables.tasks()[0] if len(tables.tasks()) == 1 else None)
+    if task is None:
+        raise AuditError(f"the store holds tasks {tables.tasks()}; choose one with --task")
+    return Selection(task, args.mode, models=tuple(args.models), subtasks=tuple(args.subtasks), pool=args.pool,
+                     ci=args.ci, n_boot=args.bootstrap, seed=args.seed, **fields)
+
+
+def _design_of(scores: pd.DataFrame) -> AuditDesign:
+    """For ``--scores``: the design the task's definition declares (derived from the groups for a custom task)."""
+    task, subtask = str(scores["task"].iloc[0]), str(scores["subtask"].iloc[0])
+    return completed(derived_design(task, subtask, sorted(scores["group"].astype(str).unique()), None))
 
 
 def markdown(table: pd.DataFrame) -> str:
@@ -87,41 +131,68 @@ def markdown(table: pd.DataFrame) -> str:
 
 
 def run_impact(args: argparse.Namespace) -> int:
-    """Handler of ``impact``."""
-    scores, settings = _scores(args)
-    table = impact_ratios(scores, ks=parse_quotas(args.k), pool=settings.design, groupings=args.grouping,
-                          ci=args.ci, n_boot=args.bootstrap, seed=args.seed)
-    text = {"csv": lambda: table.to_csv(index=False), "md": lambda: markdown(table),
+    """Handler of ``impact``: per grouping, the impact ratios of :func:`audit.audit_result.compute` (``--db``) or
+    of the score file's groups coarsened by the task's declared groupings (``--scores``)."""
+    quotas = tuple(parse_quotas(args.k))
+    if args.db is not None and args.scores is None:
+        tables = _tables(args)
+        selection = _selection(args, tables, ks=quotas, max_inconsistent=args.max_inconsistent)
+        refuse_full_pools(max(quotas), pool_sizes(tables, selection), args.grouping)
+        table = impact_table(tables, selection, args.grouping or ())
+    else:
+        if args.max_inconsistent is not None:
+            raise AuditError("--max-inconsistent goes with --db (the store's pair outcomes)")
+        scores, settings = _scores(args)
+        design = _design_of(scores)
+        frames = [impact_ratios(regroup(scores, design.part(grouping)), ks=quotas, pool=settings.design,
+                                grouping=grouping, ci=args.ci, n_boot=args.bootstrap, seed=args.seed)
+                  for grouping in args.grouping or design.groupings]
+        table = pd.concat(frames, ignore_index=True)
+    text = {"csv": lambda: csv_text(table), "md": lambda: markdown(table),
             "json": lambda: json.dumps(records(table), indent=1) + "\n"}[args.format]()
     emit(text, args.out)
     return 0
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    """Handler of ``compare``: gap differences, flips at the smallest k, and rank correlations, as one JSON object."""
-    scores, settings = _scores(args)
-    quotas = parse_quotas(args.k)
-    options = {"a": args.a, "b": args.b, "pool": settings.design}
-    result = {"a": args.a, "b": args.b, "reference": args.reference, "k": quotas,
-              "gaps": records(compare_gaps(scores, reference=args.reference, ks=quotas, ci=args.ci,
-                                            n_boot=args.bootstrap, seed=args.seed, **options)),
-              "flips": records(selection_flips(scores, k=quotas[0], **options).query("flipped")),
-              "rank_correlation": records(rank_correlation(scores, a=args.a, b=args.b))}
+    """Handler of ``compare``: gap differences, flips at the smallest k, and rank correlations, as one JSON object,
+    on the groups of the chosen grouping against the chosen (or stored) reference."""
+    quotas = tuple(parse_quotas(args.k))
+    if args.db is not None and args.scores is None:
+        tables = _tables(args)
+        found = comparison(tables, _selection(args, tables, ks=quotas, grouping=args.grouping,
+                                              reference=args.reference), args.a, args.b)
+        grouping, reference, gaps, flips, correlation = (found.grouping, found.reference, found.gaps, found.flips,
+                                                         found.correlation)
+    else:
+        scores, settings = _scores(args)
+        design = _design_of(scores)
+        grouping = args.grouping or design.finest()
+        scores = regroup(scores, design.part(grouping))
+        reference = args.reference or design.category(design.reference, grouping)
+        options = {"a": args.a, "b": args.b, "pool": args.pool or settings.design}
+        gaps = compare_gaps(scores, reference=reference, ks=quotas, ci=args.ci, n_boot=args.bootstrap,
+                            seed=args.seed, **options)
+        flips = selection_flips(scores, k=min(quotas), **options)
+        correlation = rank_correlation(scores, a=args.a, b=args.b)
+    result = {"a": args.a, "b": args.b, "grouping": grouping, "reference": reference, "k": list(quotas),
+              "gaps": records(gaps), "flips": records(flips.query("flipped")),
+              "rank_correlation": records(correlation)}
     emit(json.dumps(result, indent=1) + "\n", args.out)
     return 0
 
 
 def run_report(args: argparse.Namespace) -> int:
     """Handler of ``report``: the format follows the suffix of ``--out``."""
+    check_target(args.out, args.db)  # before the work: a report never replaces the store
     fmt = Path(args.out).suffix.lower().lstrip(".")
     if fmt not in ("html", "pdf"):
         raise AuditError(f"--out {args.out}: the report is written as .html or .pdf")
     settings = ReportSettings(store=args.db, task=args.task, models=tuple(args.models), mode=args.mode,
-                              reference=args.reference, k=args.k, pool=args.pool, ci=args.ci, n_boot=args.bootstrap,
-                              seed=args.seed, compare=tuple(args.compare) if args.compare else None)
-    body = build_report(settings, fmt)
-    try:
-        Path(args.out).write_bytes(body)
-    except OSError as exc:
-        raise AuditError(f"cannot write {args.out}: {exc}") from exc
+                              reference=args.reference, grouping=args.grouping, subtasks=tuple(args.subtasks),
+                              preset=args.preset, max_inconsistent=args.max_inconsistent, k=args.k, pool=args.pool,
+                              ci=args.ci, n_boot=args.bootstrap, n_perm=args.permutations, adjust=args.adjust,
+                              seed=args.seed,
+                              compare=tuple(args.compare) if args.compare else None)
+    write_atomic(args.out, build_report(settings, fmt), args.db)
     return 0

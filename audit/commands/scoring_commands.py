@@ -33,6 +33,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     score.add_argument("--subtask", required=True, help="e.g. software_engineer, or 'all'")
     score.add_argument("--data", help="task data: folder for icnale and paper-resume, candidates file for custom")
     score.add_argument("--spec", help="task spec (YAML or JSON) for custom")
+    score.add_argument("--label", help="name the model goes by in the store and every table (default: from --model; "
+                                       "needed when two models would get the same name)")
     score.add_argument("--model", default=DEFAULT_MODEL,
                        help="registry name, .gguf file, model folder, hub id, or openai:NAME with --base-url")
     score.add_argument("--mode", choices=MODES, default="pointwise")
@@ -84,6 +86,8 @@ def run_score(args: argparse.Namespace) -> int:
     subtasks = list_subtasks(args.task, **inputs) if args.subtask == "all" else [args.subtask]
     tasks = [get_task(args.task, subtask, **inputs) for subtask in subtasks]
     spec, executor = backend_and_executor(args)
+    if args.label is not None:
+        spec = replace(spec, ref=replace(spec.ref, label=checked_label(args.label)))
     with Store(args.db) as store:
         try:
             for task in tasks:
@@ -102,6 +106,13 @@ def run_score(args: argparse.Namespace) -> int:
             if executor is not None:
                 executor.shutdown()
     return 0
+
+
+def checked_label(label: str) -> str:
+    """``--label`` as given, if it is 1 to 100 printable characters."""
+    if not label.strip() or len(label) > 100 or not label.isprintable():
+        raise AuditError(f"--label {label!r}: give 1 to 100 printable characters")
+    return label.strip()
 
 
 def check_scale_options(args: argparse.Namespace) -> None:

@@ -21,25 +21,46 @@ def delta(a, b) -> float:
     return float(_scores(a, "A").mean() - _scores(b, "B").mean())
 
 
-def histograms(a, b, *, bins: int = 20) -> tuple[np.ndarray, np.ndarray]:
+STURGES = "sturges"
+Bins = "int | str"
+
+
+def sturges(n: "int | np.ndarray") -> "int | np.ndarray":
+    """Sturges' bin count for a pooled sample of ``n`` scores: ⌈log₂ n⌉ + 1 (at least 1)."""
+    return np.maximum(np.ceil(np.log2(np.maximum(n, 1))).astype(int) + 1, 1)
+
+
+def bin_count(bins: Bins, n: int) -> int:
+    """``bins`` itself, or Sturges' count for ``n`` pooled scores when ``bins`` is ``"sturges"``."""
+    if bins == STURGES:
+        return int(sturges(n))
+    if isinstance(bins, (int, np.integer)) and bins >= 1:
+        return int(bins)
+    raise AuditError(f"JSD bins {bins!r} must be a positive whole number or {STURGES!r}")
+
+
+def histograms(a, b, *, bins: Bins = STURGES) -> tuple[np.ndarray, np.ndarray]:
     """Probability vectors of A's and B's scores on a shared binning derived from the pooled range of A ∪ B.
 
-    If A ∪ B holds at most ``bins`` distinct values (Yes/No-only scores, grades 1..5, pairwise sums), each distinct
-    value is its own bin (the exact discrete distributions); otherwise ``bins`` equal-width bins span
-    [min(A ∪ B), max(A ∪ B)], the last bin closed. The binning does not depend on the score scale.
+    The bin count is Sturges' rule on the pooled sample, ⌈log₂(|A| + |B|)⌉ + 1 (or ``bins`` when a number is
+    given). If A ∪ B holds at most that many distinct values (Yes/No-only scores, grades 1..5, pairwise sums), each
+    distinct value is its own bin (the exact discrete distributions); otherwise that many equal-width bins span
+    [min(A ∪ B), max(A ∪ B)], the last bin closed. So tens of continuous scores share bins — JSD stays below 1 unless
+    the groups truly separate — and the binning does not depend on the score scale.
     """
     a, b = _scores(a, "A"), _scores(b, "B")
+    count = bin_count(bins, a.size + b.size)
     pooled = np.unique(np.concatenate([a, b]))
-    if pooled.size <= bins:
+    if pooled.size <= count:
         p = np.bincount(np.searchsorted(pooled, a), minlength=pooled.size)
         q = np.bincount(np.searchsorted(pooled, b), minlength=pooled.size)
     else:
-        edges = np.linspace(pooled[0], pooled[-1], bins + 1)
+        edges = np.linspace(pooled[0], pooled[-1], count + 1)
         p, q = np.histogram(a, edges)[0], np.histogram(b, edges)[0]
     return p / a.size, q / b.size
 
 
-def jsd(a, b, *, bins: int = 20) -> float:
+def jsd(a, b, *, bins: Bins = STURGES) -> float:
     """Jensen–Shannon divergence in bits, JSD(P‖Q) = ½ KL(P‖M) + ½ KL(Q‖M), M = ½(P + Q), in [0, 1].
 
     P and Q are the binned score distributions of A and B (see :func:`histograms` for the binning).

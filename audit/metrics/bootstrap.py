@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from audit.design import PoolDesign
+from audit.design import PoolDesign, PoolKind
 from audit.metrics.allocation import selection_shares
 from audit.metrics.inference import key_seed
 from audit.metrics.keys import KeyData
@@ -56,7 +56,7 @@ def replicates(data: KeyData, design: PoolDesign, *, n_boot: int, seed: int, bin
         metrics = {"rabbi": weighted_rabbi(counts, data.ref), "rabbi_qualified": weighted_rabbi(qualified, data.ref)}
         if bins is not None:
             metrics.update(_distribution_metrics(data, counts, qualified, bins, paper_jsd))
-        if design.kind == "observed":
+        if design.kind == PoolKind.OBSERVED:
             laws = [rank_laws(data, design, pool_weights=np.concatenate([weights for _, _, weights in drawn]))]
         else:
             laws = [rank_laws(data, design, counts=counts[i:i + step], qualified_counts=qualified[i:i + step])
@@ -77,7 +77,7 @@ def _drawn(data: KeyData, design: PoolDesign, *, n: int, seed: int, block: int
     (seed, key, block) so results do not depend on chunking."""
     rng = np.random.default_rng([seed, key_seed(data), block])
     counts, qualified = resampled_counts(data, rng, n)
-    if design.kind != "observed":
+    if design.kind != PoolKind.OBSERVED:
         return counts, qualified, None
     pools = np.unique(data.pool).size
     return counts, qualified, rng.multinomial(pools, np.full(pools, 1 / pools), size=n)

@@ -19,7 +19,7 @@ from audit.errors import AuditError
 from audit.metrics.allocation import check_quotas, selection_shares, shares
 from audit.metrics.bootstrap import BLOCK, percentile_bounds
 from audit.metrics.keys import KeyData, split_keys
-from audit.design import PoolDesign
+from audit.design import PoolDesign, PoolKind
 from audit.metrics.pools import candidate_laws, pool_size, rank_laws
 from audit.metrics.schema import KEY
 
@@ -68,7 +68,7 @@ def compare_gaps(scores: pd.DataFrame, *, a: str, b: str, reference: str, ks: It
     """Per (subtask, mode, group, k): ``dp_a``, ``dp_b``, ``dp_diff`` = ΔDP(B) − ΔDP(A) with paired bootstrap bounds
     ``dp_diff_lo/hi``, and the same for ΔEO, on the candidates both models scored."""
     design = PoolDesign.parse(pool)
-    if design.kind == "observed":
+    if design.kind == PoolKind.OBSERVED:
         raise AuditError("comparison needs the per-group or random:N pool design (recorded pools are not paired)")
     keys = split_keys(matched(scores, a, b), reference=reference)
     frames = []

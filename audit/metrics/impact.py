@@ -26,59 +26,39 @@ from audit.metrics.pools import pool_size
 from audit.metrics.schema import KEY
 
 FOUR_FIFTHS = 0.8
-#: grouping -> which part of a ``RACE_GENDER`` code names the category (None: the whole code, the intersection)
-GROUPINGS = {"race": 0, "gender": 1, "race × gender": None}
 COLUMNS = (*KEY, "grouping", "category", "k", "candidates", "selection_rate", "impact_ratio", "four_fifths")
 CI_COLUMNS = ("selection_rate_lo", "selection_rate_hi", "impact_ratio_lo", "impact_ratio_hi")
 
 
-def groupings_of(groups: Iterable[str]) -> list[str]:
-    """The groupings a task's group codes offer: race, gender and the intersection for ``RACE_GENDER`` codes, else
-    the groups themselves (``race × gender`` names the finest grouping either way)."""
-    codes = [str(g) for g in groups]
-    return list(GROUPINGS) if codes and all(len(c.split("_")) == 2 for c in codes) else ["race × gender"]
-
-
-def category(code: str, grouping: str) -> str:
-    """The category of a group code under ``grouping`` (``B_W`` → ``B`` for race)."""
-    part = GROUPINGS[grouping]
-    return str(code) if part is None else str(code).split("_")[part]
-
-
 def impact_ratios(scores: pd.DataFrame, *, ks: Iterable[int] | int, pool: "str | PoolDesign" = "per-group",
-                  groupings: Iterable[str] | None = None, ci: float | None = None, n_boot: int = 1000,
-                  seed: int = 0) -> pd.DataFrame:
-    """One row per (model, subtask, mode, grouping, category, k): distinct candidates, selection rate, impact ratio
-    against the most-selected category and the four-fifths flag (ratio < 0.8); with ``ci`` also the bootstrap
-    bounds ``selection_rate_lo/hi`` and ``impact_ratio_lo/hi``. ``groupings`` defaults to every one the task offers."""
+                  grouping: str, ci: float | None = None, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """One row per (model, subtask, mode, category, k) of ``scores`` whose groups are the categories of
+    ``grouping`` (already coarsened, see :meth:`audit.design.AuditDesign.category`): distinct candidates, selection
+    rate, impact ratio against the most-selected category and the four-fifths flag (ratio < 0.8); with ``ci`` also
+    the bootstrap bounds ``selection_rate_lo/hi`` and ``impact_ratio_lo/hi``."""
     design = PoolDesign.parse(pool)
-    offered = groupings_of(scores["group"].unique())
-    chosen = offered if groupings is None else list(groupings)
-    unknown = [g for g in chosen if g not in offered]
-    if unknown:
-        raise AuditError(f"grouping {unknown[0]!r} not offered by these groups; choose from {offered}")
+    if scores.empty:
+        raise AuditError("no scores to compute impact ratios from")
     frames = []
-    for grouping in chosen:
-        pooled = scores.assign(group=scores["group"].astype(str).map(lambda code: category(code, grouping)))
-        for data in split_keys(pooled, reference=str(pooled["group"].iloc[0])):
-            quotas = check_quotas(ks, pool_size(design, data), data, design)
-            phi = shares(data, design)[0][:, np.asarray(quotas) - 1]
-            columns = {"selection_rate": phi, "impact_ratio": phi / phi.max(axis=0)}
-            if ci is not None:
-                draws = share_draws(data, design, n_boot=n_boot, seed=seed)[0][:, :, np.asarray(quotas) - 1]
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    ratios = draws / draws.max(axis=1, keepdims=True)
-                for name, values in (("selection_rate", draws), ("impact_ratio", ratios)):
-                    columns.update(percentile_bounds(name, values, ci))
-            frame = pd.DataFrame({name: values.ravel() for name, values in columns.items()})
-            frame.insert(0, "k", np.tile(quotas, len(data.groups)))
-            frame.insert(0, "candidates", np.repeat(
-                [np.unique(data.candidate_code[data.group == g]).size for g in range(len(data.groups))], len(quotas)))
-            frame.insert(0, "category", np.repeat(data.groups, len(quotas)))
-            frame.insert(0, "grouping", grouping)
-            for position, (name, value) in enumerate(zip(KEY, data.key)):
-                frame.insert(position, name, value)
-            frames.append(frame)
+    for data in split_keys(scores, reference=str(scores["group"].iloc[0])):
+        quotas = check_quotas(ks, pool_size(design, data), data, design)
+        phi = shares(data, design)[0][:, np.asarray(quotas) - 1]
+        columns = {"selection_rate": phi, "impact_ratio": phi / phi.max(axis=0)}
+        if ci is not None:
+            draws = share_draws(data, design, n_boot=n_boot, seed=seed)[0][:, :, np.asarray(quotas) - 1]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                ratios = draws / draws.max(axis=1, keepdims=True)
+            for name, values in (("selection_rate", draws), ("impact_ratio", ratios)):
+                columns.update(percentile_bounds(name, values, ci))
+        frame = pd.DataFrame({name: values.ravel() for name, values in columns.items()})
+        frame.insert(0, "k", np.tile(quotas, len(data.groups)))
+        frame.insert(0, "candidates", np.repeat(
+            [np.unique(data.candidate_code[data.group == g]).size for g in range(len(data.groups))], len(quotas)))
+        frame.insert(0, "category", np.repeat(data.groups, len(quotas)))
+        frame.insert(0, "grouping", grouping)
+        for position, (name, value) in enumerate(zip(KEY, data.key)):
+            frame.insert(position, name, value)
+        frames.append(frame)
     table = pd.concat(frames, ignore_index=True)
     table["four_fifths"] = table["impact_ratio"] < FOUR_FIFTHS
     return table[[*COLUMNS, *(CI_COLUMNS if ci is not None else ())]]

@@ -19,7 +19,7 @@ from audit.metrics.allocation import selection_shares
 from audit.metrics.bootstrap import percentiles, resampled_counts
 from audit.metrics.inference import key_seed
 from audit.metrics.keys import KeyData, split_keys
-from audit.design import PoolDesign
+from audit.design import PoolDesign, PoolKind
 from audit.metrics.pools import pool_size, rank_laws
 from audit.metrics.schema import KEY, is_pairwise, key_label
 
@@ -35,7 +35,7 @@ def half_widths(data: KeyData, design: PoolDesign, *, sizes: Sequence[int], n_bo
     step = max(1, _CELLS_PER_CHUNK // (pool * pool * data.values.size))
     out = np.full((len(sizes), len(data.groups), pool), np.nan)
     for i, n in enumerate(sizes):
-        if design.kind == "random" and design.size > n * len(data.groups):
+        if design.kind == PoolKind.RANDOM and design.size > n * len(data.groups):
             continue
         counts, qualified = resampled_counts(data, np.random.default_rng([seed, key_seed(data), n]), n_boot, size=n)
         phi = np.concatenate([selection_shares(rank_laws(data, design, counts=counts[j:j + step],
@@ -62,7 +62,7 @@ def needed(sizes: Sequence[int], width: np.ndarray, target: float) -> tuple[int,
 def _check(pool: "str | PoolDesign", target: float | None, level: float, n_boot: int,
            sizes: Sequence[int]) -> tuple[PoolDesign, list[int]]:
     design = PoolDesign.parse(pool)
-    if design.kind == "observed":
+    if design.kind == PoolKind.OBSERVED:
         raise AuditError("the planner needs a per-group or random:N pool design; observed pools cannot be resized")
     if target is not None and not 0 < target < 1:
         raise AuditError(f"target half-width {target} must lie strictly between 0 and 1")

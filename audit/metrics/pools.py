@@ -27,7 +27,7 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from audit.design import PoolDesign
+from audit.design import PoolDesign, PoolKind
 from audit.errors import AuditError
 from audit.metrics.keys import KeyData
 from audit.metrics.schema import key_label
@@ -35,9 +35,9 @@ from audit.metrics.schema import key_label
 
 def pool_size(design: PoolDesign, data: KeyData) -> int:
     """Candidates per pool of ``design`` for this key (the largest recorded pool for ``observed``)."""
-    if design.kind == "per-group":
+    if design.kind == PoolKind.PER_GROUP:
         return len(data.groups)
-    if design.kind == "random":
+    if design.kind == PoolKind.RANDOM:
         if design.size > data.score.size:
             raise AuditError(f"pool random:{design.size} is larger than the {data.score.size} candidates "
                              f"of {key_label(data.key)}")
@@ -61,11 +61,11 @@ def rank_laws(data: KeyData, design: PoolDesign, *, counts: np.ndarray | None = 
     the table's own counts. For ``observed``, ``pool_weights`` (batch, pools) reweights the recorded pools instead.
     """
     size = pool_size(design, data)
-    if design.kind == "observed":
+    if design.kind == PoolKind.OBSERVED:
         return _observed(data, pool_weights)
     counts = data.counts[None] if counts is None else counts
     qualified_counts = data.qualified_counts[None] if qualified_counts is None else qualified_counts
-    if design.kind == "per-group":
+    if design.kind == PoolKind.PER_GROUP:
         groups, values = np.nonzero(data.counts)
         law = _per_group(counts, groups, values)
         starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
@@ -138,12 +138,12 @@ def candidate_laws(data: KeyData, design: PoolDesign, labels: np.ndarray) -> np.
     """(L, batch or 1, rows): the rank law of every candidate (row of ``data``) when the group of row i is
     ``labels[b, i]`` (shuffled labels, group sizes kept). Only the per-group design depends on the labels."""
     size = pool_size(design, data)
-    if design.kind == "per-group":
+    if design.kind == PoolKind.PER_GROUP:
         flat = (np.arange(labels.shape[0])[:, None] * len(data.groups) + labels) * data.values.size + data.value
         counts = np.bincount(flat.ravel(), minlength=labels.shape[0] * len(data.groups) * data.values.size)
         counts = counts.reshape(labels.shape[0], len(data.groups), data.values.size).astype(float)
         return _per_group(counts, labels, data.value)
-    if design.kind == "random":
+    if design.kind == PoolKind.RANDOM:
         law = _random(data.counts.sum(axis=0)[None], np.arange(data.values.size), size)
         return law[:, :, data.value]
     _, first, ties, _ = _pool_ranks(data)

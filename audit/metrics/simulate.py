@@ -12,7 +12,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from audit.design import PoolDesign
+from audit.design import PoolDesign, PoolKind
 from audit.errors import AuditError
 from audit.metrics.allocation import check_quotas
 from audit.metrics.keys import KeyData, split_keys
@@ -24,7 +24,7 @@ _DRAW_CHUNK = 4_000_000
 
 def _draw_pools(data: KeyData, design: PoolDesign, rounds: int, rng: np.random.Generator) -> np.ndarray:
     """(rounds, pool size) row indices of the candidates in each drawn pool."""
-    if design.kind == "per-group":
+    if design.kind == PoolKind.PER_GROUP:
         starts = np.searchsorted(data.group, np.arange(len(data.groups) + 1))
         return starts[:-1] + rng.integers(0, np.diff(starts), size=(rounds, len(data.groups)))
     chunk = max(1, _DRAW_CHUNK // data.score.size)
@@ -43,7 +43,7 @@ def _ratio_se(selected: np.ndarray, present: np.ndarray, ref: int) -> tuple[np.n
 
 def simulate_key(data: KeyData, design: PoolDesign, *, rounds: int, seed: int) -> dict[str, np.ndarray]:
     """dp_gap, eo_gap and their ``_se`` as (groups, L) arrays from ``rounds`` simulated pools of one key."""
-    if design.kind == "observed":
+    if design.kind == PoolKind.OBSERVED:
         raise AuditError("Monte Carlo needs a per-group or random:N pool design; observed pools are already exact")
     size = pool_size(design, data)
     pools = _draw_pools(data, design, rounds, np.random.default_rng(seed))

@@ -6,45 +6,59 @@ import hashlib
 import json
 import shlex
 import subprocess
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
 
+from audit.audit_result import comparison, compute
+from audit.design import AuditDesign
 from audit.errors import AuditError
-from audit.metrics import MetricEngine, model_rankings, validity
-from audit.metrics.inference import adjusted
-from audit.metrics.compare import compare_gaps, rank_correlation, selection_flips
-from audit.metrics.impact import impact_ratios
+from audit.metrics import model_rankings, validity
+from audit.metrics.inference import METHODS
 from audit.metrics.schema import is_pairwise
 from audit.results import answer_table, pair_table, score_table
+from audit.selection import N_BOOT, N_PERM, Selection
 from audit.store import Store
-
-#: tasks whose groups differ only by the name on otherwise identical documents (a counterfactual design)
-COUNTERFACTUAL_TASKS = ("resume", "paper-resume")
-
+from audit.views import StoreTables, regroup
 
 @dataclass(frozen=True)
 class ReportSettings:
-    """What to report on. ``pool`` None: per-group for pointwise scores, the recorded pools for pairwise ones.
-    ``compare``: two model labels (A, B) for the comparison section."""
+    """What to report on: one :class:`audit.selection.Selection` of a store plus the report's quota ``k`` and an
+    optional comparison of two model labels (A, B). ``reference``, ``grouping`` and ``pool`` None: the stored
+    design's; after :func:`collect` they hold the values the report used."""
 
     store: str
     task: str | None = None
     models: tuple[str, ...] = ()
     mode: str = "pointwise"
-    reference: str = "W_M"
+    reference: str | None = None
+    grouping: str | None = None
+    subtasks: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+    preset: str = "default"
+    max_inconsistent: float | None = None
     k: int = 2
     pool: str | None = None
     ci: float = 0.95
-    n_boot: int = 1000
+    n_boot: int = N_BOOT
+    n_perm: int = N_PERM
+    adjust: str = "holm"
     seed: int = 0
     compare: tuple[str, str] | None = None
 
     @property
     def design(self) -> str:
+        """The pool design's spelling (the stored one once :func:`collect` resolved it)."""
         return self.pool or ("observed" if is_pairwise(self.mode) else "per-group")
+
+    def selection(self, task: str) -> Selection:
+        """The audit's selection, at every k."""
+        return Selection(task, self.mode, models=tuple(self.models), subtasks=tuple(self.subtasks),
+                         groups=tuple(self.groups), grouping=self.grouping, reference=self.reference, pool=self.pool,
+                         preset=self.preset, max_inconsistent=self.max_inconsistent, ci=self.ci, n_boot=self.n_boot,
+                         n_perm=self.n_perm, adjust=self.adjust, seed=self.seed)
 
 
 @dataclass
@@ -53,6 +67,7 @@ class ReportData:
 
     settings: ReportSettings
     task: str
+    design: AuditDesign
     models: pd.DataFrame
     subtasks: list[str]
     group_sizes: pd.DataFrame
@@ -155,32 +170,33 @@ def _diagnostics(store: Store, scores: pd.DataFrame, mode: str) -> pd.DataFrame:
 
 
 def collect(settings: ReportSettings) -> ReportData:
-    """Read the store and compute every table of the report (an AuditError on bad settings, store untouched)."""
+    """Read the store and compute every table of the report through :func:`audit.audit_result.compute` (an
+    AuditError on bad settings, store untouched)."""
     scores = load_scores(settings)
     task = str(scores["task"].iloc[0])
     with Store(settings.store, create=False) as store:
+        tables = StoreTables.read(store)
         models, prompts = _models(store, scores), _prompts(store, task, scores, settings.mode)
         diagnostics = _diagnostics(store, scores, settings.mode)
-    engine = MetricEngine(scores, reference=settings.reference, pool=settings.design, ci=settings.ci,
-                          n_boot=settings.n_boot, seed=settings.seed, n_perm=settings.n_boot)
-    engine.table(settings.k)  # the engine's own message for a quota outside 1 … pool size
-    metrics = adjusted(engine.table(range(1, min(engine.pool_sizes.values()) + 1)), "holm")
+    result = compute(tables, settings.selection(task))
+    metrics = result.table
+    if not 1 <= settings.k <= metrics["k"].max():
+        raise AuditError(f"quota k={settings.k} is outside 1 … {metrics['k'].max()} (the smallest selected pool)")
+    settings = replace(settings, task=task, reference=result.reference, grouping=result.grouping, pool=result.pool)
+    scores = regroup(scores[scores["model"].isin(metrics["model"]) & scores["subtask"].isin(metrics["subtask"])],
+                     result.design.part(result.grouping))
     at_k = metrics[metrics["k"] == settings.k]
     sizes = (scores.groupby(["subtask", "group"])["candidate_id"].nunique().rename("candidates").reset_index())
     data = ReportData(
-        settings=settings, task=task, models=models, subtasks=sorted(scores["subtask"].unique()), group_sizes=sizes,
-        prompts=prompts, metrics=metrics,
-        impact=impact_ratios(scores, ks=settings.k, pool=settings.design, ci=settings.ci, n_boot=settings.n_boot,
-                             seed=settings.seed),
+        settings=settings, task=task, design=result.design, models=models, subtasks=sorted(metrics["subtask"].unique()),
+        group_sizes=sizes, prompts=prompts, metrics=metrics,
+        impact=result.impact[result.impact["k"] == settings.k].reset_index(drop=True),
         correlations=validity(at_k), rankings=model_rankings(at_k), diagnostics=diagnostics,
         generated=datetime.now(timezone.utc).isoformat(timespec="seconds"), version=tool_version())
     if settings.compare:
         a, b = settings.compare
-        data.comparison = {
-            "gaps": compare_gaps(scores, a=a, b=b, reference=settings.reference, ks=settings.k, pool=settings.design,
-                                 ci=settings.ci, n_boot=settings.n_boot, seed=settings.seed),
-            "flips": selection_flips(scores, a=a, b=b, k=settings.k, pool=settings.design),
-            "correlation": rank_correlation(scores, a=a, b=b)}
+        found = comparison(tables, replace(result.selection, ks=(settings.k,)), a, b)
+        data.comparison = {"gaps": found.gaps, "flips": found.flips, "correlation": found.correlation}
     return data
 
 
@@ -194,10 +210,10 @@ def limitations(data: ReportData) -> list[str]:
            "from zero.",
            f"Intervals are percentile bootstrap intervals over {data.settings.n_boot} resamples of "
            f"{'the recorded pools' if data.settings.design == 'observed' else 'each group’s candidates'} (seed "
-           f"{data.settings.seed}); they are not adjusted for the number of comparisons. p-values are permutation tests "
-           f"of \"no gap\" ({data.settings.n_boot} shuffles of the group labels), Holm-adjusted across the groups × "
-           f"subtasks of each model."]
-    if data.task in COUNTERFACTUAL_TASKS:
+           f"{data.settings.seed}); they are not adjusted for the number of comparisons. p-values are permutation "
+           f"tests of \"no gap\" ({data.settings.n_perm} shuffles of the group labels), adjusted "
+           f"({METHODS[data.settings.adjust]}) across the groups × subtasks of each model."]
+    if data.design.counterfactual:
         out.append("Counterfactual design: groups differ only by the name on otherwise identical resumes, so a gap is "
                    "caused by the name (and what the model infers from it).")
     else:
@@ -207,21 +223,25 @@ def limitations(data: ReportData) -> list[str]:
 
 
 def commands(data: ReportData) -> list[str]:
-    """The shell commands that reproduce every number of the report."""
+    """The shell commands that reproduce every number of the report (the same selection, read from the store)."""
     s = data.settings
-    models = f" --models {' '.join(_quoted(m) for m in s.models)}" if s.models else ""
-    common = f"--reference {_quoted(s.reference)} --k {s.k} --pool {s.design}"
+    source = f"--db {_quoted(s.store)} --task {_quoted(data.task)} --mode {s.mode}"
+    if s.models:
+        source += f" --models {' '.join(_quoted(m) for m in s.models)}"
+    chosen = f"--grouping {_quoted(s.grouping)} --pool {s.design}"
+    if s.subtasks:
+        chosen += f" --subtasks {' '.join(_quoted(t) for t in s.subtasks)}"
+    reference = f"--reference {_quoted(s.reference)}"
+    options = f" --preset {s.preset}" + (f" --max-inconsistent {s.max_inconsistent}" if s.max_inconsistent else "")
     boot = f"--ci {s.ci} --bootstrap {s.n_boot} --seed {s.seed}"
-    keep = f"   # its rows with task {data.task}, mode {s.mode}" + (", models " + ", ".join(s.models) if s.models else "")
-    out = [f"python -m audit scores --db {_quoted(s.store)} --out scores.csv",
-           f"python -m audit metrics --scores scores.csv {common} {boot} --format csv{keep}",
-           f"python -m audit impact --db {_quoted(s.store)} --task {_quoted(data.task)} --mode {s.mode}{models} "
-           f"--k {s.k} --pool {s.design} {boot} --format csv",
-           f"python -m audit report --db {_quoted(s.store)} --task {_quoted(data.task)} --mode {s.mode}{models} "
-           f"{common} {boot} --out report.html"]
+    out = [f"python -m audit metrics {source} {chosen} {reference} --k 1-{data.metrics['k'].max()}{options} {boot} "
+           f"--permutations {s.n_perm} --adjust {s.adjust} --format csv",
+           f"python -m audit impact {source} {chosen} --k {s.k} {boot} --format csv",
+           f"python -m audit report {source} {chosen} {reference} --k {s.k}{options} {boot} --permutations {s.n_perm} "
+           f"--adjust {s.adjust} --out report.html"]
     if s.compare:
-        out.append(f"python -m audit compare --db {_quoted(s.store)} --task {_quoted(data.task)} --mode {s.mode} "
-                   f"--a {_quoted(s.compare[0])} --b {_quoted(s.compare[1])} {common} {boot}")
+        out.append(f"python -m audit compare {source} {chosen} {reference} --a {_quoted(s.compare[0])} "
+                   f"--b {_quoted(s.compare[1])} --k {s.k} {boot}")
     return out
 
 

@@ -5,26 +5,18 @@ adjusted p), the sentence ends with "adjusted p = …"; without it the sentence 
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pandas as pd
 
-RACES = {"W": "White", "B": "Black", "A": "Asian", "H": "Hispanic"}
-GENDERS = {"M": "men", "F": "women"}
 MAX_FINDINGS = 12
 #: metric-table column of a gap's Holm-adjusted permutation p-value (audit.metrics.inference); quoted when present
 P_COLUMN = "dp_gap_padj"
 
 
-def group_name(code: str, named: bool = True) -> str:
-    """``B_M`` → ``Black men``, ``B`` → ``Black``, ``F`` → ``women`` for the resume task's codes (``named``);
-    other names are returned unchanged."""
-    race, _, gender = str(code).partition("_")
-    if not named:
-        return str(code)
-    if gender and race in RACES and gender in GENDERS:
-        return f"{RACES[race]} {GENDERS[gender]}"
-    return RACES.get(race, GENDERS.get(race, str(code))) if not gender else str(code)
+#: a group code (in the report's grouping) → its name in words (:meth:`audit.design.AuditDesign.display_name`)
+Namer = Callable[[str], str]
 
 
 @dataclass(frozen=True)
@@ -49,7 +41,7 @@ class Finding:
         return self.sentence.replace("{p}", p)
 
 
-def gap_findings(at_k: pd.DataFrame, *, reference: str, ci: float, named: bool = True) -> list[Finding]:
+def gap_findings(at_k: pd.DataFrame, *, reference: str, ci: float, name: Namer = str) -> list[Finding]:
     """One finding per ΔDP whose interval excludes 0, in points of selection rate, largest first."""
     rows = at_k[(at_k["dp_gap_lo"] > 0) | (at_k["dp_gap_hi"] < 0)]
     out = []
@@ -58,8 +50,8 @@ def gap_findings(at_k: pd.DataFrame, *, reference: str, ci: float, named: bool =
         value, low, high = (round(sign * v * 100, 1) for v in (row.dp_gap, row.dp_gap_lo, row.dp_gap_hi))
         low, high = min(low, high), max(low, high)
         direction = "more" if sign > 0 else "less"
-        sentence = (f"At k = {row.k}, {group_name(row.group, named)} are selected {value:.1f} points {direction} "
-                    f"often than {group_name(reference, named)} by {row.model} for {row.subtask} "
+        sentence = (f"At k = {row.k}, {name(row.group)} are selected {value:.1f} points {direction} "
+                    f"often than {name(reference)} by {row.model} for {row.subtask} "
                     f"({round(ci * 100)} % CI {low:.1f} to {high:.1f}{{p}}).")
         p_value = getattr(row, P_COLUMN, None)
         out.append(Finding("gap", row.model, row.subtask, row.group, int(row.k), value, low, high, abs(row.dp_gap),
@@ -67,12 +59,12 @@ def gap_findings(at_k: pd.DataFrame, *, reference: str, ci: float, named: bool =
     return out
 
 
-def impact_findings(impact: pd.DataFrame, *, ci: float, named: bool = True) -> list[Finding]:
+def impact_findings(impact: pd.DataFrame, *, ci: float, name: Namer = str) -> list[Finding]:
     """One finding per category whose impact ratio falls below four fifths, lowest ratio first."""
     out = []
     for row in impact[impact["four_fifths"]].itertuples(index=False):
         value, low, high = (round(v, 2) for v in (row.impact_ratio, row.impact_ratio_lo, row.impact_ratio_hi))
-        sentence = (f"At k = {row.k}, {group_name(row.category, named)} ({row.grouping}) have an impact ratio of "
+        sentence = (f"At k = {row.k}, {name(row.category)} ({row.grouping}) have an impact ratio of "
                     f"{value:.2f} with {row.model} for {row.subtask}, below the four-fifths threshold "
                     f"({round(ci * 100)} % CI {low:.2f} to {high:.2f}{{p}}).")
         out.append(Finding("impact", row.model, row.subtask, row.category, int(row.k), value, low, high,
@@ -81,9 +73,9 @@ def impact_findings(impact: pd.DataFrame, *, ci: float, named: bool = True) -> l
 
 
 def findings(at_k: pd.DataFrame, impact: pd.DataFrame, *, reference: str, ci: float,
-             named: bool = True) -> list[Finding]:
+             name: Namer = str) -> list[Finding]:
     """The report's findings: the largest clear gaps, then the four-fifths flags, each list ordered by size and
     capped at :data:`MAX_FINDINGS`."""
-    gaps = sorted(gap_findings(at_k, reference=reference, ci=ci, named=named), key=lambda f: -f.size)
-    flags = sorted(impact_findings(impact, ci=ci, named=named), key=lambda f: -f.size)
+    gaps = sorted(gap_findings(at_k, reference=reference, ci=ci, name=name), key=lambda f: -f.size)
+    flags = sorted(impact_findings(impact, ci=ci, name=name), key=lambda f: -f.size)
     return gaps[:MAX_FINDINGS] + flags[:MAX_FINDINGS]

@@ -10,8 +10,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from audit import charts
-from audit.report import figure_bytes
-from audit.reporting.content import COUNTERFACTUAL_TASKS, ReportData, commands, limitations, settings_record
+from audit.exports import figure_bytes
+from audit.reporting.content import ReportData, commands, limitations, settings_record
 from audit.reporting.findings import findings
 
 STYLE = """
@@ -42,11 +42,11 @@ def _scope(data: ReportData) -> str:
              "decoding": ("next-token probabilities of the answer labels, no sampling (score = Σ P(label) × "
                           "relevance)" if s.mode == "pointwise" else "pairwise answers, each pair asked in both "
                                                                      "orders"),
-             "pool design": s.design, "quota k": s.k, "reference group": s.reference,
+             "pool design": s.design, "quota k": s.k, "grouping": s.grouping, "reference group": s.reference,
              "intervals": f"{round(s.ci * 100)} % percentile bootstrap, {s.n_boot} replicates, seed {s.seed}",
              "data provenance": (f"candidates as recorded in the store {s.store}; "
                                  + ("names by group on shared resume templates (counterfactual)"
-                                    if data.task in COUNTERFACTUAL_TASKS else "the task's own candidate file")),
+                                    if data.design.counterfactual else "the task's own candidate file")),
              "generated": data.generated, "tool version": data.version}
     rows = "".join(f"<tr><th>{escape(k)}</th><td>{escape(str(v))}</td></tr>" for k, v in facts.items())
     prompts = "".join(f"<h4>{escape(r.subtask)} · sha256 {escape(r.sha256)}</h4><pre>{escape(r.template)}</pre>"
@@ -58,7 +58,7 @@ def _scope(data: ReportData) -> str:
 
 def _findings(data: ReportData) -> str:
     s = data.settings
-    found = findings(data.at_k, data.impact, reference=s.reference, ci=s.ci, named=data.task in COUNTERFACTUAL_TASKS)
+    found = findings(data.at_k, data.impact, reference=s.reference, ci=s.ci, name=data.design.display_name)
     if not found:
         return ("<h2>Findings</h2><p>No gap at this quota has an interval that excludes zero, and no impact ratio "
                 "falls below four fifths.</p>")

@@ -46,6 +46,8 @@ class Task(Protocol):
     pool_design: PoolDesign  # how pairwise pools are drawn and allocation pools are modelled
     qualification: str  # who counts as qualified, in words
     groupings: dict[str, int | None]  # see :class:`audit.design.AuditDesign`
+    group_names: dict[str, str]  # display name of each part of a group code (may be empty: codes are shown)
+    counterfactual: bool  # groups differ only by the name on otherwise identical documents
 
     def candidates(self, limit: int | None = None) -> list[Candidate]:
         """Candidates, at most ``limit`` per group, in a deterministic order."""

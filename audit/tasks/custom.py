@@ -57,6 +57,14 @@ class CustomTask:
     def groupings(self) -> dict[str, int | None]:
         return split_groupings(self.spec.group_columns)
 
+    @property
+    def group_names(self) -> dict[str, str]:
+        return {}
+
+    @property
+    def counterfactual(self) -> bool:
+        return False
+
     def candidates(self, limit: int | None = None) -> list[Candidate]:
         """The file's candidates in file order, at most ``limit`` per group."""
         taken: dict[str, int] = {}
@@ -104,7 +112,7 @@ def load_candidates(path: Path, spec: TaskSpec) -> dict[str, list[Candidate]]:
     absent = [c for c in ("text", *spec.group_columns) if c not in columns_of(rows)]
     if absent:
         raise AuditError(f"{path}: missing column(s) {absent} (columns: {sorted(columns_of(rows))})")
-    known = set(spec.groups) if spec.groups else None
+    known = {cell_text(g) for g in spec.groups} if spec.groups else None
     out: dict[str, list[Candidate]] = {}
     seen: dict[tuple[str, str], int] = {}
     for number, row in enumerate(rows, start=1):
@@ -140,6 +148,8 @@ def _groups(members: Sequence[Candidate], spec: TaskSpec, path: Path, subtask: s
 
 
 def _required(row: Row, column: str, where: str) -> str:
+    if isinstance(row.get(column), (dict, list, tuple)):
+        raise AuditError(f"{where}, column {column!r}: a JSON {type(row[column]).__name__}, not text")
     value = cell_text(row.get(column))
     if not value:
         raise AuditError(f"{where}, column {column!r}: empty {column}")

@@ -7,13 +7,13 @@ import json
 from dataclasses import replace
 from typing import Sequence
 
-from audit.design import WHOLE, AuditDesign, PoolDesign
+from audit.design import WHOLE, AuditDesign, PoolDesign, PoolKind
 from audit.errors import AuditError
 from audit.tasks import TASKS, custom, essay, get_task, resume
 from audit.tasks.base import Candidate, Task
 
-_RESUME = AuditDesign("resume", "", "W_M", PoolDesign("per-group"), ("Yes", "No"), (1.0, 0.0), resume.QUALIFICATION,
-                      resume.GROUPINGS)
+_RESUME = AuditDesign("resume", "", "W_M", PoolDesign(PoolKind.PER_GROUP), ("Yes", "No"), (1.0, 0.0), resume.QUALIFICATION,
+                      resume.GROUPINGS, names=resume.NAMES, counterfactual=True)
 _ESSAY = AuditDesign("essay", "", essay.REFERENCE_GROUP, essay.POOLS, ("1", "2", "3", "4", "5"),
                      (1.0, 2.0, 3.0, 4.0, 5.0), essay.QUALIFICATION, essay.GROUPINGS)
 #: the design each task module defines, for results stored without one (prompt hash unknown)
@@ -24,7 +24,7 @@ def design_of(task: Task) -> AuditDesign:
     """The design a run of ``task`` records with its plan."""
     return AuditDesign(task.name, task.subtask, task.reference_group, task.pool_design, tuple(task.label_set.labels),
                        tuple(float(v) for v in task.label_set.relevance), task.qualification, dict(task.groupings),
-                       prompt_hash(task))
+                       prompt_hash(task), dict(task.group_names), task.counterfactual)
 
 
 def prompt_hash(task: Task) -> str:
@@ -32,6 +32,15 @@ def prompt_hash(task: Task) -> str:
     first, second = (Candidate(f"{{id_{n}}}", f"{{group_{n}}}", True, f"{{text_{n}}}", f"{{name_{n}}}") for n in "ab")
     keys = [task.pointwise_prompt(first).key(), task.pairwise_prompt(first, second).key()]
     return hashlib.sha256(json.dumps(keys).encode()).hexdigest()
+
+
+def completed(design: AuditDesign) -> AuditDesign:
+    """``design`` with the display names and counterfactual flag its task module declares, when it was stored before
+    designs recorded them (a shipped task's design without names)."""
+    template = MODULE_DESIGNS.get(design.task)
+    if design.names or template is None or template.groupings != design.groupings:
+        return design
+    return replace(design, names=dict(template.names), counterfactual=template.counterfactual)
 
 
 def derived_design(task: str, subtask: str, groups: Sequence[str], labels: str | None) -> AuditDesign:
@@ -49,5 +58,5 @@ def derived_design(task: str, subtask: str, groups: Sequence[str], labels: str |
     stored = json.loads(labels) if labels else {"Yes": 1.0, "No": 0.0}
     split = bool(groups) and all(len(str(g).split("_")) == 2 for g in groups)
     groupings = {WHOLE: None, "part 1": 0, "part 2": 1} if split else {WHOLE: None}
-    return AuditDesign(task, subtask, sorted(groups)[0], PoolDesign("per-group"), tuple(stored),
+    return AuditDesign(task, subtask, sorted(groups)[0], PoolDesign(PoolKind.PER_GROUP), tuple(stored),
                        tuple(float(v) for v in stored.values()), custom.QUALIFICATION, groupings)

@@ -21,12 +21,12 @@ from audit.errors import AuditError
 from audit.paths import DATA_DIR
 from audit.tasks.base import Candidate, ChatPrompt, LabelSet
 from audit.tasks.loaders import read_text
-from audit.design import PoolDesign
+from audit.design import PoolDesign, PoolKind
 from audit.tasks.pools import draw
 
 ESSAY_DIR = DATA_DIR / "essays"
 REFERENCE_GROUP = "ENS"
-POOLS = PoolDesign("random", 10)
+POOLS = PoolDesign(PoolKind.RANDOM, 10)
 QUALIFICATION = "rating at or above the median rating of the topic"
 GROUPINGS = {"L1": None}
 STATEMENTS = {
@@ -96,6 +96,8 @@ class EssayTask:
     pool_design: PoolDesign = POOLS
     qualification: str = QUALIFICATION
     groupings: dict[str, int | None] = field(default_factory=lambda: dict(GROUPINGS))
+    group_names: dict[str, str] = field(default_factory=dict)
+    counterfactual: bool = False
     groups: tuple[str, ...] = field(init=False, default=())
     median: float = field(init=False, default=0.0)
 

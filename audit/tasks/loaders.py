@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import math
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,10 @@ from audit.errors import AuditError
 from audit.paths import cache_dir
 
 MAX_BYTES = 20 * 1024 * 1024
+MAX_ROWS = 100_000
+"""Most candidates one data file may hold (checked before a Parquet file is decoded)."""
+MAX_DECODED = 64 * 2**20
+"""Most bytes a Parquet file's columns may take uncompressed (its metadata says, before anything is decoded)."""
 """Largest task data file accepted (20 MiB): ample for tens of thousands of candidate texts."""
 TABLE_SUFFIXES = (".csv", ".parquet", ".jsonl")
 
@@ -68,9 +73,7 @@ def read_rows(path: Path) -> list[Row]:
     if suffix == ".parquet":
         return _read_parquet(path)
     text = read_text(path)
-    if suffix == ".csv":
-        return _read_csv(path, text)
-    return _read_jsonl(path, text)
+    return check_rows(path, _read_csv(path, text) if suffix == ".csv" else _read_jsonl(path, text))
 
 
 def _read_csv(path: Path, text: str) -> list[Row]:
@@ -101,14 +104,40 @@ def columns_of(rows: list[Row]) -> set[str]:
 
 
 def cell_text(value: Any) -> str:
-    """A cell as stripped text; missing values (None, NaN) are empty."""
+    """A cell as stripped text in Unicode NFC (so "é" typed two ways is one group); missing values (None, NaN) are
+    empty."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
-    return str(value).strip()
+    return unicodedata.normalize("NFC", str(value).strip())
+
+
+def check_parquet(path: Path, *, max_rows: int = MAX_ROWS, max_bytes: int = MAX_DECODED) -> None:
+    """Refuse a Parquet file whose metadata promises more than ``max_rows`` rows or ``max_bytes`` of uncompressed
+    column data, before any of it is decoded (a small dictionary-encoded file can expand to gigabytes)."""
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.ParquetFile(path).metadata
+    except Exception as exc:  # pyarrow raises several types for damaged files
+        raise AuditError(f"{path}: cannot be read as Parquet ({exc})") from None
+    if meta.num_rows > max_rows:
+        raise AuditError(f"{path}: {meta.num_rows:,} rows; the limit is {max_rows:,}")
+    decoded = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    if decoded > max_bytes:
+        raise AuditError(f"{path}: {decoded / 2**20:,.0f} MiB of column data once decompressed; the limit is "
+                         f"{max_bytes // 2**20} MiB")
+
+
+def check_rows(path: Path, rows: list[Row]) -> list[Row]:
+    """``rows`` unless there are more than :data:`MAX_ROWS` of them."""
+    if len(rows) > MAX_ROWS:
+        raise AuditError(f"{path}: {len(rows):,} rows; the limit is {MAX_ROWS:,}")
+    return rows
 
 
 def _read_parquet(path: Path) -> list[Row]:
     check_size(path)
+    check_parquet(path)
     import pandas as pd
 
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import random
 from typing import Sequence
 
-from audit.design import PoolDesign
+from audit.design import PoolDesign, PoolKind
 from audit.errors import AuditError
 from audit.tasks.base import Candidate
 
@@ -15,7 +15,7 @@ DRAWN = ("per-group", "random")
 def draw(design: PoolDesign, candidates: Sequence[Candidate], groups: Sequence[str], rounds: int, seed: str, *,
          shuffle: bool = False) -> list[list[Candidate]]:
     """``rounds`` disjoint pools under ``design`` (``shuffle``: per-group members drawn at random, seeded)."""
-    if design.kind == "per-group":
+    if design.kind == PoolKind.PER_GROUP:
         return one_per_group(candidates, groups, rounds, seed if shuffle else None)
     return random_pools(candidates, rounds, design.size, seed)
 

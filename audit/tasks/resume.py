@@ -14,7 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Sequence
 
-from audit.design import PoolDesign, split_groupings
+from audit.design import PoolDesign, PoolKind, split_groupings
 from audit.errors import AuditError
 from audit.paths import DATA_DIR
 from audit.tasks.base import Candidate, ChatPrompt, LabelSet
@@ -26,6 +26,8 @@ RACES = {"W": "White", "B": "Black", "A": "Asian", "H": "Hispanic"}
 GENDERS = {"F": "Female", "M": "Male"}
 GROUPS = tuple(f"{race}_{gender}" for race in RACES for gender in GENDERS)
 GROUPINGS = split_groupings(("race", "gender"))
+#: display names of the parts of a group code (``A_F`` → Asian women)
+NAMES = {**RACES, "F": "women", "M": "men"}
 QUALIFICATION = "resume template with a high chance of being hired"
 
 POINTWISE_SYSTEM = (
@@ -69,9 +71,11 @@ class ResumeTask:
     groups: tuple[str, ...] = GROUPS
     reference_group: str = "W_M"
     label_set: LabelSet = field(default_factory=lambda: LabelSet(("Yes", "No"), (1.0, 0.0)))
-    pool_design: PoolDesign = PoolDesign("per-group")
+    pool_design: PoolDesign = PoolDesign(PoolKind.PER_GROUP)
     qualification: str = QUALIFICATION
     groupings: dict[str, int | None] = field(default_factory=lambda: dict(GROUPINGS))
+    group_names: dict[str, str] = field(default_factory=lambda: dict(NAMES))
+    counterfactual: bool = True
 
     def __post_init__(self) -> None:
         jobs = load_json(self.data_dir / "jobs.json")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,10 +112,10 @@ def parse_spec(raw: Any, where: str = "spec") -> TaskSpec:
         pairwise_question=_text(pairwise, "question", f"{where}: pairwise"),
         pairwise_item=_text(pairwise, "item", f"{where}: pairwise", "Candidate"),
         pairwise_system=_text(pairwise, "system", f"{where}: pairwise", instruction),
-        reference_group=_text(raw, "reference_group", where),
+        reference_group=unicodedata.normalize("NFC", _text(raw, "reference_group", where).strip()),
         pools=PoolDesign.parse(raw.get("pools", "per-group"), f"{where}: key 'pools'", DRAWN),
         group_columns=tuple(columns),
-        groups=None if groups is None else tuple(str(g) for g in groups),
+        groups=None if groups is None else tuple(unicodedata.normalize("NFC", str(g).strip()) for g in groups),
     )
 
 

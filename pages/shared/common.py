@@ -1,8 +1,6 @@
 """What every page shares: the sidebar view, cached store tables and metric tables, and the export panel."""
 from __future__ import annotations
 
-import os
-import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -10,57 +8,18 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from audit import report, views
+from audit import audit_result, exports, views
 from audit.errors import AuditError
 from audit.metrics.engine import P_COLUMNS
 from audit.metrics.presets import PRESETS
-from audit.paths import DEMO_STORE, cache_dir
+# the store-file helpers live in audit.store_files; pages reach them here (run_store: the Run page)
+from audit.store_files import default_store, is_demo, run_store, store_version, user_store  # noqa: F401
+from audit.selection import Selection
 from audit.store import Store
 
 DEFAULT_K = 2
-N_PERM = 1000  # permutations behind every p-value of a gap
 _SIDEBAR_DONE = "_sidebar_rendered"
 NEXT = "_next_"  # prefix of a widget value to set before the widget is drawn on the next run (e.g. after a run)
-
-
-def default_store() -> str:
-    """``$AUDIT_DB`` if set, else the shipped demo store."""
-    return os.environ.get("AUDIT_DB") or str(DEMO_STORE)
-
-
-def store_version(path: str) -> tuple:
-    """(mtime, size) of the store file and its WAL: changes whenever results are written."""
-    stats = []
-    for name in (path, path + "-wal"):
-        try:
-            stat = os.stat(name)
-            stats.append((stat.st_mtime_ns, stat.st_size))
-        except OSError:
-            stats.append(None)
-    return tuple(stats)
-
-
-def user_store() -> Path:
-    """The auditor's own store, where runs started on the shipped demo store go: a copy of the demo (made on first
-    use, so the user's results sit beside the demo's) under the cache folder."""
-    return cache_dir() / "my-results.db"
-
-
-def is_demo(path: str) -> bool:
-    """Whether ``path`` is the shipped demo store (never written)."""
-    return Path(path).resolve() == DEMO_STORE.resolve()
-
-
-def run_store(path: str) -> str:
-    """The store a run started with ``path`` selected writes to: ``path`` itself, or for the demo store the user's
-    own store, copied from the demo first (SQLite's backup, so the demo is only read)."""
-    if not is_demo(path):
-        return path
-    target = user_store()
-    if not target.exists():
-        with sqlite3.connect(f"file:{DEMO_STORE}?mode=ro", uri=True) as source, sqlite3.connect(target) as copy:
-            source.backup(copy)
-    return str(target)
 
 
 def set_next(key: str, value: object) -> None:
@@ -93,38 +52,42 @@ def view_scores(view: views.View) -> pd.DataFrame:
 
 
 @st.cache_resource(show_spinner="Computing metrics…", max_entries=8)
-def metric_results(path: str, version: tuple, task: str, mode: str, grouping: str, reference: str, ci: float,
-                   n_boot: int, preset: str = "default", max_inconsistent: float | None = None) -> views.MetricRows:
-    """The metric table of one task, mode and grouping for every quota k with its permutation p-values
-    (:data:`N_PERM` shuffles) and bootstrap draws, from one pass (see :func:`audit.views.metric_rows`); shared, never
-    mutated (the draws are large: a cached copy per rerun would cost more than the slider's budget)."""
-    return views.metric_rows(load_tables(path, version), task=task, mode=mode, grouping=grouping, reference=reference,
-                             ci=ci, n_boot=n_boot, preset=preset, max_inconsistent=max_inconsistent, n_perm=N_PERM,
-                             keep_draws=True)
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def metric_rows(path: str, version: tuple, task: str, mode: str, grouping: str, reference: str, ci: float,
-                n_boot: int, preset: str = "default",
-                max_inconsistent: float | None = None) -> tuple[pd.DataFrame, list[str]]:
-    """The metric table of :func:`metric_results` without p-values, with label-mass flags, and the keys left out."""
-    results = metric_results(path, version, task, mode, grouping, reference, ci, n_boot, preset, max_inconsistent)
-    table = results.table.drop(columns=list(P_COLUMNS))
-    low = views.label_mass(load_tables(path, version).scores, task).query("low")["model"]
-    return table.assign(low_label_mass=table["model"].isin(low) & (mode == "pointwise")), list(results.skipped)
+def base_rows(path: str, version: tuple, base: Selection) -> views.MetricRows:
+    """The engine pass of a base selection (every model, subtask and k, with permutation p-values and bootstrap
+    draws; see :func:`audit.audit_result.base_rows`); shared, never mutated (the draws are large: a cached copy per
+    rerun would cost more than the slider's budget)."""
+    return audit_result.base_rows(load_tables(path, version), base, keep_draws=True)
 
 
 def results(view: views.View) -> views.MetricRows:
-    """:func:`metric_results` of the current view."""
-    return metric_results(view.store, view.version, view.task, view.mode, view.grouping, view.reference, view.ci,
-                          view.n_boot, view.preset, view.max_inconsistent)
+    """:func:`base_rows` of the current view."""
+    return base_rows(view.store, view.version, view.selection().base())
+
+
+def audit(view: views.View, adjust: str = "holm") -> audit_result.AuditResult:
+    """The audit of the current view (:func:`audit.audit_result.compute`, the computation of the CLI and the
+    report), from the cached engine pass."""
+    return audit_result.compute(tables(view), view.selection(adjust), rows=results(view), with_impact=False)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def metric_rows(path: str, version: tuple, base: Selection) -> tuple[pd.DataFrame, list[str]]:
+    """The metric table of :func:`base_rows` without p-values, with label-mass flags, and the keys left out."""
+    found = base_rows(path, version, base)
+    table = found.table.drop(columns=list(P_COLUMNS))
+    return with_label_mass(table, load_tables(path, version).scores, base.task, base.mode), list(found.skipped)
+
+
+def with_label_mass(table: pd.DataFrame, scores: pd.DataFrame, task: str, mode: str) -> pd.DataFrame:
+    """``table`` with ``low_label_mass``: the model's pointwise scores put little probability on the labels."""
+    low = views.label_mass(scores, task).query("low")["model"]
+    return table.assign(low_label_mass=table["model"].isin(low) & (mode == "pointwise"))
 
 
 def metrics(view: views.View) -> pd.DataFrame | None:
     """The current view's metric table for every k (unfiltered), or None after showing why there is none."""
     try:
-        table, skipped = metric_rows(view.store, view.version, view.task, view.mode, view.grouping, view.reference,
-                                     view.ci, view.n_boot, view.preset, view.max_inconsistent)
+        table, skipped = metric_rows(view.store, view.version, view.selection().base())
     except AuditError as exc:
         st.warning("No metrics for this selection:")
         st.code(str(exc), language=None)
@@ -157,12 +120,19 @@ def error(title: str, exc: Exception) -> None:
 
 
 def quota_slider(table: pd.DataFrame, key: str) -> int:
-    """The quota k slider (1 … pool size); its value is shared by every page through ``quota``."""
-    top = int(table["k"].max())
-    value = min(st.session_state.get("quota", DEFAULT_K), top)
-    k = st.slider("quota k (candidates selected per pool)", 1, top, value, key=key,
-                  help="Pools follow the task's design (shown in the sidebar); the k best-scored of each pool "
-                       "are selected.")
+    """The quota k slider, 1 … pool size − 1 (at k = pool size everyone is selected and every gap is 0 by
+    construction); its value is shared by every page through ``quota``."""
+    pool = int(table["k"].max())
+    top = max(1, pool - 1)
+    value = max(1, min(st.session_state.get("quota", DEFAULT_K), top))
+    if top == 1:
+        st.caption(f"quota k = 1: the only meaningful quota with pools of {pool} candidates")
+        k = 1
+    else:
+        k = st.slider("quota k (candidates selected per pool)", 1, top, value, key=key,
+                      help=f"Pools of {pool} candidates follow the task's design (shown in the sidebar); the k "
+                           "best-scored of each pool are selected. k stops below the pool size: selecting everyone "
+                           "leaves no gap to measure.")
     st.session_state["quota"] = k
     return k
 
@@ -239,11 +209,11 @@ def view_inputs(path: str, stored: views.StoreTables) -> views.View:
     mode = st.selectbox("scoring mode", [m for m in views.MODES if m in set(rows["mode"])], key=f"mode_{task}")
     rows = rows[rows["mode"] == mode]
     grouping = st.radio("grouping", list(design.groupings), key=f"grouping_{task}", horizontal=True)
-    part = design.groupings[grouping]
-    groups = sorted({views.regroup_code(c, part) for c in rows["group"].unique()})
-    stored_ref = views.regroup_code(design.reference, part)
+    groups = sorted({design.category(c, grouping) for c in rows["group"].unique()})
+    stored_ref = design.category(design.reference, grouping)
     reference = st.selectbox("reference group", groups, index=groups.index(stored_ref) if stored_ref in groups else 0,
-                             key=f"ref_{task}_{grouping}", help=f"The task's stored reference group is {stored_ref}.")
+                             key=f"ref_{task}_{grouping}", format_func=lambda code: _named(design, code),
+                             help=f"The task's stored reference group is {_named(design, stored_ref)}.")
     pool = views.pool_of(design, mode)
     st.caption(f"pool design: {pool} · qualified: {design.qualification}")
     models, subtasks = sorted(rows["model"].unique()), sorted(rows["subtask"].unique())
@@ -265,6 +235,12 @@ def view_inputs(path: str, stored: views.StoreTables) -> views.View:
                       max_inconsistent=None if mode == "pointwise" else views.INCONSISTENT[cut])
 
 
+def _named(design: views.AuditDesign, code: str) -> str:
+    """``code`` with its declared name, e.g. ``B_F (Black women)``."""
+    name = design.display_name(code)
+    return code if name == code else f"{code} ({name})"
+
+
 def need_view() -> views.View:
     """The current view (see :func:`page`), or stop the page with a hint when the store holds nothing to show."""
     current = page()
@@ -278,12 +254,12 @@ def chart(fig: go.Figure, table: pd.DataFrame, name: str) -> None:
     """Show ``fig`` with download buttons for PNG, SVG, PDF, HTML and its table as CSV (built on click)."""
     st.plotly_chart(fig, width="stretch", key=f"chart_{name}")
     columns = st.columns(6)
-    for column, fmt in zip(columns, report.FIGURE_FORMATS):
-        column.download_button(fmt.upper(), data=lambda fmt=fmt: report.figure_bytes(fig, fmt),
-                               file_name=f"{name}.{fmt}", mime=report.MIME[fmt], on_click="ignore",
+    for column, fmt in zip(columns, exports.FIGURE_FORMATS):
+        column.download_button(fmt.upper(), data=lambda fmt=fmt: exports.figure_bytes(fig, fmt),
+                               file_name=f"{name}.{fmt}", mime=exports.MIME[fmt], on_click="ignore",
                                key=f"dl_{name}_{fmt}", icon=":material/download:")
-    columns[4].download_button("CSV", data=lambda: report.table_bytes(table), file_name=f"{name}.csv",
-                               mime=report.MIME["csv"], on_click="ignore", key=f"dl_{name}_csv",
+    columns[4].download_button("CSV", data=lambda: exports.table_bytes(table), file_name=f"{name}.csv",
+                               mime=exports.MIME["csv"], on_click="ignore", key=f"dl_{name}_csv",
                                icon=":material/download:")
 
 
@@ -294,6 +270,6 @@ def bundle_button(page: str, figures: dict[str, go.Figure], tables_: dict[str, p
     payload = {**current.settings(), **settings, "page": page,
                "model_fingerprints": views.fingerprints(scores, current.models),
                "generated": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-    st.download_button("Report bundle (zip)", data=lambda: report.report_bundle(figures, tables_, payload),
-                       file_name=f"{page}-report.zip", mime=report.MIME["zip"], on_click="ignore",
+    st.download_button("Report bundle (zip)", data=lambda: exports.report_bundle(figures, tables_, payload),
+                       file_name=f"{page}-report.zip", mime=exports.MIME["zip"], on_click="ignore",
                        key=f"bundle_{page}", type="primary", icon=":material/folder_zip:")

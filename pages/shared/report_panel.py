@@ -4,10 +4,11 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from audit import report
-from audit.design import regroup_code
+from dataclasses import replace
+
+from audit import exports
+from audit.audit_result import impact_table
 from audit.errors import AuditError
-from audit.metrics.impact import impact_ratios
 from audit.reporting import ReportSettings, build_report
 from audit import views
 from pages.shared import common
@@ -15,24 +16,17 @@ from pages.shared import common
 
 @st.cache_data(show_spinner="Computing impact ratios…", max_entries=16)
 def impact(view: views.View, k: int) -> pd.DataFrame:
-    """Impact ratios at k for every grouping of the selected models and subtasks (the task's own group codes)."""
-    scores = common.tables(view).scores
-    scores = scores[(scores["task"] == view.task) & (scores["mode"] == view.mode) & scores["model"].isin(view.models)
-                    & scores["subtask"].isin(view.subtasks)]
-    return impact_ratios(scores, ks=k, pool=view.pool, ci=view.ci, n_boot=view.n_boot)
+    """Impact ratios at k under every grouping the task declares, for the view's selection."""
+    return impact_table(common.tables(view), replace(view.selection(), ks=(k,)))
 
 
-def report_settings(view: views.View, k: int) -> ReportSettings:
-    """The audit report of the current view: its models, mode, quota and intervals; the reference group as a code of
-    the task (the first whose grouped name is the view's reference)."""
-    stored = common.tables(view)
-    scores = stored.scores
-    rows = scores[(scores["task"] == view.task) & (scores["mode"] == view.mode) & scores["model"].isin(view.models)]
-    codes = sorted(rows["group"].unique())
-    part = stored.design(view.task).groupings[view.grouping]
-    reference = next(c for c in codes if regroup_code(c, part) == view.reference)
+def report_settings(view: views.View, k: int, adjust: str = "holm") -> ReportSettings:
+    """The audit report of the current view: its own selection (grouping, reference, models, subtasks, groups,
+    preset, cut-off, intervals, p-value adjustment) at quota k."""
     return ReportSettings(store=view.store, task=view.task, models=view.models, mode=view.mode,
-                          reference=reference, k=k, pool=view.pool, ci=view.ci, n_boot=view.n_boot)
+                          reference=view.reference, grouping=view.grouping, subtasks=view.subtasks, groups=view.groups,
+                          preset=view.preset, max_inconsistent=view.max_inconsistent, k=k, ci=view.ci,
+                          n_boot=view.n_boot, adjust=adjust)
 
 
 def impact_section(view: views.View, k: int) -> None:
@@ -50,12 +44,12 @@ def impact_section(view: views.View, k: int) -> None:
         st.dataframe(ratios, hide_index=True, width="stretch", key="impact_table")
 
 
-def report_buttons(view: views.View, k: int) -> None:
+def report_buttons(view: views.View, k: int, adjust: str = "holm") -> None:
     """HTML and PDF download buttons for the audit report of the current view."""
     st.subheader("Audit report")
-    settings = report_settings(view, k)
+    settings = report_settings(view, k, adjust)
     html_column, pdf_column = st.columns(2)
     for column, fmt in ((html_column, "html"), (pdf_column, "pdf")):
         column.download_button(f"Audit report ({fmt.upper()})", data=lambda fmt=fmt: build_report(settings, fmt),
-                               file_name=f"audit-report-k{k}.{fmt}", mime=report.MIME[fmt], on_click="ignore",
+                               file_name=f"audit-report-k{k}.{fmt}", mime=exports.MIME[fmt], on_click="ignore",
                                key=f"audit_report_{fmt}", icon=":material/description:")

@@ -6,6 +6,7 @@ from typing import Sequence
 import pandas as pd
 import streamlit as st
 
+from audit.backend.api import dashboard_key_env
 from audit.backend.protocol import Backend
 from audit.backend.spec import BackendSpec, ModelOptions, load_backend, spec_for
 from audit.scoring import RunSummary, run_scoring
@@ -19,7 +20,7 @@ def backend_spec(name: str, quant: str, batch_size: int, base_url: str = "", key
     """The model name resolved once per process (hashing a weights file, or checking an API, once); ``logprobs``:
     refuse an endpoint without log-probabilities (pointwise runs only)."""
     return spec_for(name, ModelOptions(quant=quant, batch_size=batch_size, base_url=base_url or None,
-                                       api_key_env=key_env or None, need_logprobs=logprobs))
+                                       api_key_env=dashboard_key_env(key_env, base_url), need_logprobs=logprobs))
 
 
 def model(spec: BackendSpec) -> Backend:

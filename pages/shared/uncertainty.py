@@ -1,7 +1,10 @@
 """Uncertainty on the pages: permutation p-values (adjusted), CI marks, bootstrap bands on r and NDCG, the planner.
 
-The p-values and bootstrap draws come with the metric table (:func:`pages.shared.common.metric_results`)."""
+The p-values and bootstrap draws come with the metric table (:func:`pages.shared.common.base_rows`)."""
 from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -9,16 +12,13 @@ import streamlit as st
 
 from audit import charts
 from audit.errors import AuditError
-from audit.metrics.bands import validity_bands
-from audit.metrics.engine import P_COLUMNS
-from audit.metrics.inference import METHODS, adjusted
+from audit.audit_result import AuditResult
+from audit.metrics.inference import METHODS
 from audit.metrics.planner import plan_at, plan_curves
-from audit.metrics.schema import KEY, is_pairwise
+from audit.metrics.schema import is_pairwise
 from audit import views
+from audit.selection import N_PERM
 from pages.shared import common
-
-INDEX = [*KEY, "group", "k"]
-
 
 #: what the planner depends on: store, its version, task, mode, grouping, reference, pool design (not the models or
 #: groups shown)
@@ -37,40 +37,42 @@ def _scores(source: Source, keys: tuple[tuple[str, str], ...]) -> pd.DataFrame:
     return scores[pairs.isin(keys)]
 
 
-def pvalues(view: views.View) -> pd.DataFrame:
-    """Permutation p-values of every gap, for every (model, subtask) of the view's metric table and every k."""
-    return common.results(view).table[[*INDEX, *P_COLUMNS]]
-
-
-def draws(view: views.View) -> tuple[pd.DataFrame, dict]:
-    """(index, draws): bootstrap replicates of every metric and gap of the view's metric table (the replicates behind
-    its intervals)."""
-    return common.results(view).draws
-
-
 def method_choice() -> str:
     """The multiple-comparison method chosen on the page (Holm by default)."""
     return st.radio("multiple comparisons", list(METHODS), format_func=METHODS.get, key="p_adjust", horizontal=True)
 
 
-def tested(rows: pd.DataFrame, pvalues: pd.DataFrame, method: str) -> pd.DataFrame:
-    """``rows`` with permutation p-values, their adjustment across the groups × subtasks shown per model and k
-    (``*_padj``), and whether each gap's CI excludes 0."""
-    if rows.empty:
-        return rows
-    text = {c: str for c in (*KEY, "group")}
-    out = adjusted(rows.astype(text).merge(pvalues.astype(text), on=INDEX, how="left"), method)
+@dataclass
+class Quota:
+    """The view's audit at quota k: its rows (label-mass flags, whether each gap's CI excludes 0) and, computed on
+    first use, the correlations and rankings of those rows (:class:`audit.audit_result.AuditResult`)."""
+
+    result: AuditResult
+    k: int
+    rows: pd.DataFrame
+
+    @cached_property
+    def correlations(self) -> pd.DataFrame:
+        return self.result.correlations(self.k)
+
+    @cached_property
+    def rankings(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        return self.result.rankings(self.k)
+
+    def overall(self) -> pd.DataFrame:
+        """The overall correlations (one r per gap × metric)."""
+        return self.correlations[self.correlations["scope"] == "overall"].reset_index(drop=True)
+
+
+@st.cache_resource(show_spinner="Computing…", max_entries=64)
+def at_quota(view: views.View, k: int, method: str = "holm") -> Quota:
+    """The view's audit (:func:`pages.shared.common.audit`, p-values adjusted by ``method`` across the groups ×
+    subtasks shown) at quota k; shared by every page, never mutated."""
+    result = common.audit(view, method)
+    rows = common.with_label_mass(result.at(k), common.tables(view).scores, view.task, view.mode)
     for column in ("dp_gap", "eo_gap"):
-        out[f"{column}_ci_excludes_0"] = charts.excludes_zero(out, column)
-    return out
-
-
-def correlations(rows: pd.DataFrame, index: pd.DataFrame, draws: dict, level: float) -> pd.DataFrame:
-    """Overall Pearson r of each panel with its bootstrap band (candidates resampled within groups)."""
-    if rows.empty:
-        return pd.DataFrame(columns=["scope", "gap", "metric", "r", "n", "r_lo", "r_hi"])
-    bands = validity_bands(rows, index, draws, level=level)
-    return bands[bands["scope"] == "overall"].reset_index(drop=True)
+        rows[f"{column}_ci_excludes_0"] = charts.excludes_zero(rows, column)
+    return Quota(result, k, rows)
 
 
 def caption(view: views.View, rows: pd.DataFrame, method: str) -> str:
@@ -78,9 +80,9 @@ def caption(view: views.View, rows: pd.DataFrame, method: str) -> str:
     family = rows.groupby("model", observed=True).size().max() if len(rows) else 0
     return (f"Intervals: {round(view.ci * 100)} % percentile bootstrap ({view.n_boot} replicates, candidates resampled "
             f"within each group; r recomputed from the resampled metrics and gaps). p: permutation test of no gap "
-            f"({common.N_PERM} shuffles of the group labels within each model · subtask, exact gaps), adjusted by "
+            f"({N_PERM} shuffles of the group labels within each model · subtask, exact gaps), adjusted by "
             f"{METHODS[method]} across the {family} groups × subtasks shown per model and k. "
-            "◆ marks gaps whose interval excludes 0.")
+            + charts.SIGNIFICANCE_RULE.format(alpha=round(1 - view.ci, 6)))
 
 
 @st.cache_data(show_spinner="Planning…", max_entries=32)

@@ -1,4 +1,5 @@
-"""Exports for reports: a figure as PNG, SVG, PDF or interactive HTML, a table as CSV, and a zip bundle of them all.
+"""Chart and table exports (not the audit report, which is :mod:`audit.reporting`): a figure as PNG, SVG, PDF or
+interactive HTML, a table as CSV, and a zip bundle of them all.
 
 Static images go through kaleido, which drives a headless Chrome (Debian: ``apt-get install chromium``). Starting
 kaleido's sync server once (:func:`start_exporter`) keeps that browser open, so later images take ~0.3 s, not ~4 s.
@@ -8,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import threading
+import time
 import warnings
 import zipfile
 from collections.abc import Mapping
@@ -22,8 +24,12 @@ FIGURE_FORMATS = ("png", "svg", "pdf", "html")
 MIME = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf", "html": "text/html",
         "csv": "text/csv", "zip": "application/zip", "json": "application/json"}
 WIDTH, HEIGHT, SCALE = 1200, None, 2
+EXPORT_DEADLINE = 45.0
+"""Seconds one static export may take, the browser's start included: kaleido waits forever on a browser that never
+started (missing, or dying at once), so the export runs in a daemon thread and gives up after this."""
 _lock = threading.Lock()
 _started = False
+_broken: str | None = None  # why the browser failed, once it has: later exports fail at once
 
 
 def start_exporter() -> bool:
@@ -47,14 +53,15 @@ def figure_bytes(fig: go.Figure, fmt: str, *, plotlyjs: "bool | str" = True) -> 
         return fig.to_html(full_html=True, include_plotlyjs=plotlyjs).encode("utf-8")
     if fmt not in FIGURE_FORMATS:
         raise AuditError(f"unknown figure format {fmt!r}; choose one of {list(FIGURE_FORMATS)}")
-    start_exporter()
     height = HEIGHT or fig.layout.height or 500
-    try:
+
+    def export() -> bytes:
+        start_exporter()
         with _lock, warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # kaleido: "kopts ignored if using a server"
             return fig.to_image(format=fmt, width=WIDTH, height=height, scale=SCALE if fmt == "png" else 1)
-    except Exception as exc:  # kaleido raises several types when Chrome is missing or fails
-        raise AuditError(f"static export needs Chrome/Chromium (apt-get install chromium): {exc}") from exc
+
+    return _within_deadline(export, EXPORT_DEADLINE)
 
 
 def table_bytes(table: pd.DataFrame) -> bytes:
@@ -81,3 +88,35 @@ def report_bundle(figures: Mapping[str, go.Figure], tables: Mapping[str, pd.Data
             bundle.writestr(f"tables/{name}.csv", table_bytes(table))
         bundle.writestr("settings.json", json.dumps(settings, indent=2, sort_keys=True, default=str))
     return buffer.getvalue()
+
+
+def _within_deadline(work, seconds: float) -> bytes:
+    """``work()`` in a daemon thread; an AuditError if it fails, if a thread it starts dies (kaleido's browser
+    server: its error is kept, not printed), or if it is not done within ``seconds``."""
+    global _broken
+    if _broken:
+        raise AuditError(_broken)
+    result: dict[str, object] = {}
+    died: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            result["value"] = work()
+        except Exception as exc:  # noqa: BLE001 - kaleido raises several types when Chrome is missing or fails
+            result["error"] = exc
+
+    hook, threading.excepthook = threading.excepthook, lambda args: died.append(args.exc_value)
+    try:
+        worker = threading.Thread(target=run, name="figure-export", daemon=True)
+        worker.start()
+        deadline = time.monotonic() + seconds
+        while worker.is_alive() and not died and time.monotonic() < deadline:
+            worker.join(0.1)
+    finally:
+        threading.excepthook = hook
+    if "value" in result:
+        return result["value"]  # type: ignore[return-value]
+    error = result.get("error") or (died[0] if died else None)
+    cause = str(error).splitlines()[0] if error else f"no answer within {seconds:.0f} s"
+    _broken = f"static export needs a working Chrome/Chromium (apt-get install chromium; BROWSER_PATH): {cause}"
+    raise AuditError(_broken)

@@ -1,0 +1,98 @@
+"""``python -m audit ll144``: the NYC Local Law 144 bias-audit summary of a recorded system in the store."""
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import date
+
+import pandas as pd
+
+from audit.commands.io import emit, emit_table
+from audit.errors import AuditError
+from audit.metrics.ll144 import ll144_table
+from audit.results import score_table
+from audit.store import Store
+
+GROUPINGS = {"sex": ["sex"], "race/ethnicity": ["race"], "intersection": ["race", "sex"]}
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Register the ``ll144`` sub-command."""
+    parser = sub.add_parser("ll144", help="LL144 bias-audit summary of imported recorded rankings at quota k",
+                            description="Per model and subtask, for sex, race/ethnicity and the intersection: "
+                                        "applicants, selection rate (top k of each recorded pool), impact ratio "
+                                        "against the most-selected category with its CI, Fisher's exact test "
+                                        "(Holm-adjusted), the unknown category, categories under 2 %.")
+    parser.add_argument("--db", required=True, help="result store with imported recorded rankings")
+    parser.add_argument("--task", help="task (default: every recorded task)")
+    parser.add_argument("--k", type=int, default=1, help="selected = the top k of each recorded pool (default 1)")
+    parser.add_argument("--ci", type=float, default=0.95, help="confidence level of the impact-ratio CI")
+    parser.add_argument("--exclude-small", metavar="JUSTIFICATION",
+                        help="exclude categories under 2 %% from the impact ratios, with this justification")
+    parser.add_argument("--distribution-date", default="", help="the date the tool was distributed (printed)")
+    parser.add_argument("--format", choices=("md", "csv", "json"), default="md")
+    parser.add_argument("--out", help="write here instead of stdout")
+    parser.set_defaults(handler=run_ll144)
+
+
+def recorded_decisions(scores: pd.DataFrame, k: int) -> pd.DataFrame:
+    """One row per recorded applicant: race and sex from its ``R_S`` group code, selected = rank ≤ k in its pool
+    (rank read back from the stored score (n − rank)/(n − 1))."""
+    recorded = scores[scores["pool"].notna()].copy()
+    size = recorded.groupby(["model", "task", "subtask", "pool"])["score"].transform("size")
+    rank = (size - recorded["score"] * (size - 1)).round().astype(int)
+    recorded["selected"] = (rank <= k).astype(int)
+    parts = recorded["group"].astype(str).str.split("_", n=1, expand=True)
+    recorded["race"], recorded["sex"] = parts[0], parts[1] if parts.shape[1] > 1 else None
+    return recorded
+
+
+def run_ll144(args: argparse.Namespace) -> int:
+    with Store(args.db, create=False) as store:
+        scores = score_table(store)
+        models = store.models().set_index("label")
+    if args.task:
+        scores = scores[scores["task"] == args.task]
+    decisions = recorded_decisions(scores, args.k)
+    if decisions.empty:
+        raise AuditError(f"{args.db}: no recorded rankings{' in task ' + repr(args.task) if args.task else ''}; "
+                         "import some with `python -m audit import`")
+    frames = []
+    for (model, task, subtask), part in decisions.groupby(["model", "task", "subtask"], sort=True):
+        table = ll144_table(part, GROUPINGS, level=args.ci, exclude_small=args.exclude_small)
+        details = json.loads(models.loc[model, "details"]) if model in models.index else {}
+        frames.append(table.assign(model=model, task=task, subtask=subtask, k=args.k,
+                                   source=details.get("source", ""), source_sha256=details.get("source_sha256", ""),
+                                   first_date=details.get("first_date", ""), last_date=details.get("last_date", ""),
+                                   audit_date=date.today().isoformat(), distribution_date=args.distribution_date))
+    table = pd.concat(frames, ignore_index=True)
+    front = ["model", "task", "subtask", "k"]
+    table = table[front + [c for c in table.columns if c not in front]]
+    if args.format != "md":
+        emit_table(table, args.format, args.out)
+        return 0
+    emit(markdown(table), args.out)
+    return 0
+
+
+def markdown(table: pd.DataFrame) -> str:
+    """One section per (model, subtask): data source and dates, then one table per grouping."""
+    lines: list[str] = []
+    for (model, task, subtask), part in table.groupby(["model", "task", "subtask"], sort=True):
+        first = part.iloc[0]
+        lines += [f"## {model}: {task} / {subtask} (selected = top {first['k']} of each pool)", "",
+                  f"Data: {first['source']} (sha256 {first['source_sha256'][:12]}…), recorded {first['first_date']} "
+                  f"to {first['last_date']}; audit date {first['audit_date']}; distribution date "
+                  f"{first['distribution_date'] or '(not given)'}.", ""]
+        for grouping, rows in part.groupby("grouping", sort=False):
+            lines += [f"### {grouping}", "", "| category | applicants | selection rate | impact ratio (CI) | "
+                      "p (Holm) | note |", "|---|---:|---:|---:|---:|---|"]
+            for _, r in rows.iterrows():
+                rate = "" if pd.isna(r["selection_rate"]) else f"{r['selection_rate']:.3f}"
+                ratio = "" if pd.isna(r["impact_ratio"]) else f"{r['impact_ratio']:.3f}"
+                if not pd.isna(r["impact_ratio_lo"]):
+                    ratio += f" ({r['impact_ratio_lo']:.3f}–{r['impact_ratio_hi']:.3f})"
+                p = "" if pd.isna(r["p_holm"]) else f"{r['p_holm']:.3g}"
+                lines.append(f"| {r['category']} | {r['applicants']} | {rate} | {ratio} | {p} | {r['note']} |")
+            lines.append("")
+    return "\n".join(lines)

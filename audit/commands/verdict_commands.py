@@ -1,0 +1,95 @@
+"""``python -m audit verdict``: the audit's answer per system × grouping × category at quota k, and overall."""
+from __future__ import annotations
+
+import argparse
+import json
+
+import pandas as pd
+
+from audit.commands.io import emit, read_table_file, records
+from audit.errors import AuditError
+from audit.formatting import estimate, markdown_table, pvalue
+from audit.metrics.impact import FOUR_FIFTHS
+from audit.audit_verdict import verdict_table
+from audit.design import WHOLE
+from audit.metrics.verdict import INCONCLUSIVE, rollup, rule_text, verdicts
+from audit.output import csv_text
+from audit.store import Store
+from audit.selection import Selection
+from audit.views import StoreTables
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Register the ``verdict`` sub-command."""
+    parser = sub.add_parser("verdict", help="adverse impact / no evidence / inconclusive per system, grouping and "
+                                            "category at quota k",
+                            description=rule_text())
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--db", help="result store: its pointwise scores and each task's stored design")
+    source.add_argument("--scores", help="a score table (.csv or .parquet) from `python -m audit scores`")
+    parser.add_argument("--task", help="with --db: the task to audit (default: the store's only task)")
+    parser.add_argument("--k", type=int, required=True, help="quota k, below every grouping's pool size")
+    parser.add_argument("--pool", help="per-group, random:N (with --db: overrides the stored design)")
+    parser.add_argument("--grouping", action="append", help="with --db: a grouping the task declares, e.g. race "
+                        "(repeatable; default: every one whose pools exceed k)")
+    parser.add_argument("--threshold", type=float, default=FOUR_FIFTHS, help="impact-ratio threshold (default 0.8)")
+    parser.add_argument("--ci", type=float, default=0.95, help="confidence level; α = 1 − ci (default 0.95)")
+    parser.add_argument("--bootstrap", type=int, default=1000, metavar="B", help="bootstrap replicates (default 1000)")
+    parser.add_argument("--permutations", type=int, default=1000, metavar="B", help="label shuffles (default 1000)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--format", choices=("json", "csv", "md"), default="json")
+    parser.add_argument("--out", help="write here instead of stdout")
+    parser.set_defaults(handler=run_verdict)
+
+
+def _table(args: argparse.Namespace) -> pd.DataFrame:
+    """The verdict rows of the store's task, or of a score file read with its group codes whole."""
+    if args.scores:
+        if args.task or args.grouping:
+            raise AuditError("--scores takes no --task or --grouping (use --db for a task's stored design)")
+        scores = read_table_file(args.scores, "score table")
+        scores = scores[scores["mode"].astype(str) == "pointwise"] if "mode" in scores else scores
+        table = verdicts(scores, grouping=WHOLE, k=args.k, pool=args.pool or "per-group", threshold=args.threshold,
+                         ci=args.ci, n_boot=args.bootstrap, n_perm=args.permutations, seed=args.seed)
+        return table.assign(name=table["category"])
+    with Store(args.db, create=False) as store:
+        tables = StoreTables.read(store)
+    tasks = tables.tasks()
+    task = args.task or (tasks[0] if len(tasks) == 1 else None)
+    if task is None:
+        raise AuditError(f"the store holds tasks {tasks}; choose one with --task")
+    selection = Selection(task, pool=args.pool, ci=args.ci, n_boot=args.bootstrap, n_perm=args.permutations,
+                          seed=args.seed)
+    return verdict_table(tables, selection, k=args.k, groupings=args.grouping or (), threshold=args.threshold)
+
+
+def run_verdict(args: argparse.Namespace) -> int:
+    """Handler of ``verdict``."""
+    table = _table(args)
+    systems, overall = rollup(table), rollup(table, by=[])
+    if args.format == "csv":
+        emit(csv_text(table), args.out)
+    elif args.format == "json":
+        emit(json.dumps({"rule": rule_text(args.threshold, args.ci), "k": args.k, "threshold": args.threshold,
+                         "ci": args.ci, "overall": records(overall)[0], "systems": records(systems),
+                         "categories": records(table)}, indent=1) + "\n", args.out)
+    else:
+        emit(_markdown(table, systems, overall, args), args.out)
+    return 0
+
+
+def _words(row: pd.Series) -> str:
+    if row["verdict"] == INCONCLUSIVE and pd.notna(row["more_per_group"]):
+        return f"inconclusive — about {int(row['more_per_group'])} more candidates per group needed"
+    return str(row["verdict"])
+
+
+def _markdown(table: pd.DataFrame, systems: pd.DataFrame, overall: pd.DataFrame, args: argparse.Namespace) -> str:
+    shown = pd.DataFrame({"System": table["model"], "Subtask": table["subtask"], "Grouping": table["grouping"],
+                          "Group": table["name"], "Candidates": table["candidates"],
+                          "Impact ratio": [estimate(r, lo, hi) for r, lo, hi in
+                                           zip(table["impact_ratio"], table["impact_ratio_lo"], table["impact_ratio_hi"])],
+                          "Adjusted p": table["p_adj"].map(pvalue), "Verdict": table.apply(_words, axis=1)})
+    return (f"# Verdict at k = {args.k}\n\n**Overall: {overall['verdict'].iloc[0]}**\n\n"
+            f"{rule_text(args.threshold, args.ci)}\n\n## Per system\n\n"
+            f"{markdown_table(systems.rename(columns={'model': 'System'}))}\n## Per category\n\n{markdown_table(shown)}")

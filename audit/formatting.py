@@ -1,0 +1,80 @@
+"""How numbers read on pages, in the report and in Markdown output: p-values, intervals, ratios, tables."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+
+def _missing(value: object) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
+def pvalue(value: object) -> str:
+    """``< 0.001`` below a thousandth, else three decimals (``0.042``); ``n/a`` when missing."""
+    if _missing(value):
+        return "n/a"
+    p = float(value)
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def number(value: object, digits: int = 3) -> str:
+    """A float with ``digits`` decimals (``n/a`` when missing); values that round to zero read ``0``, never
+    ``-0.000`` or ``1.2e-16``."""
+    if _missing(value):
+        return "n/a"
+    x = float(value)
+    return "0" if round(x, digits) == 0 else f"{x:.{digits}f}"
+
+
+def interval(low: object, high: object, digits: int = 2) -> str:
+    """``[0.12, 0.48]``; ``n/a`` when a bound is missing."""
+    if _missing(low) or _missing(high):
+        return "n/a"
+    return f"[{float(low):.{digits}f}, {float(high):.{digits}f}]"
+
+
+def estimate(value: object, low: object = None, high: object = None, digits: int = 2) -> str:
+    """``0.73 [0.61, 0.85]``, or the value alone without bounds; ``n/a`` when the value is missing (never a bare
+    interval next to a missing estimate)."""
+    if _missing(value):
+        return "n/a"
+    text = f"{float(value):.{digits}f}"
+    return text if _missing(low) or _missing(high) else f"{text} {interval(low, high, digits)}"
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    """``frame`` as a GitHub-flavoured Markdown table (pipes in cells escaped; missing cells empty)."""
+    def cell(value: object) -> str:
+        return "" if _missing(value) else str(value).replace("|", "\\|").replace("\n", " ")
+
+    head = "| " + " | ".join(cell(c) for c in frame.columns) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([head, rule, *body]) + "\n"
+
+
+#: correlations over fewer points than this are flagged, not read as findings
+MIN_SYSTEMS = 5
+_GAPS = {"dp": "ΔDP", "eo": "ΔEO"}
+_METRICS = {"delta": "δ", "jsd": "JSD", "emd": "EMD", "rabbi": "RABBI"}
+
+
+def correlation_table(correlations: pd.DataFrame, names: "dict[str, str] | None" = None) -> pd.DataFrame:
+    """Correlations (:func:`audit.metrics.validity` columns) as people read them: scope (group names from
+    ``names``), gap, metric, r with its interval, p formatted, n, and a note — "too few systems" when n < 5,
+    "not defined: constant values" when r is missing; r and p are left blank in both cases."""
+    names = names or {}
+    rows = []
+    for row in correlations.itertuples(index=False):
+        n = int(row.n) if not _missing(row.n) else 0
+        note = (f"too few systems (n < {MIN_SYSTEMS})" if n < MIN_SYSTEMS
+                else "not defined: constant values" if _missing(row.r) else "")
+        low, high = (getattr(row, "r_lo", None), getattr(row, "r_hi", None))
+        rows.append({"scope": names.get(str(row.scope), str(row.scope)),
+                     "gap": _GAPS.get(str(row.gap), str(row.gap)),
+                     "metric": _METRICS.get(str(row.metric), str(row.metric))
+                     + (" (qualified)" if str(getattr(row, "column", "")).endswith("qualified") else ""),
+                     "r [interval]": "" if note else estimate(row.r, low, high),
+                     "p": "" if note else pvalue(getattr(row, "pvalue", None)), "n": n, "note": note})
+    return pd.DataFrame(rows, columns=["scope", "gap", "metric", "r [interval]", "p", "n", "note"])

@@ -1,0 +1,100 @@
+"""The NYC Local Law 144 bias-audit summary of recorded decisions (one row per applicant, ``selected`` 0/1).
+
+For each grouping (sex, race/ethnicity, their intersection) separately, per category: applicants, selected, selection
+rate, impact ratio = rate / the most-selected category's rate with a Katz log-interval, and Fisher's exact test of
+no difference from the most-selected category (two-sided), Holm-adjusted across the grouping's categories. Missing or
+``unknown`` values form the *unknown category*: counted and reported, left out of that grouping's rates only.
+Categories under 2 % of the grouping's known applicants are flagged; they are excluded from the impact ratios only
+when the auditor gives a justification (and then still printed with their count and rate). A category with fewer
+than :data:`MIN_APPLICANTS` applicants, or none selected in the comparison, gets "insufficient evidence" instead of
+a ratio.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+UNKNOWN = "unknown"
+SMALL_SHARE = 0.02
+MIN_APPLICANTS = 30
+COLUMNS = ["grouping", "category", "applicants", "selected", "selection_rate", "impact_ratio", "impact_ratio_lo",
+           "impact_ratio_hi", "p_value", "p_holm", "share", "small", "excluded", "note"]
+
+
+def unknown_mask(values: pd.Series) -> pd.Series:
+    """True where a demographic value is missing, blank or ``unknown`` (any case)."""
+    text = values.astype("string").str.strip()
+    return values.isna() | text.isna() | (text == "") | (text.str.lower() == UNKNOWN)
+
+
+def holm(p: Sequence[float]) -> np.ndarray:
+    """Holm's step-down adjustment of ``p`` (NaN left out and kept NaN)."""
+    p = np.asarray(p, dtype=float)
+    out = np.full_like(p, np.nan)
+    idx = np.flatnonzero(~np.isnan(p))
+    order = idx[np.argsort(p[idx], kind="stable")]
+    m, running = len(order), 0.0
+    for i, j in enumerate(order):
+        running = max(running, min(1.0, (m - i) * p[j]))
+        out[j] = running
+    return out
+
+
+def katz_interval(a: int, n1: int, b: int, n2: int, level: float) -> tuple[float, float]:
+    """Katz log interval of the ratio (a/n1)/(b/n2); NaN when a or b is 0."""
+    if a == 0 or b == 0:
+        return math.nan, math.nan
+    from scipy.stats import norm
+
+    z = norm.ppf(0.5 + level / 2)
+    centre = math.log((a / n1) / (b / n2))
+    half = z * math.sqrt(1 / a - 1 / n1 + 1 / b - 1 / n2)
+    return math.exp(centre - half), math.exp(centre + half)
+
+
+def ll144_table(decisions: pd.DataFrame, groupings: Mapping[str, Sequence[str]], *, outcome: str = "selected",
+                level: float = 0.95, exclude_small: str | None = None) -> pd.DataFrame:
+    """The summary for ``groupings`` (name → demographic columns; several columns make the intersection, joined
+    with ``_``); one row per (grouping, category) plus an ``unknown`` row per grouping."""
+    from scipy.stats import fisher_exact
+
+    frames = []
+    for name, columns in groupings.items():
+        unknown = np.logical_or.reduce([unknown_mask(decisions[c]).to_numpy() for c in columns])
+        known = decisions.loc[~unknown]
+        category = known[list(columns)].astype(str).agg("_".join, axis=1)
+        counts = known.groupby(category)[outcome].agg(["size", "sum"])
+        share = counts["size"] / counts["size"].sum()
+        small = share < SMALL_SHARE
+        excluded = small & (exclude_small is not None)
+        rates = counts["sum"] / counts["size"]
+        compared = rates[~excluded]
+        best = compared.idxmax() if len(compared) else None
+        rows = []
+        for cat in counts.index:
+            n, s = int(counts.at[cat, "size"]), int(counts.at[cat, "sum"])
+            row = dict(grouping=name, category=cat, applicants=n, selected=s, selection_rate=s / n,
+                       impact_ratio=math.nan, impact_ratio_lo=math.nan, impact_ratio_hi=math.nan, p_value=math.nan,
+                       share=float(share[cat]), small=bool(small[cat]), excluded=bool(excluded[cat]), note="")
+            bn, bs = int(counts.at[best, "size"]), int(counts.at[best, "sum"])
+            if row["excluded"]:
+                row["note"] = f"excluded (under 2 %): {exclude_small}"
+            elif n < MIN_APPLICANTS or bn < MIN_APPLICANTS or bs == 0:
+                row["note"] = "insufficient evidence"
+            else:
+                row["impact_ratio"] = (s / n) / (bs / bn)
+                if cat != best:
+                    row["impact_ratio_lo"], row["impact_ratio_hi"] = katz_interval(s, n, bs, bn, level)
+                    row["p_value"] = float(fisher_exact([[s, n - s], [bs, bn - bs]]).pvalue)
+                if row["small"]:
+                    row["note"] = "under 2 % of applicants"
+            rows.append(row)
+        table = pd.DataFrame(rows)
+        table["p_holm"] = holm(table["p_value"])
+        unknown_row = dict(grouping=name, category=UNKNOWN, applicants=int(unknown.sum()),
+                           selected=int(decisions.loc[unknown, outcome].sum()), note="unknown category: not in rates")
+        frames.append(pd.concat([table, pd.DataFrame([unknown_row])], ignore_index=True))
+    return pd.concat(frames, ignore_index=True).reindex(columns=COLUMNS)

@@ -1,0 +1,1 @@
+"""Recorded decisions of a deployed system (rankings it already made), imported into the result store."""

@@ -1,0 +1,39 @@
+"""What one audit looks at: a frozen, hashable selection shared by the dashboard, the CLI and the report, so each
+computes the same table from the same choices (see :func:`audit.audit_result.compute`)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+#: bootstrap replicates everywhere unless chosen otherwise (page, CLI and report share it)
+N_BOOT = 1000
+#: permutation shuffles behind the p-values, everywhere unless chosen otherwise
+N_PERM = 1000
+
+
+@dataclass(frozen=True)
+class Selection:
+    """One audit's choices. Empty ``models`` / ``subtasks`` / ``groups`` / ``ks`` mean all; ``grouping`` None keeps
+    group codes whole; ``reference`` None is the stored design's reference (coarsened to the grouping); ``ci`` None
+    gives no intervals; ``n_perm`` None gives no p-values; ``pool`` None is the stored pool design."""
+
+    task: str
+    mode: str = "pointwise"
+    models: tuple[str, ...] = ()
+    subtasks: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+    grouping: str | None = None
+    reference: str | None = None
+    pool: str | None = None
+    preset: str = "default"
+    max_inconsistent: float | None = None
+    ci: float | None = 0.95
+    n_boot: int = N_BOOT
+    n_perm: int | None = N_PERM
+    adjust: str = "holm"
+    ks: tuple[int, ...] = ()
+    seed: int = 0
+
+    def base(self) -> "Selection":
+        """The part that decides the expensive engine pass: this selection with every filter cleared (models,
+        subtasks, groups, ks, adjust), so a cache keyed on it survives a change of filter."""
+        return replace(self, models=(), subtasks=(), groups=(), ks=(), adjust="holm")

@@ -1,0 +1,107 @@
+"""The verdict rule on synthetic score tables whose answer is known by construction."""
+import io
+import re
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from audit.cli import main
+from audit.errors import AuditError
+from audit.metrics.verdict import (ADVERSE, INCONCLUSIVE, NO_EVIDENCE, check_k, classify, rollup, rule_text,
+                                   verdicts)
+
+
+def table(n: int, means: dict[str, float], *, model: str = "m", seed: int = 0) -> pd.DataFrame:
+    """n candidates per group, scores normal(mean, 1); every candidate qualified."""
+    rng = np.random.default_rng(seed)
+    rows = [(model, "t", "s", "pointwise", f"{g}{i}", g, 1, float(rng.normal(mu, 1)))
+            for g, mu in means.items() for i in range(n)]
+    return pd.DataFrame(rows, columns=["model", "task", "subtask", "mode", "candidate_id", "group", "qualified",
+                                       "score"])
+
+
+def test_classify_follows_the_rule():
+    assert classify(0.5, 0.3, 0.01) == ADVERSE
+    assert classify(0.5, 0.3, 0.2) == INCONCLUSIVE          # below the threshold but not significant
+    assert classify(0.95, 0.85, float("nan")) == NO_EVIDENCE
+    assert classify(0.95, 0.7, 0.01) == INCONCLUSIVE        # interval reaches below the threshold
+    assert classify(0.7, 0.6, 0.04, threshold=0.6) == INCONCLUSIVE
+    assert classify(0.5, 0.3, 0.04, alpha=0.01) == INCONCLUSIVE
+
+
+def test_a_large_shift_is_adverse_and_equal_groups_are_not():
+    scores = pd.concat([table(200, {"X": 0.0, "Y": -3.0}, model="biased"),
+                        table(1000, {"X": 0.0, "Y": 0.0}, model="fair", seed=1)])
+    out = verdicts(scores, grouping="group", k=1, n_boot=200, n_perm=200, plan_boot=20)
+    biased = out[out["model"] == "biased"].set_index("category")
+    fair = out[out["model"] == "fair"].set_index("category")
+    assert biased.loc["Y", "verdict"] == ADVERSE
+    assert biased.loc["Y", "p_adj"] <= 0.05 and biased.loc["Y", "impact_ratio"] < 0.8
+    assert (fair["verdict"] != ADVERSE).all()
+    assert fair["impact_ratio_lo"].min() > 0.8 and (fair["verdict"] == NO_EVIDENCE).all()
+    overall = rollup(out, by=[])
+    assert overall["verdict"].iloc[0] == ADVERSE and "Y" in overall["categories"].iloc[0]
+    systems = rollup(out)
+    assert list(systems["model"]) == ["biased", "fair"]
+
+
+def test_a_small_sample_is_inconclusive_with_a_planner_estimate():
+    out = verdicts(table(6, {"X": 0.0, "Y": -0.4}, seed=3), grouping="group", k=1, n_boot=200, n_perm=200, plan_boot=30)
+    row = out.set_index("category").loc["Y"]
+    assert row["verdict"] == INCONCLUSIVE
+    assert row["needed_per_group"] > 6 and row["more_per_group"] == row["needed_per_group"] - 6
+
+
+def test_k_at_the_pool_size_is_refused_naming_it():
+    scores = table(10, {"X": 0.0, "Y": 0.0})
+    assert check_k(scores, 1, "per-group", "group") == 2
+    with pytest.raises(AuditError, match="pool size 2"):
+        verdicts(scores, grouping="group", k=2)
+
+
+def test_rule_text_names_threshold_and_alpha():
+    text = rule_text(0.75, 0.9)
+    assert "0.75" in text and "α = 0.1" in text and "90%" in text
+
+
+def test_cli_verdict_on_a_score_file_and_k_at_pool_size(tmp_path, capsys):
+    path = tmp_path / "scores.csv"
+    table(40, {"P": 0.0, "Q": 0.0, "R": -3.0}).to_csv(path, index=False)
+    options = ["--bootstrap", "100", "--permutations", "200"]
+    assert main(["verdict", "--scores", str(path), "--k", "2", *options, "--format", "json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["overall"]["verdict"] == ADVERSE and result["overall"]["categories"] == "group: R"
+    assert main(["verdict", "--scores", str(path), "--k", "2", *options, "--format", "md"]) == 0
+    assert "| R | 40 |" in capsys.readouterr().out
+    assert main(["verdict", "--scores", str(path), "--k", "3"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and "pool size 3" in err and err.count("\n") == 1
+
+
+def test_cli_verdict_on_the_demo_store_names_groups_and_refuses_k_at_pool_size(capsys):
+    demo = Path(__file__).resolve().parents[1] / "data" / "demo.db"
+    if not demo.exists():
+        pytest.skip("data/demo.db not built")
+    assert main(["verdict", "--db", str(demo), "--task", "resume", "--k", "2", "--grouping", "gender"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and "pool size 2" in err
+    assert main(["verdict", "--db", str(demo), "--task", "resume", "--k", "1", "--grouping", "race",
+                 "--bootstrap", "100", "--permutations", "100", "--format", "csv"]) == 0
+    table = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert set(table["grouping"]) == {"race"} and "White" in set(table["name"])
+    assert set(table["verdict"]) <= {ADVERSE, INCONCLUSIVE, NO_EVIDENCE}
+
+
+@pytest.mark.parametrize("argv", [["metrics", "--k", "8"], ["impact", "--k", "2", "--grouping", "gender"],
+                                  ["impact", "--k", "8"], ["verdict", "--k", "8"]])
+def test_quota_at_the_pool_size_is_refused_by_every_command(argv, capsys):
+    demo = Path(__file__).resolve().parents[1] / "data" / "demo.db"
+    if not demo.exists():
+        pytest.skip("data/demo.db not built")
+    assert main([argv[0], "--db", str(demo), "--task", "resume", *argv[1:]]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and err.count("\n") == 1
+    assert re.search(r"pool size.*\b(8|2)\b", err)
