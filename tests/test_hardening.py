@@ -287,3 +287,24 @@ def test_nfc_and_nfd_spellings_are_one_group_and_impact_csv_neutralises_formulas
                            "--format", "csv"], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0 and "HYPERLINK" in done.stdout, done.stderr
     assert not any(cell.startswith(("=", "+", "@")) for line in done.stdout.splitlines() for cell in line.split(","))
+
+
+def test_a_runaway_text_is_not_sent_to_an_api_model(tmp_path):
+    from served import served
+
+    data = tmp_path / "c.csv"
+    data.write_text("text,group\n" + "x" * 250_000 + ",A\nshort,B\n")
+    spec = tmp_path / "s.yaml"
+    spec.write_text('name: t\ninstruction: Screen.\nuser: "{text}"\nlabels: {"Yes": 1, "No": 0}\n'
+                    'pairwise: {question: "Which?"}\nreference_group: A\n')
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+    db = tmp_path / "store.db"
+    with served("builtin", env) as (url, _):
+        done = subprocess.run([sys.executable, "-m", "audit", "score", "--task", "custom", "--data", str(data),
+                               "--spec", str(spec), "--subtask", "all", "--model", "openai:smollm2-135m",
+                               "--base-url", url, "--db", str(db)], capture_output=True, text=True, env=env,
+                              timeout=300)
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert done.returncode == 2 and len(errors) == 1, done.stderr
+    assert "longer than 200,000 characters" in errors[0] and "(250,000 characters)" in errors[0], errors[0]
+    assert not db.exists()
