@@ -58,7 +58,7 @@ GRID = [
      None, 1),
     ("pairwise-race", "demo", "resume", "pairwise", "race", "H", "default", None, None, 1),
     ("essay-L1-ref-JPN", "built", "essay", "pointwise", "L1", "JPN", "default", None, None, 2),
-    ("custom-race-ref-Black", "built", "loan", "pointwise", "race", "Black", "default", None, None, 2),
+    ("custom-race-ref-Black", "built", "loan", "pointwise", "race", "Black", "default", None, None, 1),
     ("custom-intersection", "built", "loan", "pointwise", "race × gender", "White_Male", "paper-exact", None, None,
      1),
 ]
