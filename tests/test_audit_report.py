@@ -99,7 +99,7 @@ def test_report_sections(report):
         assert f"<h2>{heading}" in html
     assert html.count('<img alt="') >= 5 and "src=\"http" not in html  # figures inline, nothing fetched
     assert (f"python -m audit metrics --db {DEMO_STORE} --task resume --mode pointwise --grouping 'race × gender' "
-            "--pool per-group --reference W_M --k 1-8 --preset default") in unescape(html)
+            "--pool per-group --reference W_M --k 1-7 --preset default") in unescape(html)
     data = json.loads(re.search(r"id='report-data'>(.*?)</script>", html, re.S).group(1))
     assert data["settings"]["k"] == 2 and data["impact"]
 

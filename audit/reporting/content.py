@@ -234,7 +234,7 @@ def commands(data: ReportData) -> list[str]:
     reference = f"--reference {_quoted(s.reference)}"
     options = f" --preset {s.preset}" + (f" --max-inconsistent {s.max_inconsistent}" if s.max_inconsistent else "")
     boot = f"--ci {s.ci} --bootstrap {s.n_boot} --seed {s.seed}"
-    out = [f"python -m audit metrics {source} {chosen} {reference} --k 1-{data.metrics['k'].max()}{options} {boot} "
+    out = [f"python -m audit metrics {source} {chosen} {reference} --k 1-{max(1, data.metrics['k'].max() - 1)}{options} {boot} "
            f"--permutations {s.n_perm} --adjust {s.adjust} --format csv",
            f"python -m audit impact {source} {chosen} --k {s.k} {boot} --format csv",
            f"python -m audit report {source} {chosen} {reference} --k {s.k}{options} {boot} --permutations {s.n_perm} "
