@@ -15,7 +15,6 @@ import pandas as pd
 from audit.audit_result import comparison, compute
 from audit.design import AuditDesign
 from audit.errors import AuditError
-from audit.metrics import model_rankings, validity
 from audit.metrics.inference import METHODS
 from audit.metrics.schema import is_pairwise
 from audit.results import answer_table, pair_table, score_table
@@ -185,13 +184,12 @@ def collect(settings: ReportSettings) -> ReportData:
     settings = replace(settings, task=task, reference=result.reference, grouping=result.grouping, pool=result.pool)
     scores = regroup(scores[scores["model"].isin(metrics["model"]) & scores["subtask"].isin(metrics["subtask"])],
                      result.design.part(result.grouping))
-    at_k = metrics[metrics["k"] == settings.k]
     sizes = (scores.groupby(["subtask", "group"])["candidate_id"].nunique().rename("candidates").reset_index())
     data = ReportData(
         settings=settings, task=task, design=result.design, models=models, subtasks=sorted(metrics["subtask"].unique()),
         group_sizes=sizes, prompts=prompts, metrics=metrics,
         impact=result.impact[result.impact["k"] == settings.k].reset_index(drop=True),
-        correlations=validity(at_k), rankings=model_rankings(at_k), diagnostics=diagnostics,
+        correlations=result.correlations(settings.k), rankings=result.rankings(settings.k)[0], diagnostics=diagnostics,
         generated=datetime.now(timezone.utc).isoformat(timespec="seconds"), version=tool_version())
     if settings.compare:
         a, b = settings.compare
