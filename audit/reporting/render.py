@@ -23,6 +23,10 @@ from audit.reporting.findings import findings, not_significant
 from audit.reporting.method import GLOSSARY, method_paragraphs
 from audit.reporting.style import STYLE
 
+#: under every verdict table
+LEGEND = ("<caption>Each cell: the impact ratio, then <b>adverse</b> (adverse impact), <b>no evidence</b> (no evidence "
+          "of adverse impact at this sample size) or <b>+N</b> (inconclusive — about N more candidates per group "
+          "needed; ? where the planner has no estimate).</caption>")
 _CSS_CLASS = {ADVERSE: "v-adverse", NO_EVIDENCE: "v-no-evidence", INCONCLUSIVE: "v-inconclusive"}
 
 
@@ -111,7 +115,7 @@ def _matrix(verdicts: pd.DataFrame, grouping: str) -> str:
                          f'data-category="{escape(category)}" data-verdict="{escape(row["verdict"])}">'
                          f'{number(row["impact_ratio"], 2)}<br>{escape(mark)}</td>')
         body.append(f"<tr><td>{escape(model)}<br><span class=muted>{escape(subtask)}</span></td>{''.join(cells)}</tr>")
-    return (f"<table class='matrix small'><thead><tr><th>system<br>subtask</th>{head}</tr></thead>"
+    return (f"<table class='matrix small'>{LEGEND}<thead><tr><th>system<br>subtask</th>{head}</tr></thead>"
             f"<tbody>{''.join(body)}</tbody></table>")
 
 
@@ -124,15 +128,15 @@ def verdict(data: ReportData) -> str:
     overall = rollup(data.verdicts, by=[]).iloc[0]
     counts = (f"{overall['n_adverse']} adverse, {overall['n_inconclusive']} inconclusive, "
               f"{overall['n_no_evidence']} no evidence, over {len(data.verdicts)} system × category cells")
-    carriers = f": {overall['categories']}" if overall["verdict"] == ADVERSE else ""
+    adverse = data.verdicts[data.verdicts["verdict"] == ADVERSE]
+    named = [f"{r.name} ({r.grouping}) with {r.model} for {r.subtask}" for r in adverse.itertuples(index=False)]
+    carriers = "" if not named else " — " + "; ".join(named[:5]) + (f"; and {len(named) - 5} more" if len(named) > 5
+                                                                     else "")
     parts = [f"<h2>Verdict at k = {s.k}</h2><p class='verdict-line'>Overall: {escape(overall['verdict'])}"
              f"{escape(carriers)}</p><p>{escape(counts)}.</p>",
              f"<h3>How sure</h3><p class='rule'>{escape(rule_text(s.threshold, s.ci))} Gaps (ΔDP) are findings only "
              f"when their permutation p-value, {escape(s.adjust)}-adjusted across the groups × subtasks of one system, "
-             f"is at most α = {1 - s.ci:.2g}.</p>",
-             "<p class='muted'>In each cell: the impact ratio, then <b>adverse</b> (adverse impact), <b>no "
-             "evidence</b> (no evidence of adverse impact at this sample size) or <b>+N</b> (inconclusive — about N "
-             "more candidates per group needed; ? where the planner has no estimate).</p>"]
+             f"is at most α = {1 - s.ci:.2g}.</p>"]
     for grouping, size in data.pool_sizes.items():
         parts.append(f"<h3>{escape(grouping)} (pools of {size})</h3>")
         if s.k >= size:
@@ -159,7 +163,7 @@ def findings_section(data: ReportData) -> str:
                     f'data-subtask="{escape(f.subtask)}" data-group="{escape(f.group)}">{escape(f.text)}</li>'
                     for f in found)
     return (f"<h2>Findings</h2><p>Every item is significant by the rule above; gaps are ΔDP in points of selection "
-            f"rate against {escape(data.design.display_name(s.reference, s.grouping))}.</p><ol>{items}</ol>{note}")
+            f"rate against {escape(data.design.display_name(s.reference, s.grouping))}.</p>{note}<ol>{items}</ol>")
 
 
 def method(data: ReportData) -> str:
@@ -179,9 +183,9 @@ def method(data: ReportData) -> str:
     example = data.prompts.iloc[0] if len(data.prompts) else None
     user = ("" if example is None else
             f"<h4>User message (the first candidate of {escape(example['subtask'])}, as scored)</h4>"
-            f"<pre class=prompt>{escape(example['user'])}</pre><p>Answer prefix: "
-            f"<code>{escape(example['answer_prefix'] or '(none)')}</code>; labels scored: "
-            f"{escape(', '.join(design.labels))}.</p>")
+            f"<pre class=prompt>{escape(example['user'])}</pre><p>The model's reply starts with the answer prefix "
+            f"<code>{escape(example['answer_prefix'] or '(none)')}</code>, and the probabilities of the next token "
+            f"are read for the labels {escape(', '.join(design.labels))}.</p>")
     return ("<h2 class=pagebreak>Method</h2>" + "".join(f"<p>{escape(p)}</p>" for p in paragraphs)
             + f"<h3>Glossary</h3><ul>{glossary}</ul><h3>Sample sizes</h3>"
             + table(sizes, numeric=("subtasks", "candidates per group"), css="small")
@@ -202,7 +206,9 @@ def gaps(data: ReportData) -> str:
              f"<div class=figures>{''.join(figures)}</div>"]
     overall = data.correlations[data.correlations["scope"] == "overall"].reset_index(drop=True)
     parts.append(f"<h2>Bias measures against gaps at k = {s.k}</h2>")
-    parts.append(_figure(charts.gap_scatter(data.at_k, k=s.k, correlations=overall, reference=s.reference)))
+    named = data.at_k.assign(group=data.at_k["group"].map(names))
+    parts.append(_figure(charts.gap_scatter(named, k=s.k, correlations=overall,
+                                            reference=data.design.display_name(s.reference, s.grouping))))
     shown = correlation_table(overall)
     parts.append(table(shown, numeric=("r [interval]", "p", "n"), css="small"))
     ranks = data.rankings[data.rankings["metric"] == "true"]
@@ -243,11 +249,14 @@ def comparison(data: ReportData) -> str:
 
 def closing(data: ReportData) -> str:
     items = "".join(f"<li>{escape(text)}</li>" for text in limitations(data))
-    diagnostics = data.diagnostics.copy()
+    diagnostics = data.diagnostics.rename(columns=lambda c: c.replace("_", " ")).rename(columns={"model": "system"})
     for column in diagnostics.columns[1:]:
         diagnostics[column] = diagnostics[column].map(number)
     reproduce = "\n\n".join(shell_text(words) for words in commands(data))
-    return (f"<h2>Limitations</h2><ul>{items}</ul><h2>Diagnostics</h2>"
+    explained = ("Label mass: the share of the next-token probability that falls on the answer labels (low mass: "
+                 "the model mostly wanted to say something else)." if data.settings.mode == "pointwise" else
+                 "Shares of irregular answers, ties and answers that flip with the order of the pair.")
+    return (f"<h2>Limitations</h2><ul>{items}</ul><h2>Diagnostics</h2><p>{explained}</p>"
             f"{table(diagnostics, numeric=tuple(diagnostics.columns[1:]), css='small')}"
             f"<h2>Reproduce</h2><p>Each command recomputes one part of this report from the same store "
             f"(copy and paste into a shell at the project root):</p><pre class=reproduce>{escape(reproduce)}</pre>")
@@ -281,7 +290,7 @@ def appendix(data: ReportData) -> str:
                           "ΔEO": [estimate(a, b, c) for a, b, c in zip(at_k["eo_gap"], at_k["eo_gap_lo"],
                                                                        at_k["eo_gap_hi"])],
                           "δ": at_k["delta"].map(number), "RABBI": at_k["rabbi"].map(number)})
-    parts.append(f"<h3>B. Gaps against {escape(s.reference)} at k = {s.k}</h3>"
+    parts.append(f"<h3 class=pagebreak>B. Gaps against {escape(s.reference)} at k = {s.k}</h3>"
                  + table(shown, numeric=("ΔDP", "adj. p", "ΔEO", "δ", "RABBI"), css="long"))
     sources = "".join(f"<li>{escape(r.model)}: {escape(r.kind)}, {escape(r.backend)} on {escape(r.device)}, "
                       f"{_code(r.source)}</li>" for r in data.models.itertuples(index=False))

@@ -26,6 +26,7 @@ table.long{font-size:7.5pt}table.long td:first-child,table.matrix td:first-child
 table.facts th{width:28%}
 td.v{text-align:center;white-space:nowrap;font-size:8pt}
 .v-adverse{background:#f8d0d0}.v-no-evidence{background:#d6efd6}.v-inconclusive{background:#f1f1f1}
+caption{caption-side:bottom;text-align:left;color:#666;font-size:8pt;padding-top:2px}
 .verdict-line{font-size:12pt;font-weight:600;margin:.4rem 0}
 .rule{border-left:3px solid #4477AA;padding:.2rem .6rem;background:#f6f8fb}
 pre{white-space:pre;overflow-wrap:normal;background:#f6f6f6;padding:.4rem;font-size:7.5pt;line-height:1.35;
