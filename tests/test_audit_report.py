@@ -171,7 +171,7 @@ def test_method_sizes_and_reproduce_commands(report, parsed):
         assert heading in parsed.headings, heading
     for term in ("ΔDP", "ΔEO", "δ", "JSD", "EMD", "RABBI"):
         assert re.search(rf"<b>{term} \(", html), term
-    assert "Answer prefix: <code>Answer:</code>" in html and "Question: Is this candidate a good fit" in html
+    assert "answer prefix <code>Answer:</code>" in html and "Question: Is this candidate a good fit" in html
     assert "Sign convention" in html and "White men (W_M)" in html
     # per-system sample sizes: the 4-bit copy scored 8 candidates per group, the others 12
     assert re.search(r"smollm2-135m@4bit</td><td class=num>4</td><td class=num>8</td>", html)
