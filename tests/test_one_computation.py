@@ -155,7 +155,7 @@ def test_page_cli_and_report_hold_the_same_numbers(request, monkeypatch, store, 
     equal(shown, pd.DataFrame(data["gaps_at_k"]), KEY, NUMBERS, "page vs report")
     own = impact[impact["grouping"] == grouping]
     equal(own, pd.DataFrame(data["impact"]), IMPACT_KEY, IMPACT_NUMBERS, "impact --db vs report")
-    scope = dict(re.findall(r"<tr><th>([^<]+)</th><td>([^<]*)</td></tr>", html))
+    scope = dict(re.findall(r"<th>([^<]+)</th><td>([^<]*)</td>", html))
     assert (unescape(scope["grouping"]), unescape(scope["reference group"])) == (grouping, reference)
     recorded = data["settings"]
     assert (recorded["grouping"], recorded["reference"], recorded["preset"], recorded["max_inconsistent"]) == (

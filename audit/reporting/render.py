@@ -45,8 +45,10 @@ def table(frame: pd.DataFrame, *, numeric: tuple[str, ...] = (), css: str = "",
             f'<tbody>{"".join(body)}</tbody></table>')
 
 
-def _figure(fig: go.Figure) -> str:
-    data = base64.b64encode(figure_bytes(fig, "svg")).decode("ascii")
+def _figure(fig: go.Figure, width: int | None = None) -> str:
+    """``fig`` as an inline SVG image, ``width`` pixels wide when given (half-width figures: smaller canvas, so their
+    text prints larger)."""
+    data = base64.b64encode(figure_bytes(fig, "svg", width=width)).decode("ascii")
     return f'<img alt="{escape(fig.layout.title.text or "figure")}" src="data:image/svg+xml;base64,{data}">'
 
 
@@ -57,7 +59,9 @@ def _code(text: str) -> str:
 
 
 def _facts(facts: dict[str, str]) -> str:
-    rows = "".join(f"<tr><th>{escape(k)}</th><td>{escape(str(v))}</td></tr>" for k, v in facts.items())
+    """Named facts two to a row (label, value, label, value)."""
+    cells = [f"<th>{escape(k)}</th><td>{escape(str(v))}</td>" for k, v in facts.items()]
+    rows = "".join(f"<tr>{''.join(cells[i:i + 2])}</tr>" for i in range(0, len(cells), 2))
     return f"<table class='facts small'>{rows}</table>"
 
 
@@ -85,10 +89,9 @@ def audited(data: ReportData) -> str:
     systems = pd.DataFrame({"system": data.models["model"], "fingerprint": data.models["fingerprint"],
                             "precision": data.models["precision"], "first scored": data.models["first scored"],
                             "last scored": data.models["last scored"]})
-    hashes = "".join(f"<li>{escape(model)}: {_code(digest)}</li>"
-                     for model, digest in zip(data.models["model"], data.models["content hash"]))
     return (f"<h2>What was audited</h2>{table(systems, numeric=('first scored', 'last scored'), css='small')}"
-            f"<p class='muted'>Model content hashes (SHA-256 of the weights): </p><ul class='muted'>{hashes}</ul>"
+            "<p class=muted>The fingerprint identifies a system: its weights' content hash with its precision and "
+            "backend (hashes and sources: Appendix C).</p>"
             f"<p>Candidate data: {rows} rows of the store's candidates table, SHA-256 {_code(data_digest)}.</p>"
             f"{_facts(facts)}")
 
@@ -162,8 +165,9 @@ def findings_section(data: ReportData) -> str:
     items = "".join(f'<li class="finding" data-kind="{f.kind}" data-model="{escape(f.model)}" '
                     f'data-subtask="{escape(f.subtask)}" data-group="{escape(f.group)}">{escape(f.text)}</li>'
                     for f in found)
-    return (f"<h2>Findings</h2><p>Every item is significant by the rule above; gaps are ΔDP in points of selection "
-            f"rate against {escape(data.design.display_name(s.reference, s.grouping))}.</p>{note}<ol>{items}</ol>")
+    return (f"<section class=keep><h2>Findings</h2><p>Every item is significant by the rule above; gaps are ΔDP in "
+            f"points of selection rate against {escape(data.design.display_name(s.reference, s.grouping))}.</p>"
+            f"{note}<ol>{items}</ol></section>")
 
 
 def method(data: ReportData) -> str:
@@ -196,21 +200,24 @@ def gaps(data: ReportData) -> str:
     s = data.settings
     names = {g: data.design.display_name(g, s.grouping) for g in data.metrics["group"].unique()}
     figures = []
-    for model, rows in data.metrics.groupby("model", sort=True):
+    defined = data.metrics[data.metrics["k"] < data.metrics["k"].max()]  # at k = pool size every gap is 0
+    for model, rows in defined.groupby("model", sort=True):
         mean = rows.groupby(["model", "group", "k"], as_index=False)[["dp_gap", "eo_gap"]].mean()
         mean["group"] = mean["group"].map(names)
         for gap, name in charts.GAP_NAMES.items():
-            figures.append(_figure(charts.gap_curves(mean, gap=gap, title=f"{name} against k: {escape(model)}")))
+            fig = charts.gap_curves(mean, gap=gap, title=f"{name} against k: {escape(model)}")
+            fig.update_layout(height=380, margin=dict(l=50, r=10, t=50, b=40))
+            figures.append(_figure(fig, width=600))
     parts = [f"<h2>Allocation gaps against k</h2><p>Mean over subtasks, group minus "
              f"{escape(names.get(s.reference, data.design.display_name(s.reference, s.grouping)))}.</p>"
              f"<div class=figures>{''.join(figures)}</div>"]
     overall = data.correlations[data.correlations["scope"] == "overall"].reset_index(drop=True)
     parts.append(f"<h2>Bias measures against gaps at k = {s.k}</h2>")
     named = data.at_k.assign(group=data.at_k["group"].map(names))
-    parts.append(_figure(charts.gap_scatter(named, k=s.k, correlations=overall,
-                                            reference=data.design.display_name(s.reference, s.grouping))))
+    scatter = _figure(charts.gap_scatter(named, k=s.k, correlations=overall,
+                                         reference=data.design.display_name(s.reference, s.grouping)))
     shown = correlation_table(overall)
-    parts.append(table(shown, numeric=("r [interval]", "p", "n"), css="small"))
+    parts.append(f"<div class=keep>{scatter}{table(shown, numeric=('r [interval]', 'p', 'n'), css='small')}</div>")
     ranks = data.rankings[data.rankings["metric"] == "true"]
     if ranks["model"].nunique() > 1:
         parts.append("<h2>Model rankings</h2>")
@@ -293,8 +300,9 @@ def appendix(data: ReportData) -> str:
     parts.append(f"<h3 class=pagebreak>B. Gaps against {escape(s.reference)} at k = {s.k}</h3>"
                  + table(shown, numeric=("ΔDP", "adj. p", "ΔEO", "δ", "RABBI"), css="long"))
     sources = "".join(f"<li>{escape(r.model)}: {escape(r.kind)}, {escape(r.backend)} on {escape(r.device)}, "
-                      f"{_code(r.source)}</li>" for r in data.models.itertuples(index=False))
-    parts.append(f"<h3>C. Model sources</h3><ul>{sources}</ul>")
+                      f"{_code(r.source)}; content SHA-256 {_code(digest)}</li>"
+                      for r, digest in zip(data.models.itertuples(index=False), data.models["content hash"]))
+    parts.append(f"<h3>C. Model sources and content hashes</h3><ul>{sources}</ul>")
     return "".join(parts)
 
 

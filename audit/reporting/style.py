@@ -23,12 +23,12 @@ th{background:#eef2f7;font-weight:600}
 td.num,th.num{text-align:right;white-space:nowrap}
 .code{font-family:"DejaVu Sans Mono",monospace;font-size:7.5pt;color:#555}
 table.long{font-size:7.5pt}table.long td:first-child,table.matrix td:first-child{white-space:nowrap}
-table.facts th{width:28%}
+table.facts th{width:16%}table.facts td{width:34%}
 td.v{text-align:center;white-space:nowrap;font-size:8pt}
 .v-adverse{background:#f8d0d0}.v-no-evidence{background:#d6efd6}.v-inconclusive{background:#f1f1f1}
 caption{caption-side:bottom;text-align:left;color:#666;font-size:8pt;padding-top:2px}
 .verdict-line{font-size:12pt;font-weight:600;margin:.4rem 0}
-.rule{border-left:3px solid #4477AA;padding:.2rem .6rem;background:#f6f8fb}
+.rule{border-left:3px solid #4477AA;padding:.2rem .6rem;background:#f6f8fb;break-inside:avoid}
 pre{white-space:pre;overflow-wrap:normal;background:#f6f6f6;padding:.4rem;font-size:7.5pt;line-height:1.35;
 break-inside:avoid}
 pre.prompt{white-space:pre-wrap;font-size:8pt}
