@@ -160,8 +160,9 @@ def findings_section(data: ReportData) -> str:
             f"{'are' if missed != 1 else 'is'} not significant after it: inconclusive, not listed (Appendix B).</p>"
             if missed else "")
     if not found:
-        return (f"<h2>Findings</h2><p>No finding is significant by the rule above at this sample size: no category "
-                f"has adverse impact and no gap is rejected after adjustment.</p>{note}")
+        judged = "no category has adverse impact and " if data.verdicts is not None else ""
+        return (f"<h2>Findings</h2><p>No finding is significant by the rule above at this sample size: {judged}no gap "
+                f"is rejected after adjustment.</p>{note}")
     items = "".join(f'<li class="finding" data-kind="{f.kind}" data-model="{escape(f.model)}" '
                     f'data-subtask="{escape(f.subtask)}" data-group="{escape(f.group)}">{escape(f.text)}</li>'
                     for f in found)
@@ -188,9 +189,10 @@ def method(data: ReportData) -> str:
     user = ("" if example is None else
             f"<h4>User message (the first candidate of {escape(example['subtask'])}, as scored)</h4>"
             f"<pre class=prompt>{escape(example['user'])}</pre><p>The model's reply starts with the answer prefix "
-            f"<code>{escape(example['answer_prefix'] or '(none)')}</code>, and the probabilities of the next token "
-            f"are read for the labels {escape(', '.join(design.labels))}.</p>")
-    return ("<h2 class=pagebreak>Method</h2>" + "".join(f"<p>{escape(p)}</p>" for p in paragraphs)
+            f"<code>{escape(example['answer_prefix'] or '(none)')}</code>"
+            + (f", and the probabilities of the next token are read for the labels {escape(', '.join(design.labels))}"
+               if s.mode == "pointwise" else "; its answer names the preferred candidate") + ".</p>")
+    return ("<h2>Method</h2>" + "".join(f"<p>{escape(p)}</p>" for p in paragraphs)
             + f"<h3>Glossary</h3><ul>{glossary}</ul><h3>Sample sizes</h3>"
             + table(sizes, numeric=("subtasks", "candidates per group"), css="small")
             + "<h3>Prompts as scored</h3>" + user + "".join(prompts))
