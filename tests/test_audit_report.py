@@ -200,7 +200,7 @@ def test_no_block_is_wider_than_an_a4_page(report):
 
 @pytest.mark.skipif(CHROMIUM is None or shutil.which("pdftoppm") is None,
                     reason="needs Chromium and poppler-utils (make chromium)")
-def test_pdf_pages_render(report):
+def test_pdf_pages_render(report, parsed):
     pdf = report / "report.pdf"
     pdf.write_bytes(print_pdf((report / "report.html").read_bytes()))
     assert pdf.read_bytes().startswith(b"%PDF")
@@ -209,6 +209,12 @@ def test_pdf_pages_render(report):
     subprocess.run(["pdftoppm", "-r", "40", "-png", str(pdf), str(report / "page")], check=True)
     images = sorted(report.glob("page-*.png"))
     assert pages >= 4 and len(images) == pages and all(i.read_bytes().startswith(b"\x89PNG") for i in images)
+    # no heading is the last line of a page (stranded from what follows it)
+    headings = {h.strip() for h in parsed.headings}
+    text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    for number, page_text in enumerate(text.split("\f")[:pages], start=1):
+        lines = [line.strip() for line in page_text.splitlines() if line.strip()]
+        assert lines and lines[-1] not in headings, (number, lines[-1])
 
 
 def test_custom_task_with_two_groups_escapes_names(tmp_path, capsys):
