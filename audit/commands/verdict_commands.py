@@ -60,6 +60,13 @@ def _table(args: argparse.Namespace) -> pd.DataFrame:
     task = args.task or (tasks[0] if len(tasks) == 1 else None)
     if task is None:
         raise AuditError(f"the store holds tasks {tasks}; choose one with --task")
+    pointwise = tables.scores[(tables.scores["task"] == task) & (tables.scores["mode"] == "pointwise")]
+    for column, chosen in (("model", args.models), ("subtask", args.subtasks)):
+        known = set(pointwise[column].astype(str))
+        missing = [c for c in chosen if c not in known]
+        if missing:
+            raise AuditError(f"{column} {missing[0]!r} has no pointwise scores for task {task!r}; {column}s are: "
+                             f"{', '.join(sorted(known))}")
     selection = Selection(task, models=tuple(args.models), subtasks=tuple(args.subtasks), pool=args.pool, ci=args.ci, n_boot=args.bootstrap, n_perm=args.permutations,
                           seed=args.seed)
     return verdict_table(tables, selection, k=args.k, groupings=args.grouping or (), threshold=args.threshold)
