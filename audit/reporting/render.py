@@ -201,18 +201,20 @@ def method(data: ReportData) -> str:
 def gaps(data: ReportData) -> str:
     s = data.settings
     names = {g: data.design.display_name(g, s.grouping) for g in data.metrics["group"].unique()}
-    figures = []
+    rows_of_figures = []  # one row per model: its ΔDP and ΔEO curves side by side
     defined = data.metrics[data.metrics["k"] < data.metrics["k"].max()]  # at k = pool size every gap is 0
     for model, rows in defined.groupby("model", sort=True):
         mean = rows.groupby(["model", "group", "k"], as_index=False)[["dp_gap", "eo_gap"]].mean()
         mean["group"] = mean["group"].map(names)
+        pair = []
         for gap, name in charts.GAP_NAMES.items():
             fig = charts.gap_curves(mean, gap=gap, title=f"{name} against k: {escape(model)}")
             fig.update_layout(height=380, margin=dict(l=50, r=10, t=50, b=40))
-            figures.append(_figure(fig, width=600))
-    parts = [f"<h2>Allocation gaps against k</h2><p>Mean over subtasks, group minus "
-             f"{escape(names.get(s.reference, data.design.display_name(s.reference, s.grouping)))}.</p>"
-             f"<div class=figures>{''.join(figures)}</div>"]
+            pair.append(_figure(fig, width=600))
+        rows_of_figures.append(f"<div class='figures keep'>{''.join(pair)}</div>")
+    head = (f"<h2>Allocation gaps against k</h2><p>Mean over subtasks, group minus "
+            f"{escape(names.get(s.reference, data.design.display_name(s.reference, s.grouping)))}.</p>")
+    parts = [f"<div class=keep>{head}{''.join(rows_of_figures[:1])}</div>", *rows_of_figures[1:]]
     overall = data.correlations[data.correlations["scope"] == "overall"].reset_index(drop=True)
     parts.append(f"<h2>Bias measures against gaps at k = {s.k}</h2>")
     named = data.at_k.assign(group=data.at_k["group"].map(names))
@@ -222,16 +224,16 @@ def gaps(data: ReportData) -> str:
     parts.append(f"<div class=keep>{scatter}{table(shown, numeric=('r [interval]', 'p', 'n'), css='small')}</div>")
     ranks = data.rankings[data.rankings["metric"] == "true"]
     if ranks["model"].nunique() > 1:
-        parts.append("<h2>Model rankings</h2>")
-        parts.append(_figure(charts.bump_chart(data.rankings)))
+        bump = _figure(charts.bump_chart(data.rankings))
         ordered = ranks.sort_values(["subtask", "gap", "rank"])
         shown = (ordered.assign(entry=[f"{m} ({number(r)})" for m, r in zip(ordered["model"], ordered["rms"])],
                                 place=ordered.groupby(["subtask", "gap"]).cumcount() + 1)
                  .pivot(index=["subtask", "gap"], columns="place", values="entry").reset_index().fillna(""))
         shown["gap"] = shown["gap"].map(charts.GAP_NAMES).fillna(shown["gap"])
         shown.columns = ["subtask", "gap", *[f"rank {c}" for c in shown.columns[2:]]]
-        parts.append("<p class=muted>Per subtask and gap, systems from the smallest to the largest root-mean-square "
-                     "gap over the groups (in brackets).</p>" + table(shown, css="small"))
+        parts.append(f"<div class=keep><h2>Model rankings</h2>{bump}<p class=muted>Per subtask and gap, systems from "
+                     "the smallest to the largest root-mean-square gap over the groups (in brackets).</p>"
+                     f"{table(shown, css='small')}</div>")
     return "".join(parts)
 
 
