@@ -301,7 +301,8 @@ def appendix(data: ReportData) -> str:
                           "ΔEO": [estimate(a, b, c) for a, b, c in zip(at_k["eo_gap"], at_k["eo_gap_lo"],
                                                                        at_k["eo_gap_hi"])],
                           "δ": at_k["delta"].map(number), "RABBI": at_k["rabbi"].map(number)})
-    parts.append(f"<h3 class=pagebreak>B. Gaps against {escape(s.reference)} at k = {s.k}</h3>"
+    long = data.verdicts is not None and len(data.verdicts) > 60  # a long table A: B starts on a page of its own
+    parts.append(f"<h3{' class=pagebreak' if long else ''}>B. Gaps against {escape(s.reference)} at k = {s.k}</h3>"
                  + table(shown, numeric=("ΔDP", "adj. p", "ΔEO", "δ", "RABBI"), css="long"))
     sources = "".join(f"<li>{escape(r.model)}: {escape(r.kind)}, {escape(r.backend)} on {escape(r.device)}, "
                       f"{_code(r.source)}; content SHA-256 {_code(digest)}</li>"
