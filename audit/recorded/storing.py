@@ -1,4 +1,5 @@
-"""Store imported recorded rankings as a scored system, so every command and page audits them like a model.
+"""Store imported recorded decisions (ranking runs, decision logs) as a system, so every command and page audits
+them like a model.
 
 Each recorded candidate becomes one decision of the store's recorded tables (outcome ``rank``; read back with the
 rank-derived score ``(n − rank) / (n − 1)`` within its pool of n, see :mod:`audit.recorded.frame`): pool = its run
@@ -13,6 +14,7 @@ import json
 import time
 
 from audit.design import AuditDesign, PoolDesign, split_groupings
+from audit.recorded.decision_logs import DecisionLog
 from audit.recorded.ranking_runs import RankingRuns
 from audit.store import SAVE_DESIGN, Store, save_recorded
 
@@ -20,6 +22,7 @@ FINGERPRINT_PREFIX = "rec-"
 LABEL = "rank"
 LABELS = json.dumps([LABEL])
 QUALIFICATION = "every candidate of a pool equally qualified (the study's design)"
+LOG_QUALIFICATION = "not recorded (an observational decision log)"
 
 
 def import_runs(store: Store, runs: RankingRuns, task: str, reference: str = "W_M",
@@ -48,3 +51,30 @@ def import_runs(store: Store, runs: RankingRuns, task: str, reference: str = "W_
                                  (LABEL,), (1.0,), QUALIFICATION, split_groupings(("race", "gender")), "")
             db.execute(SAVE_DESIGN, design.row())
     return fingerprints
+
+
+def log_fingerprint(log: DecisionLog) -> str:
+    """``rec-`` + SHA-256 of the log file and the spec that reads it."""
+    return FINGERPRINT_PREFIX + hashlib.sha256(f"{log.digest}\0{log.spec.canonical()}".encode()).hexdigest()[:16]
+
+
+def import_log(store: Store, log: DecisionLog, task: str, label: str) -> str:
+    """Write a checked decision log into ``store`` under ``task`` as the system ``label`` (one transaction, with
+    its source as the fingerprint and one audit design per subtask); returns the fingerprint."""
+    fingerprint = log_fingerprint(log)
+    details = {"kind": "decision log", "source": log.path.name, "source_sha256": log.digest, "rows": log.rows,
+               "first_date": log.first_date, "last_date": log.last_date, "outcome": log.outcome,
+               "demographics": list(log.spec.demographics), "unknown": log.unknown, "comparison": log.comparison,
+               "pools": "recorded" if log.spec.pool else "one pool per subtask",
+               "spec": json.loads(log.spec.canonical())}
+    groupings = split_groupings(log.spec.demographics)
+    with store.transaction() as db:
+        store.check_label(fingerprint, label)
+        db.execute("INSERT OR REPLACE INTO models VALUES (?, ?, ?, ?)",
+                   (fingerprint, label, json.dumps(details, sort_keys=True), time.time()))
+        save_recorded(db, fingerprint, task, log.outcome, log.decisions)
+        for subtask, reference in log.references.items():
+            design = AuditDesign(task, subtask, reference, PoolDesign("observed"), (log.outcome,), (1.0,),
+                                 LOG_QUALIFICATION, groupings, "")
+            db.execute(SAVE_DESIGN, design.row())
+    return fingerprint
