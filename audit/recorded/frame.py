@@ -39,8 +39,8 @@ def decision_scores(raw: pd.DataFrame) -> pd.DataFrame:
     candidate = raw["applicant"].where(raw["applicant"].notna(), fallback).astype(str)
     return pd.DataFrame({"model": raw["model"], "fingerprint": raw["fingerprint"], "task": raw["task"],
                          "subtask": raw["subtask"], "mode": "pointwise", "candidate_id": candidate,
-                         "group": raw["group"].astype(str), "qualified": 1, "label_mass": 1.0, "created": raw["created"],
-                         "score": score, "pool": raw["pool"].astype("Int64")})[COLUMNS]
+                         "group": raw["group"].astype(str), "qualified": 1, "label_mass": 1.0,
+                         "created": raw["created"], "score": score, "pool": raw["pool"].astype("Int64")})[COLUMNS]
 
 
 def legacy_decisions(old: pd.DataFrame) -> pd.DataFrame:
