@@ -276,8 +276,10 @@ class Store:
         frame["score"] = [sum(p * g for p, g in zip(json.loads(probs), json.loads(relevance)))
                           for probs, relevance in zip(frame["probs"], frame["relevance"])]
         frame = frame.drop(columns=["probs", "relevance"])
-        recorded = decision_scores(self.query(RECORDED_QUERY))
-        frame = pd.concat([frame, recorded], ignore_index=True) if len(recorded) else frame
+        systems = self.query(RECORDED_SYSTEMS_QUERY)
+        recorded = decision_scores(self.query(RECORDED_QUERY) if len(systems) else pd.DataFrame(), systems)
+        if len(recorded):
+            frame = pd.concat([frame, recorded], ignore_index=True) if len(frame) else recorded.reset_index(drop=True)
         frame["pool"] = frame["pool"].astype("Int64")
         return frame
 
@@ -381,10 +383,10 @@ class Store:
 
 
 SAVE_DESIGN = "INSERT OR REPLACE INTO designs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-RECORDED_QUERY = """
-    SELECT m.label AS model, s.model AS fingerprint, s.task, s.subtask, s.outcome, m.created, d.system, d.pool,
-           d.position, d.grp AS "group", d.value, d.applicant
-    FROM recorded_decisions d JOIN recorded_systems s ON s.id = d.system JOIN models m ON m.fingerprint = s.model"""
+RECORDED_SYSTEMS_QUERY = """
+    SELECT s.id AS system, m.label AS model, s.model AS fingerprint, s.task, s.subtask, s.outcome, m.created
+    FROM recorded_systems s JOIN models m ON m.fingerprint = s.model"""
+RECORDED_QUERY = 'SELECT system, pool, position, grp AS "group", value, applicant FROM recorded_decisions'
 
 
 def save_recorded(db: sqlite3.Connection, model: str, task: str, outcome: str, decisions: pd.DataFrame) -> None:

@@ -8,6 +8,7 @@ group code); values may not contain ``_`` (it joins the parts of an intersection
 """
 from __future__ import annotations
 
+import csv
 import hashlib
 import io
 import json
@@ -88,7 +89,7 @@ def read_table(path: Path) -> tuple[pd.DataFrame, str]:
 
 
 def _read_csv(path: Path, text: str) -> pd.DataFrame:
-    header = text.splitlines()[0].split(",")
+    header = next(csv.reader([text.split("\n", 1)[0]]), [])
     repeated = sorted({name.strip() for name in header if header.count(name) > 1})
     if repeated:
         raise AuditError(f"{path}, header row, column {repeated[0]!r}: named more than once")
@@ -121,8 +122,13 @@ def _read_jsonl(path: Path, text: str) -> pd.DataFrame:
 
 
 def _text(values: pd.Series) -> pd.Series:
-    """Cells as stripped NFC text; missing values empty."""
-    return values.astype("string").fillna("").str.strip().str.normalize("NFC")
+    """Cells as stripped text, in Unicode NFC (so "é" typed two ways is one category); missing values empty. Only
+    the non-ASCII cells are normalised (normalising is per cell)."""
+    text = values.astype("string").fillna("").str.strip()
+    other = ~text.str.isascii()
+    if other.any():
+        text = text.where(~other, text[other].str.normalize("NFC"))
+    return text
 
 
 def _fail(path: Path, index: int, column: str, message: str) -> AuditError:

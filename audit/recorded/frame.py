@@ -26,21 +26,26 @@ def rank_scores(rank: pd.Series, size: pd.Series) -> pd.Series:
     return score.where(size > 1, 1.0)
 
 
-def decision_scores(raw: pd.DataFrame) -> pd.DataFrame:
-    """The store's recorded decisions (columns of :data:`audit.store.RECORDED_QUERY`) as pointwise score rows:
-    candidate = the applicant id, else ``<pool>.<position>``; qualified 1, label mass 1, ``pool`` the stored pool."""
-    if raw.empty:
+def decision_scores(raw: pd.DataFrame, systems: pd.DataFrame) -> pd.DataFrame:
+    """The store's recorded decisions (columns of :data:`audit.store.RECORDED_QUERY`) of ``systems`` (columns of
+    :data:`audit.store.RECORDED_SYSTEMS_QUERY`) as pointwise score rows: candidate = the applicant id, else
+    ``<pool>.<position>``; qualified 1, label mass 1, ``pool`` the stored pool."""
+    if raw.empty or systems.empty:
         return pd.DataFrame(columns=COLUMNS)
+    systems = systems.set_index("system")
+    raw = raw[raw["system"].isin(systems.index)]
+    of = systems.index.get_indexer(raw["system"])  # each row's system, by position (a take, not a merge)
     size = raw.groupby(["system", "pool"], sort=False)["value"].transform("size")
-    rank = raw["outcome"] == "rank"
+    rank = pd.Series(systems["outcome"].to_numpy()[of] == "rank", index=raw.index)
     score = raw["value"].astype(float)
     score = score.where(~rank, rank_scores(score, size))
     fallback = raw["pool"].astype(str) + "." + raw["position"].astype(str)
     candidate = raw["applicant"].where(raw["applicant"].notna(), fallback).astype(str)
-    return pd.DataFrame({"model": raw["model"], "fingerprint": raw["fingerprint"], "task": raw["task"],
-                         "subtask": raw["subtask"], "mode": "pointwise", "candidate_id": candidate,
-                         "group": raw["group"].astype(str), "qualified": 1, "label_mass": 1.0,
-                         "created": raw["created"], "score": score, "pool": raw["pool"].astype("Int64")})[COLUMNS]
+    own = {name: systems[name].take(of).set_axis(raw.index) for name in ("model", "fingerprint", "task", "subtask",
+                                                                          "created")}
+    return pd.DataFrame({**own, "mode": "pointwise", "candidate_id": candidate, "group": raw["group"].astype(str),
+                         "qualified": 1, "label_mass": 1.0, "score": score,
+                         "pool": raw["pool"].astype("Int64")})[COLUMNS]
 
 
 def legacy_decisions(old: pd.DataFrame) -> pd.DataFrame:
