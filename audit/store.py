@@ -194,6 +194,8 @@ class Store:
     def check_dataset(self, task: str, dataset: str) -> None:
         """Refuse to plan ``task`` from ``dataset`` (a content hash, "" for data shipped with the tool) when the
         store holds that task from other data: two datasets under one task name would merge into one audit."""
+        if self.db.execute("SELECT 1 FROM recorded_systems WHERE task = ? LIMIT 1", (task,)).fetchone():
+            raise AuditError(f"task {task!r} in {self.path} holds imported decisions; score under another task name")
         recorded = self.db.execute("SELECT value FROM meta WHERE key = ?", (DATASET_KEY + task,)).fetchone()
         if recorded is not None and recorded[0] == dataset:
             return
@@ -207,6 +209,13 @@ class Store:
                          f"({'SHA-256 ' + dataset[:16] + '…' if dataset else 'shipped with the tool'}) would merge "
                          "with it into one audit. Give it its own task name (the spec's `name:`, or the Run page's "
                          "task name) or use another store")
+
+    def check_importable(self, task: str) -> None:
+        """Refuse to import recorded decisions under a task name whose candidates are scored here: the import would
+        replace that task's audit design and mix the two kinds of system in one audit."""
+        if self.db.execute("SELECT 1 FROM candidates WHERE task = ? LIMIT 1", (task,)).fetchone():
+            raise AuditError(f"task {task!r} in {self.path} holds candidates scored by models; import recorded "
+                             "decisions under their own task name (--task NAME)")
 
     def register_model(self, fingerprint: str, label: str, details: dict) -> None:
         """Record a model under a label that names it alone (:meth:`check_label`)."""

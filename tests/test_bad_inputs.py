@@ -165,6 +165,14 @@ def bad_cached_assembly(folder: Path) -> list[str]:
 LOG_SPEC = "applicant: id\ndemographics: [sex, race]\npool: req\n"
 
 
+def imported_then_scored(folder: Path) -> list[str]:
+    """A decision log imported as task "hiring", then a custom file scored under that name."""
+    assert main([*decision_log(folder, "id,sex,race,req,rank\n1,F,W,p,1\n2,M,B,p,2\n"), "--task", "hiring"]) == 0
+    return ["score", "--task", "custom", "--subtask", "default", "--data",
+            table(folder, two_groups(text="Steady income and no debts.")), "--spec", spec(folder, name="hiring"),
+            "--db", store(folder)]
+
+
 def decision_log(folder: Path, text: str, name: str = "log.csv") -> list[str]:
     """``import --format decisions`` of ``text`` (a decision log) with :data:`LOG_SPEC`, into the case's store."""
     (folder / "log.yaml").write_text(LOG_SPEC)
@@ -336,6 +344,11 @@ CASES = [
         d, "id,sex,race,req,selected\n1,F,unknown,p,1\n2,M,,p,0\n3,F,Unknown,p,0\n"),
          r"log\.csv, rows 1–3, column 'race': every value is missing or unknown"),
     Case("21 empty decision log", lambda d: decision_log(d, ""), r"log\.csv, row 1: empty file"),
+    Case("22 decisions imported under a task whose candidates models scored", lambda d: [*decision_log(
+        d, "id,sex,race,req,rank\n1,F,W,p,1\n2,M,B,p,2\n"), "--task", "resume"],
+         r"task 'resume' in .* holds candidates scored by models; import recorded decisions under their own task"),
+    Case("22 scoring under a task name that holds imported decisions", imported_then_scored,
+         r"task 'hiring' in .* holds imported decisions; score under another task name"),
     Case("21 decision log (JSONL) with a rank beyond its pool", lambda d: decision_log(
         d, '{"id": 1, "sex": "F", "race": "W", "req": "p", "rank": 1}\n'
            '{"id": 2, "sex": "M", "race": "B", "req": "p", "rank": 3}\n', "log.jsonl"),

@@ -32,6 +32,7 @@ def import_runs(store: Store, runs: RankingRuns, task: str, reference: str = "W_
     fingerprints: dict[str, str] = {}
     now = time.time()
     with store.transaction() as db:
+        store.check_importable(task)
         for model, part in rows.groupby("model", sort=True):
             files = part["run"].unique()
             partial = [p for p in runs.partial if p.startswith(f"{model}/")]
@@ -69,6 +70,7 @@ def import_log(store: Store, log: DecisionLog, task: str, label: str) -> str:
                "spec": json.loads(log.spec.canonical())}
     groupings = split_groupings(log.spec.demographics)
     with store.transaction() as db:
+        store.check_importable(task)
         store.check_label(fingerprint, label)
         db.execute("INSERT OR REPLACE INTO models VALUES (?, ?, ?, ?)",
                    (fingerprint, label, json.dumps(details, sort_keys=True), time.time()))
