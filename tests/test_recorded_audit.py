@@ -1,0 +1,84 @@
+"""Every audit command on imported recorded rankings (one job of the 2024 GPT hiring study, both models): no error,
+the stored observed pools used without being asked for, and GPT-3.5 against GPT-4 compared with unpaired intervals
+(the two systems ranked different candidates)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from audit.cli import main
+from recorded_study import extracted, one_job, study_table
+
+JOB = "HR specialist"
+FAST = ["--bootstrap", "40", "--permutations", "40"]
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory) -> tuple[Path, Path]:
+    """(runs of one job, store holding them as task ``study``)."""
+    runs = one_job(extracted(tmp_path_factory.mktemp("study")), tmp_path_factory.mktemp("job"), JOB)
+    db = tmp_path_factory.mktemp("store") / "small.db"
+    assert main(["import", "--format", "ranking-runs", "--data", str(runs), "--task", "study", "--db", str(db)]) == 0
+    return runs, db
+
+
+def output(capsys, argv: list[str]) -> str:
+    capsys.readouterr()
+    assert main(argv) == 0, capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert "error" not in captured.err.lower()
+    return captured.out
+
+
+def test_impact_uses_the_stored_observed_pools_at_every_k(small, capsys):
+    runs, db = small
+    table = pd.DataFrame(json.loads(output(capsys, ["impact", "--db", str(db), "--k", "1-7", "--bootstrap", "20",
+                                                    "--format", "json", "--grouping", "race × gender"])))
+    assert sorted(table["k"].unique()) == list(range(1, 8)) and set(table["model"]) == {"gpt-3.5-turbo", "gpt-4"}
+    top = table[table["k"] == 1].merge(study_table(runs, (JOB,)), on=["model", "subtask", "category"])
+    assert len(top) == 16 and (top["selection_rate"] - top["rate"]).abs().max() < 1e-12
+    # each pool selects k of its 8: the rates of one system and k average k / 8
+    means = table.groupby(["model", "k"])["selection_rate"].mean()
+    assert all(abs(means[m, k] - k / 8) < 1e-12 for m, k in means.index)
+
+
+def test_metrics_validity_verdict_ll144_run(small, capsys):
+    _, db = small
+    metrics = pd.read_csv(pd.io.common.StringIO(output(
+        capsys, ["metrics", "--db", str(db), "--k", "1-7", "--format", "csv", *FAST])))
+    assert set(metrics["k"]) == set(range(1, 8)) and metrics["rabbi"].notna().all()
+    assert metrics["dp_gap_padj"].between(0, 1).all()
+    validity = json.loads(output(capsys, ["validity", "--db", str(db), "--k", "1", "--bootstrap", "20"]))
+    assert validity["correlations"]
+    verdict = json.loads(output(capsys, ["verdict", "--db", str(db), "--k", "1", *FAST]))
+    assert {s["model"] for s in verdict["systems"]} == {"gpt-3.5-turbo", "gpt-4"}
+    assert "### race/ethnicity" in output(capsys, ["ll144", "--db", str(db), "--k", "1", "--format", "md"])
+
+
+def test_compare_gpt35_gpt4_unpaired(small, capsys):
+    _, db = small
+    found = json.loads(output(capsys, ["compare", "--db", str(db), "--a", "gpt-3.5-turbo", "--b", "gpt-4",
+                                       "--k", "1,3", "--bootstrap", "60"]))
+    gaps = pd.DataFrame(found["gaps"])
+    assert len(gaps) == 7 * 2 and not gaps["paired"].any()
+    assert found["flips"] == [] and found["rank_correlation"] == []
+    rates = pd.DataFrame(json.loads(output(capsys, ["impact", "--db", str(db), "--k", "1,3", "--bootstrap", "20",
+                                                    "--format", "json", "--grouping", "race × gender"])))
+    rate = rates.set_index(["model", "category", "k"])["selection_rate"]
+    for row in gaps.itertuples():
+        gap = {m: rate[m, row.group, row.k] - rate[m, "W_M", row.k] for m in ("gpt-3.5-turbo", "gpt-4")}
+        assert row.dp_a == pytest.approx(gap["gpt-3.5-turbo"], abs=1e-12)
+        assert row.dp_diff == pytest.approx(gap["gpt-4"] - gap["gpt-3.5-turbo"], abs=1e-12)
+        assert row.dp_diff_lo <= row.dp_diff <= row.dp_diff_hi and row.dp_diff_hi > row.dp_diff_lo
+
+
+def test_report_with_comparison(small, tmp_path):
+    _, db = small
+    out = tmp_path / "report.html"
+    assert main(["report", "--db", str(db), "--k", "1", "--out", str(out), "--compare", "gpt-3.5-turbo", "gpt-4",
+                 *FAST]) == 0
+    text = out.read_text()
+    assert "gpt-3.5-turbo" in text and "gpt-4" in text and "Comparison" in text
