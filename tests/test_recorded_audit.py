@@ -10,6 +10,8 @@ import pandas as pd
 import pytest
 
 from audit.cli import main
+from audit.design import AuditDesign, PoolDesign, split_groupings
+from audit.recorded.naming import RANKING_RUN_NAMES
 from recorded_study import extracted, one_job, study_table
 
 JOB = "HR specialist"
@@ -82,3 +84,25 @@ def test_report_with_comparison(small, tmp_path):
                  *FAST]) == 0
     text = out.read_text()
     assert "gpt-3.5-turbo" in text and "gpt-4" in text and "Comparison" in text
+
+
+def test_positional_names_read_a_piece_by_its_part():
+    design = AuditDesign("t", "s", "W_M", PoolDesign(), ("rank",), (1.0,), "", split_groupings(("race", "gender")),
+                         names=RANKING_RUN_NAMES)
+    assert [design.display_name(c) for c in ("A_W", "W_W", "W_M", "H_M")] == [
+        "Asian women", "White women", "White men", "Hispanic men"]
+    assert (design.display_name("W", "race"), design.display_name("W", "gender")) == ("White", "women")
+    assert design.display_name("W_W", "gender") == "women" and design.display_name("B_W", "race") == "Black"
+    assert design.display_name("W") == "W"  # a lone W without its grouping could be either: the code
+    assert design.display_name("X_M") == "X_M"
+
+
+def test_imported_codes_read_as_names_in_markdown_only(small, capsys):
+    _, db = small
+    argv = ["impact", "--db", str(db), "--k", "1", "--bootstrap", "20", "--models", "gpt-4"]
+    md = output(capsys, [*argv, "--format", "md"])
+    assert "| A_W | Asian women |" in md and "| W | women |" in md and "| W | White |" in md
+    csv = output(capsys, [*argv, "--format", "csv"])
+    assert "A_W" in csv and "Asian women" not in csv
+    verdict = output(capsys, ["verdict", "--db", str(db), "--k", "1", "--format", "md", *FAST])
+    assert "White men" in verdict and "W_M" not in verdict.split("## Per category")[1]

@@ -5,6 +5,7 @@ import argparse
 from pathlib import Path
 
 from audit.errors import AuditError
+from audit.recorded.naming import RANKING_RUN_NAMES, declare_names
 from audit.recorded.ranking_runs import read_runs
 from audit.recorded.storing import import_runs
 from audit.store import Store
@@ -33,6 +34,7 @@ def run_import(args: argparse.Namespace) -> int:
     runs = read_runs(args.data)
     with Store(args.db) as store:
         fingerprints = import_runs(store, runs, args.task, args.reference, source=Path(args.data).name)
+        declare_names(store, args.task, RANKING_RUN_NAMES)
     print(f"imported {runs.files} ranking runs ({len(runs.rows)} ranked candidates) of "
           f"{', '.join(fingerprints)} into task {args.task!r} of {args.db}; dates {runs.first_date} to "
           f"{runs.last_date}; source sha256 {runs.digest}")

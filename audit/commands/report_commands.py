@@ -139,6 +139,7 @@ def run_impact(args: argparse.Namespace) -> int:
         selection = _selection(args, tables, ks=quotas, max_inconsistent=args.max_inconsistent)
         refuse_full_pools(max(quotas), pool_sizes(tables, selection), args.grouping)
         table = impact_table(tables, selection, args.grouping or ())
+        design = tables.design(selection.task)
     else:
         if args.max_inconsistent is not None:
             raise AuditError("--max-inconsistent goes with --db (the store's pair outcomes)")
@@ -148,10 +149,18 @@ def run_impact(args: argparse.Namespace) -> int:
                                 grouping=grouping, ci=args.ci, n_boot=args.bootstrap, seed=args.seed)
                   for grouping in args.grouping or design.groupings]
         table = pd.concat(frames, ignore_index=True)
-    text = {"csv": lambda: csv_text(table), "md": lambda: markdown(table),
+    text = {"csv": lambda: csv_text(table), "md": lambda: markdown(named(table, design)),
             "json": lambda: json.dumps(records(table), indent=1) + "\n"}[args.format]()
     emit(text, args.out)
     return 0
+
+
+def named(table: pd.DataFrame, design: AuditDesign) -> pd.DataFrame:
+    """``table`` with each category's display name beside its code (markdown reads names; csv and json keep the
+    codes only)."""
+    names = [design.display_name(c, g) for c, g in zip(table["category"].astype(str), table["grouping"])]
+    return table.assign(name=names)[[*table.columns[:table.columns.get_loc("category") + 1], "name",
+                                     *table.columns[table.columns.get_loc("category") + 1:]]]
 
 
 def run_compare(args: argparse.Namespace) -> int:
