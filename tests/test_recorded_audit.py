@@ -12,6 +12,10 @@ import pytest
 from audit.cli import main
 from audit.design import AuditDesign, PoolDesign, split_groupings
 from audit.recorded.naming import RANKING_RUN_NAMES
+from audit.reporting.ll144_section import ll144_section, ll144_summary
+from audit.selection import Selection
+from audit.store import Store
+from audit.views import StoreTables
 from recorded_study import extracted, one_job, study_table
 
 JOB = "HR specialist"
@@ -84,6 +88,7 @@ def test_report_with_comparison(small, tmp_path):
                  *FAST]) == 0
     text = out.read_text()
     assert "gpt-3.5-turbo" in text and "gpt-4" in text and "Comparison" in text
+    assert "Bias audit summary (NYC Local Law 144)" in text and "Black men (B_M)" in text
 
 
 def test_positional_names_read_a_piece_by_its_part():
@@ -106,3 +111,51 @@ def test_imported_codes_read_as_names_in_markdown_only(small, capsys):
     assert "A_W" in csv and "Asian women" not in csv
     verdict = output(capsys, ["verdict", "--db", str(db), "--k", "1", "--format", "md", *FAST])
     assert "White men" in verdict and "W_M" not in verdict.split("## Per category")[1]
+
+
+def tables_of(db: Path) -> StoreTables:
+    with Store(db, create=False) as store:
+        return StoreTables.read(store)
+
+
+def test_ll144_section_reads_the_study(small):
+    runs, db = small
+    tables = tables_of(db)
+    selection = Selection("study", "pointwise", ks=(1,))
+    summary = ll144_summary(tables, selection)
+    assert list(summary["grouping"].unique()) == ["sex", "race/ethnicity", "intersection"]
+    study = study_table(runs, (JOB,)).set_index(["model", "category"])["rate"]
+    both = summary[(summary["grouping"] == "intersection") & (summary["category"] != "unknown")]
+    assert len(both) == 16 and (both["applicants"] == 1000).all()
+    assert all(abs(r.selection_rate - study[r.model, r.category]) < 1e-12 for r in both.itertuples())
+    women = summary[(summary["grouping"] == "sex") & (summary["category"] == "W")].set_index("model")
+    for model in ("gpt-3.5-turbo", "gpt-4"):  # sex: the four women's groups pooled, 4 × 1000 applicants
+        assert women.loc[model, "selection_rate"] == pytest.approx(
+            sum(study[model, f"{race}_W"] for race in "ABHW") / 4, abs=1e-12)
+    html = ll144_section(tables, selection, distribution_date="2024-03-08")
+    for text in ("Bias audit summary (NYC Local Law 144)", "Asian women (A_W)", "women (W)", "White (W)",
+                 "2023-11-21", "2024-03-08", "unknown category"):
+        assert text in html
+    assert "insufficient evidence</td>" not in html
+
+
+def test_ll144_section_small_pools_read_insufficient(small, tmp_path):
+    runs, _ = small
+    few = tmp_path / "few" / "gpt-4" / JOB / "x"
+    few.mkdir(parents=True)
+    for source in sorted((runs / "gpt-4" / JOB).glob("*/*.json"))[:12]:
+        (few / source.name).write_bytes(source.read_bytes())
+    db = tmp_path / "few.db"
+    assert main(["import", "--format", "ranking-runs", "--data", str(tmp_path / "few"), "--task", "few",
+                 "--db", str(db)]) == 0
+    summary = ll144_summary(tables_of(db), Selection("few", "pointwise", ks=(1,)))
+    race = summary[(summary["grouping"] == "race/ethnicity") & (summary["category"] != "unknown")]
+    assert (race["applicants"] == 24).all() and (race["note"] == "insufficient evidence").all()
+    assert race["impact_ratio"].isna().all()
+    html = ll144_section(tables_of(db), Selection("few", "pointwise", ks=(1,)))
+    assert html.count("insufficient evidence") >= 4 + 8
+
+
+def test_no_ll144_section_for_scored_models():
+    tables = tables_of(Path(__file__).resolve().parents[1] / "data" / "demo.db")
+    assert ll144_section(tables, Selection("resume", "pointwise", ks=(1,))) == ""

@@ -17,6 +17,7 @@ from audit.design import AuditDesign
 from audit.errors import AuditError
 from audit.metrics.inference import METHODS
 from audit.metrics.schema import is_pairwise
+from audit.reporting.ll144_section import ll144_section
 from audit.results import answer_table, pair_table, score_table
 from audit.selection import N_BOOT, N_PERM, Selection
 from audit.store import Store
@@ -77,6 +78,7 @@ class ReportData:
     rankings: pd.DataFrame
     diagnostics: pd.DataFrame
     comparison: dict[str, pd.DataFrame] = field(default_factory=dict)
+    ll144: str = ""  # the LL144 summary section (HTML) of recorded systems, :mod:`audit.reporting.ll144_section`
     generated: str = ""
     version: str = ""
 
@@ -191,6 +193,7 @@ def collect(settings: ReportSettings) -> ReportData:
         impact=result.impact[result.impact["k"] == settings.k].reset_index(drop=True),
         correlations=result.correlations(settings.k), rankings=result.rankings(settings.k)[0], diagnostics=diagnostics,
         generated=datetime.now(timezone.utc).isoformat(timespec="seconds"), version=tool_version())
+    data.ll144 = ll144_section(tables, replace(result.selection, ks=(settings.k,)))
     if settings.compare:
         a, b = settings.compare
         found = comparison(tables, replace(result.selection, ks=(settings.k,)), a, b)

@@ -128,7 +128,7 @@ def render_html(data: ReportData) -> str:
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{escape(title)}</title>"
             f"<style>{STYLE}</style></head><body><h1>{escape(title)}</h1>"
             f"<p>Models: {escape(', '.join(data.models['model']))}. Generated {escape(data.generated)}.</p>"
-            f"{_findings(data)}{_scope(data)}{_impact(data)}{_gaps(data)}{_comparison(data)}"
+            f"{_findings(data)}{_scope(data)}{_impact(data)}{_gaps(data)}{_comparison(data)}{data.ll144}"
             f"<h2>Diagnostics</h2>{_table(data.diagnostics)}<h2>Limitations</h2><ul>{items}</ul>"
             f"<h2>Reproduce</h2><pre>{reproduce}</pre>"
             f"<script type='application/json' id='report-data'>{embedded}</script></body></html>")
