@@ -5,7 +5,8 @@ multiset of (score, qualified) cells is redrawn as one multinomial count vector,
 materialised. RABBI (and, for the validity bands, δ, JSD and EMD: :mod:`audit.metrics.weighted`) is then a
 weighted count on the grid of distinct scores and the gaps reuse the exact pool computation with the resampled
 counts. For the ``observed`` design, whose scores are relative to their pool, the
-recorded pools are resampled instead. The interval is the (1 ± level)/2 quantiles of the replicates (NaN-aware).
+recorded pools are resampled instead, and the metrics of a replicate are computed on the candidates of its resampled
+pools (so a bias metric and its gap move together, as the validity bands need). The interval is the (1 ± level)/2 quantiles of the replicates (NaN-aware).
 Replicates are drawn in fixed blocks seeded by (seed, key, block), so results do not depend on memory chunking.
 """
 from __future__ import annotations
@@ -76,11 +77,24 @@ def _drawn(data: KeyData, design: PoolDesign, *, n: int, seed: int, block: int
     """(counts, qualified counts, pool weights for ``observed`` else None) of one block of n replicates, seeded by
     (seed, key, block) so results do not depend on chunking."""
     rng = np.random.default_rng([seed, key_seed(data), block])
-    counts, qualified = resampled_counts(data, rng, n)
     if design.kind != PoolKind.OBSERVED:
-        return counts, qualified, None
-    pools = np.unique(data.pool).size
-    return counts, qualified, rng.multinomial(pools, np.full(pools, 1 / pools), size=n)
+        return *resampled_counts(data, rng, n), None
+    pools = np.unique(data.pool, return_inverse=True)[1].ravel()
+    weights = rng.multinomial(pools.max() + 1, np.full(pools.max() + 1, 1 / (pools.max() + 1)), size=n)
+    return *pool_counts(data, weights[:, pools]), weights
+
+
+def pool_counts(data: KeyData, row_weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(counts, qualified counts), each (n, groups, distinct scores), of rows weighted by ``row_weights`` (n, rows):
+    the candidates of resampled pools, so the metrics and the gaps of a replicate come from the same pools."""
+    cell = data.group * data.values.size + data.value
+    size = len(data.groups) * data.values.size
+
+    def count(mask: np.ndarray) -> np.ndarray:
+        flat = np.stack([np.bincount(cell[mask], weights=w[mask], minlength=size) for w in row_weights])
+        return flat.reshape(len(row_weights), len(data.groups), data.values.size)
+
+    return count(np.ones_like(data.qualified, dtype=bool)), count(data.qualified.astype(bool))
 
 
 def share_draws(data: KeyData, design: PoolDesign, *, n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
