@@ -81,18 +81,21 @@ def _drawn(data: KeyData, design: PoolDesign, *, n: int, seed: int, block: int
         return *resampled_counts(data, rng, n), None
     pools = np.unique(data.pool, return_inverse=True)[1].ravel()
     weights = rng.multinomial(pools.max() + 1, np.full(pools.max() + 1, 1 / (pools.max() + 1)), size=n)
-    return *pool_counts(data, weights[:, pools]), weights
+    return *pool_counts(data, pools, weights), weights
 
 
-def pool_counts(data: KeyData, row_weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(counts, qualified counts), each (n, groups, distinct scores), of rows weighted by ``row_weights`` (n, rows):
-    the candidates of resampled pools, so the metrics and the gaps of a replicate come from the same pools."""
+def pool_counts(data: KeyData, pools: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(counts, qualified counts), each (n, groups, distinct scores), of the candidates of pools weighted by
+    ``weights`` (n, pools; ``pools`` gives each row's pool index): the metrics of a replicate then come from the
+    very pools behind its gaps."""
+    from scipy.sparse import csr_matrix  # imported on use: slow to import
+
     cell = data.group * data.values.size + data.value
-    size = len(data.groups) * data.values.size
+    shape = (weights.shape[1], len(data.groups) * data.values.size)
 
     def count(mask: np.ndarray) -> np.ndarray:
-        flat = np.stack([np.bincount(cell[mask], weights=w[mask], minlength=size) for w in row_weights])
-        return flat.reshape(len(row_weights), len(data.groups), data.values.size)
+        per_pool = csr_matrix((np.ones(int(mask.sum())), (pools[mask], cell[mask])), shape=shape)
+        return np.asarray((per_pool.T @ weights.T).T).reshape(len(weights), len(data.groups), data.values.size)
 
     return count(np.ones_like(data.qualified, dtype=bool)), count(data.qualified.astype(bool))
 
