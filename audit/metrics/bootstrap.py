@@ -17,7 +17,7 @@ from audit.design import PoolDesign, PoolKind
 from audit.metrics.allocation import selection_shares
 from audit.metrics.inference import key_seed
 from audit.metrics.keys import KeyData
-from audit.metrics.pools import pool_size, rank_laws
+from audit.metrics.pools import pool_index, pool_size, rank_laws
 from audit.metrics.weighted import weighted_delta, weighted_emd, weighted_jsd, weighted_rabbi
 
 BLOCK = 25
@@ -79,7 +79,7 @@ def _drawn(data: KeyData, design: PoolDesign, *, n: int, seed: int, block: int
     rng = np.random.default_rng([seed, key_seed(data), block])
     if design.kind != PoolKind.OBSERVED:
         return *resampled_counts(data, rng, n), None
-    pools = np.unique(data.pool, return_inverse=True)[1].ravel()
+    pools = pool_index(data)
     weights = rng.multinomial(pools.max() + 1, np.full(pools.max() + 1, 1 / (pools.max() + 1)), size=n)
     return *pool_counts(data, pools, weights), weights
 

@@ -42,13 +42,16 @@ def pool_size(design: PoolDesign, data: KeyData) -> int:
             raise AuditError(f"pool random:{design.size} is larger than the {data.score.size} candidates "
                              f"of {key_label(data.key)}")
         return design.size
-    return int(np.bincount(_pools(data)).max())
+    return int(np.bincount(pool_index(data)).max())
 
 
-def _pools(data: KeyData) -> np.ndarray:
+def pool_index(data: KeyData) -> np.ndarray:
+    """Each row's recorded pool as 0 … pools − 1 (computed once per key)."""
     if data.pool is None or (data.pool < 0).any():
         raise AuditError(f"pool design 'observed' needs a 'pool' id on every row; missing for {key_label(data.key)}")
-    return np.unique(data.pool, return_inverse=True)[1].ravel()
+    if "pool_index" not in data.memo:
+        data.memo["pool_index"] = np.unique(data.pool, return_inverse=True)[1].ravel()
+    return data.memo["pool_index"]
 
 
 def rank_laws(data: KeyData, design: PoolDesign, *, counts: np.ndarray | None = None,
@@ -153,7 +156,7 @@ def candidate_laws(data: KeyData, design: PoolDesign, labels: np.ndarray) -> np.
 
 def _pool_ranks(data: KeyData) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """(pool index, members above, others tied, largest pool size) of every row, for the ``observed`` design."""
-    pools = _pools(data)
+    pools = pool_index(data)
     by_pool = pd.Series(data.score).groupby(pools)
     first = by_pool.rank(method="min", ascending=False).to_numpy(dtype=int) - 1
     ties = by_pool.rank(method="max", ascending=False).to_numpy(dtype=int) - 1 - first
