@@ -175,7 +175,7 @@ def impact_table(tables: StoreTables, selection: Selection, groupings: Sequence[
 @dataclass(frozen=True)
 class Comparison:
     """System B against system A on the candidates both scored: ``gaps`` (ΔDP and ΔEO differences with paired
-    bootstrap bounds per group and k), ``flips`` (per candidate, at the smallest k) and ``correlation`` (Spearman ρ
+    bootstrap bounds per group and k; unpaired for recorded pools), ``flips`` (per candidate, at the smallest k) and ``correlation`` (Spearman ρ
     of their scores)."""
 
     grouping: str
@@ -202,4 +202,4 @@ def comparison(tables: StoreTables, selection: Selection, a: str, b: str) -> Com
     gaps = compare_gaps(scores, reference=reference, ks=selection.ks, ci=selection.ci or 0.95,
                         n_boot=selection.n_boot, seed=selection.seed, **options)
     return Comparison(grouping, reference, pool, gaps, selection_flips(scores, k=min(selection.ks), **options),
-                      rank_correlation(scores, a=a, b=b))
+                      rank_correlation(scores, **options))

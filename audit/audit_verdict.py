@@ -72,5 +72,5 @@ def verdict_table(tables: StoreTables, selection: Selection, *, k: int, grouping
         table = verdicts(regroup(rows, design.part(grouping)), grouping=grouping, k=k, pool=pool, threshold=threshold,
                          ci=selection.ci or 0.95, n_boot=selection.n_boot, n_perm=selection.n_perm or 1000,
                          plan_boot=plan_boot, seed=selection.seed)
-        frames.append(table.assign(name=[design.display_name(c) for c in table["category"]]))
+        frames.append(table.assign(name=[design.display_name(c, grouping) for c in table["category"]]))
     return pd.concat(frames, ignore_index=True)

@@ -95,12 +95,20 @@ class AuditDesign:
 
     def display_name(self, code: str, grouping: str | None = None) -> str:
         """A group's name in words (``A_F`` → Asian women, ``W`` → White, ``M`` → men) from the names the task
-        declares; the code itself when some part has no name."""
+        declares; a name keyed ``grouping:piece`` holds for that grouping's part of a code only (for pieces that
+        mean different things in different parts: ``race:W`` White, ``gender:W`` women). The code itself when some
+        part has no name."""
         category = self.category(code, grouping) if grouping else str(code)
         pieces = category.split("_")
-        if all(piece in self.names for piece in pieces):
-            return " ".join(self.names[piece] for piece in pieces)
-        return category
+        part = self.part(grouping) if grouping else None
+        parts = [part] if part is not None else list(range(len(pieces))) if len(pieces) > 1 else [None]
+        names = [self._piece_name(piece, index) for piece, index in zip(pieces, parts)]
+        return " ".join(names) if all(names) else category
+
+    def _piece_name(self, piece: str, part: int | None) -> str | None:
+        """The declared name of ``piece`` as part ``part`` of a code (None: position unknown)."""
+        owner = next((g for g, p in self.groupings.items() if p == part), None) if part is not None else None
+        return self.names.get(f"{owner}:{piece}") or self.names.get(piece)
 
     def row(self) -> tuple:
         """The store's ``designs`` row (display names and the counterfactual flag ride in the groupings column, so

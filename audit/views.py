@@ -39,13 +39,14 @@ class StoreTables:
     summary: pd.DataFrame
     models: pd.DataFrame
     designs: dict[tuple[str, str], AuditDesign]
+    outcomes: pd.DataFrame  # recorded systems with their outcome kind (:meth:`audit.store.Store.recorded_systems`)
 
     @classmethod
     def read(cls, store: Store) -> "StoreTables":
         pointwise, prompts = store.pointwise_table(), store.pairwise_table()
         designs = {key: completed(design) for key, design in store.designs().items()}
         return cls(scores_of(pointwise, prompts), pairs_of(prompts), store_summary(pointwise, prompts),
-                   model_table(store.models()), designs)
+                   model_table(store.models()), designs, store.recorded_systems())
 
     def tasks(self) -> list[str]:
         """Tasks with results, in name order."""

@@ -4,8 +4,6 @@ notebook computes them, and pinned for several published figures); a broken file
 from __future__ import annotations
 
 import json
-import tarfile
-from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -13,11 +11,7 @@ import pytest
 
 from audit.cli import main
 from audit.store import Store
-
-TARBALL = Path(__file__).resolve().parents[2] / "shared" / "anchors" / "bloomberg-gpt-hiring.tar.gz"
-TARBALL = TARBALL if TARBALL.exists() else Path("/work/shared/anchors/bloomberg-gpt-hiring.tar.gz")
-RUNS = "bloomberg-gpt-hiring/data/intermediary/resume_ranking"
-JOBS = ("HR specialist", "software engineer", "retail", "financial analyst")
+from recorded_study import JOBS, extracted, study_table
 
 #: (model, job, group) → (selection rate, impact ratio) as published in the study's notebook
 PUBLISHED = {
@@ -34,12 +28,7 @@ PUBLISHED = {
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> Path:
-    if not TARBALL.exists():
-        pytest.skip(f"{TARBALL} is absent")
-    folder = tmp_path_factory.mktemp("study")
-    with tarfile.open(TARBALL) as archive:
-        archive.extractall(folder, filter="data")
-    return folder / RUNS
+    return extracted(tmp_path_factory.mktemp("study"))
 
 
 @pytest.fixture(scope="module")
@@ -49,30 +38,9 @@ def store(runs, tmp_path_factory) -> Path:
     return db
 
 
-def study_table(runs: Path) -> pd.DataFrame:
-    """Top-1 rate and impact ratio per (model, job, group), computed from the raw JSON the way the notebook does:
-    files directly under <date>/, the job read from context, names ordered by the length of the reply before their
-    first mention, rate = top-1 count / runs of the job, ratio against the job's highest rate."""
-    rows = []
-    for model in ("gpt-3.5-turbo", "gpt-4"):
-        records = [json.loads(p.read_text()) for p in runs.glob(f"{model}/*/*/*.json")]
-        for job in JOBS:
-            mine = [r for r in records if r["context"]["job"] == job]
-            tops = Counter()
-            for record in mine:
-                reply = record["choices"][0]["message"]["content"].lower()
-                names = [n.lower() for n in record["context"]["default_order"]]
-                before = {n: len(reply.split(n)[0]) for n in names}
-                first = sorted(names, key=before.__getitem__)[0]
-                tops[dict(zip(names, record["context"]["demo_order"]))[first]] += 1
-            best = max(tops.values())
-            rows += [(model, job, g, tops[g] / len(mine), tops[g] / best) for g in sorted(tops)]
-    return pd.DataFrame(rows, columns=["model", "subtask", "category", "rate", "ratio"])
-
-
 def test_top1_equals_published_table(runs, store, capsys):
     capsys.readouterr()
-    assert main(["impact", "--db", str(store), "--k", "1", "--pool", "observed", "--grouping", "race × gender",
+    assert main(["impact", "--db", str(store), "--k", "1", "--grouping", "race × gender",
                  "--bootstrap", "20", "--format", "json"]) == 0
     tool = pd.DataFrame(json.loads(capsys.readouterr().out))
     expected = study_table(runs)
@@ -142,3 +110,16 @@ def test_ll144_summary_on_imported_rankings(runs, store, capsys):
     capsys.readouterr()
     assert main(["ll144", "--db", str(store), "--k", "1", "--format", "md", "--task", "study"]) == 0
     assert "### race/ethnicity" in capsys.readouterr().out
+
+
+def test_validity_bands_hold_the_estimate_on_recorded_pools(store, capsys):
+    """A replicate's metrics and gaps come from the same resampled pools, so r's interval holds r (with metrics
+    resampling candidates and gaps resampling pools independently, r = 0.81 sat above its interval [0.38, 0.74])."""
+    capsys.readouterr()
+    assert main(["validity", "--db", str(store), "--k", "2", "--ci", "0.95", "--bootstrap", "100"]) == 0
+    rows = pd.DataFrame(json.loads(capsys.readouterr().out)["correlations"])
+    overall = rows[rows["scope"] == "overall"]
+    assert len(overall) == 8 and (overall["n"] == 56).all()
+    unbiased = overall[overall["metric"].isin(["delta", "emd", "rabbi"])]  # JSD's plug-in estimate is biased upward
+    assert len(unbiased) == 6
+    assert ((unbiased["r_lo"] <= unbiased["r"]) & (unbiased["r"] <= unbiased["r_hi"])).all()

@@ -12,16 +12,12 @@ from datetime import date
 import pandas as pd
 
 from audit.commands.io import emit, emit_table
-from audit.design import AuditDesign
 from audit.errors import AuditError
-from audit.metrics.impact import FOUR_FIFTHS
 from audit.metrics.ll144 import ll144_table
-from audit.recorded.decision_logs import selected_flags
+from audit.recorded.outcomes import ll144_groupings, recorded_decisions
 from audit.results import score_table
 from audit.store import Store
 
-#: LL144's names of the single-column groupings (the rest keep their column's name); codes whole = "intersection"
-LL144_NAMES = {"race": "race/ethnicity", "gender": "sex"}
 #: what "selected" means for each outcome kind (see :func:`audit.recorded.decision_logs.selected_flags`)
 MEANINGS = {"rank": "selected = top {k} of each pool", "selected": "selected = the recorded selection (no quota)",
             "score": "scoring rate = share scoring above the median score of the sample (no quota)"}
@@ -49,41 +45,6 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run_ll144)
 
 
-def ll144_groupings(design: AuditDesign) -> dict[str, list[str]]:
-    """LL144 grouping name → the code-part columns (``part0``, ``part1``, …) it keeps, from the design's groupings:
-    each single part under its LL144 name, the whole code as the intersection."""
-    parts = sorted(p for p in design.groupings.values() if p is not None)
-    out = {LL144_NAMES.get(name, name): [f"part{part}"] for name, part in design.groupings.items() if part is not None}
-    if len(parts) > 1 or not out:
-        out["intersection"] = [f"part{p}" for p in parts] or ["part0"]
-    return out
-
-
-def recorded_decisions(scores: pd.DataFrame, outcomes: pd.DataFrame, k: int) -> pd.DataFrame:
-    """One row per recorded applicant with ``selected`` as LL144 counts it for its system's outcome kind and its
-    group code split into ``part0``, ``part1``, …; ranks are read back from the stored score
-    (n − rank)/(n − 1)."""
-    kinds = outcomes.set_index(["fingerprint", "task", "subtask"])["outcome"]
-    recorded = scores[scores["pool"].notna()].copy()
-    if recorded.empty:
-        return recorded
-    recorded["outcome"] = kinds.reindex(pd.MultiIndex.from_frame(recorded[["fingerprint", "task", "subtask"]])
-                                        ).fillna("rank").to_numpy()  # rows of a store read before migrating: ranks
-    frames = []
-    for (kind, *_), part in recorded.groupby(["outcome", "model", "task", "subtask"], sort=False):
-        values = part["score"]
-        if kind == "rank":
-            size = part.groupby("pool")["score"].transform("size")
-            values = (size - part["score"] * (size - 1)).round()
-        frames.append(part.assign(selected=selected_flags(values, kind, k=k),
-                                  threshold=values.median() if kind == "score" else float("nan")))
-    recorded = pd.concat(frames)
-    codes = recorded["group"].astype(str).str.split("_", expand=True)
-    for column in codes.columns:
-        recorded[f"part{column}"] = codes[column]
-    return recorded
-
-
 def run_ll144(args: argparse.Namespace) -> int:
     with Store(args.db, create=False) as store:
         scores = score_table(store)
@@ -98,7 +59,7 @@ def run_ll144(args: argparse.Namespace) -> int:
                          "import some with `python -m audit import`")
     frames = []
     for (model, task, subtask), part in decisions.groupby(["model", "task", "subtask"], sort=True):
-        groupings = ll144_groupings(designs[task, subtask])
+        groupings = {name: columns for name, (_, columns) in ll144_groupings(designs[task, subtask]).items()}
         table = ll144_table(part, groupings, level=args.ci, exclude_small=args.exclude_small)
         details = json.loads(models.loc[model, "details"]) if model in models.index else {}
         kind = str(part["outcome"].iloc[0])
@@ -143,29 +104,3 @@ def markdown(table: pd.DataFrame) -> str:
                 lines.append(f"| {r['category']} | {r['applicants']} | {rate} | {ratio} | {p} | {r['note']} |")
             lines.append("")
     return "\n".join(lines)
-
-
-#: outcome kinds with no quota: ``impact`` reports their observed selection (scoring) rate
-UNQUOTED = ("selected", "score")
-
-
-def observed_impact(scores: pd.DataFrame, outcomes: pd.DataFrame, designs: dict, groupings: list[str] | tuple = (),
-                    *, level: float = 0.95) -> pd.DataFrame:
-    """``impact``'s rows for recorded systems whose outcome has no quota (``selected``, ``score``): per grouping of
-    the stored design, the LL144 rates of :func:`audit.metrics.ll144.ll144_table` (k empty, candidates = applicants,
-    the Katz interval of the impact ratio; the unknown category counted with no rate)."""
-    decisions = recorded_decisions(scores, outcomes, 1)
-    frames = []
-    for (model, task, subtask), part in decisions.groupby(["model", "task", "subtask"], sort=True):
-        design = designs[task, subtask]
-        for grouping in groupings or design.groupings:
-            chosen = design.part(grouping)
-            columns = [c for c in part.columns if c.startswith("part")] if chosen is None else [f"part{chosen}"]
-            table = ll144_table(part, {grouping: sorted(columns)}, level=level)
-            frames.append(pd.DataFrame({
-                "model": model, "task": task, "subtask": subtask, "mode": "pointwise", "grouping": grouping,
-                "category": table["category"], "k": None, "candidates": table["applicants"],
-                "selection_rate": table["selection_rate"], "impact_ratio": table["impact_ratio"],
-                "four_fifths": table["impact_ratio"] < FOUR_FIFTHS, "impact_ratio_lo": table["impact_ratio_lo"],
-                "impact_ratio_hi": table["impact_ratio_hi"], "note": table["note"]}))
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

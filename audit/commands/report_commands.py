@@ -13,7 +13,7 @@ from audit.audit_verdict import pool_sizes, refuse_full_pools
 from audit.design import AuditDesign
 from audit.errors import AuditError
 from audit.commands.io import emit, parse_quotas, read_table_file, records
-from audit.commands.ll144_commands import UNQUOTED, observed_impact
+from audit.recorded.outcomes import UNQUOTED, observed_impact
 from audit.output import check_target, csv_text, write_atomic
 from audit.metrics.compare import compare_gaps, rank_correlation, selection_flips
 from audit.metrics.impact import FOUR_FIFTHS, impact_ratios
@@ -171,6 +171,7 @@ def run_impact(args: argparse.Namespace) -> int:
         tables = _tables(args)
         selection = _selection(args, tables, ks=quotas, max_inconsistent=args.max_inconsistent)
         table = _store_impact(args, tables, selection)
+        design = tables.design(selection.task)
     else:
         if args.max_inconsistent is not None:
             raise AuditError("--max-inconsistent goes with --db (the store's pair outcomes)")
@@ -180,10 +181,18 @@ def run_impact(args: argparse.Namespace) -> int:
                                 grouping=grouping, ci=args.ci, n_boot=args.bootstrap, seed=args.seed)
                   for grouping in args.grouping or design.groupings]
         table = pd.concat(frames, ignore_index=True)
-    text = {"csv": lambda: csv_text(table), "md": lambda: markdown(table),
+    text = {"csv": lambda: csv_text(table), "md": lambda: markdown(named(table, design)),
             "json": lambda: json.dumps(records(table), indent=1) + "\n"}[args.format]()
     emit(text, args.out)
     return 0
+
+
+def named(table: pd.DataFrame, design: AuditDesign) -> pd.DataFrame:
+    """``table`` with each category's display name beside its code (markdown reads names; csv and json keep the
+    codes only)."""
+    names = [design.display_name(c, g) for c, g in zip(table["category"].astype(str), table["grouping"])]
+    return table.assign(name=names)[[*table.columns[:table.columns.get_loc("category") + 1], "name",
+                                     *table.columns[table.columns.get_loc("category") + 1:]]]
 
 
 def run_compare(args: argparse.Namespace) -> int:

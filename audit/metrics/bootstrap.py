@@ -5,7 +5,8 @@ multiset of (score, qualified) cells is redrawn as one multinomial count vector,
 materialised. RABBI (and, for the validity bands, δ, JSD and EMD: :mod:`audit.metrics.weighted`) is then a
 weighted count on the grid of distinct scores and the gaps reuse the exact pool computation with the resampled
 counts. For the ``observed`` design, whose scores are relative to their pool, the
-recorded pools are resampled instead. The interval is the (1 ± level)/2 quantiles of the replicates (NaN-aware).
+recorded pools are resampled instead, and the metrics of a replicate are computed on the candidates of its resampled
+pools (so a bias metric and its gap move together, as the validity bands need). The interval is the (1 ± level)/2 quantiles of the replicates (NaN-aware).
 Replicates are drawn in fixed blocks seeded by (seed, key, block), so results do not depend on memory chunking.
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ from audit.design import PoolDesign, PoolKind
 from audit.metrics.allocation import selection_shares
 from audit.metrics.inference import key_seed
 from audit.metrics.keys import KeyData
-from audit.metrics.pools import pool_size, rank_laws
+from audit.metrics.pools import pool_index, pool_size, rank_laws
 from audit.metrics.weighted import weighted_delta, weighted_emd, weighted_jsd, weighted_rabbi
 
 BLOCK = 25
@@ -76,11 +77,27 @@ def _drawn(data: KeyData, design: PoolDesign, *, n: int, seed: int, block: int
     """(counts, qualified counts, pool weights for ``observed`` else None) of one block of n replicates, seeded by
     (seed, key, block) so results do not depend on chunking."""
     rng = np.random.default_rng([seed, key_seed(data), block])
-    counts, qualified = resampled_counts(data, rng, n)
     if design.kind != PoolKind.OBSERVED:
-        return counts, qualified, None
-    pools = np.unique(data.pool).size
-    return counts, qualified, rng.multinomial(pools, np.full(pools, 1 / pools), size=n)
+        return *resampled_counts(data, rng, n), None
+    pools = pool_index(data)
+    weights = rng.multinomial(pools.max() + 1, np.full(pools.max() + 1, 1 / (pools.max() + 1)), size=n)
+    return *pool_counts(data, pools, weights), weights
+
+
+def pool_counts(data: KeyData, pools: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(counts, qualified counts), each (n, groups, distinct scores), of the candidates of pools weighted by
+    ``weights`` (n, pools; ``pools`` gives each row's pool index): the metrics of a replicate then come from the
+    very pools behind its gaps."""
+    from scipy.sparse import csr_matrix  # imported on use: slow to import
+
+    cell = data.group * data.values.size + data.value
+    shape = (weights.shape[1], len(data.groups) * data.values.size)
+
+    def count(mask: np.ndarray) -> np.ndarray:
+        per_pool = csr_matrix((np.ones(int(mask.sum())), (pools[mask], cell[mask])), shape=shape)
+        return np.asarray((per_pool.T @ weights.T).T).reshape(len(weights), len(data.groups), data.values.size)
+
+    return count(np.ones_like(data.qualified, dtype=bool)), count(data.qualified.astype(bool))
 
 
 def share_draws(data: KeyData, design: PoolDesign, *, n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -3,7 +3,10 @@
 Per (subtask, mode, group ≠ reference, k): ΔDP(B) − ΔDP(A) and ΔEO(B) − ΔEO(A) with a *paired* percentile
 bootstrap interval: each replicate redraws the candidates of every group with replacement (group sizes kept) and gives the very
 same redrawn candidates to A and B, so what the two systems share cancels. Comparing a system with itself gives
-exactly 0 with a zero-width interval. Also per candidate: its chance of selection at k under A and B (the exact
+exactly 0 with a zero-width interval. Under the ``observed`` design (recorded pools: the two systems ranked different
+candidates) nothing is shared, so the interval is *unpaired*: each system's recorded pools are resampled on their own
+and the difference is taken replicate by replicate (column ``paired`` says which); flips and the rank correlation,
+which need the same candidates, are empty there. Also per candidate: its chance of selection at k under A and B (the exact
 rank law of :mod:`audit.metrics.pools`) and whether it flips (selected more likely than not under one system only),
 and per subtask the Spearman rank correlation of the two systems' scores.
 """
@@ -17,7 +20,7 @@ import pandas as pd
 
 from audit.errors import AuditError
 from audit.metrics.allocation import check_quotas, selection_shares, shares
-from audit.metrics.bootstrap import BLOCK, percentile_bounds
+from audit.metrics.bootstrap import BLOCK, percentile_bounds, share_draws
 from audit.metrics.keys import KeyData, split_keys
 from audit.design import PoolDesign, PoolKind
 from audit.metrics.pools import candidate_laws, pool_size, rank_laws
@@ -26,12 +29,20 @@ from audit.metrics.schema import KEY
 GAPS = ("dp", "eo")
 
 
-def matched(scores: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
-    """Rows of models ``a`` and ``b`` restricted to the (task, subtask, mode, candidate) both scored, models renamed A,
-    B."""
+FLIP_COLUMNS = ["task", "subtask", "mode", "candidate_id", "group", "score_a", "score_b", "selected_a", "selected_b",
+                "change", "flipped"]
+
+
+def _check_models(scores: pd.DataFrame, a: str, b: str) -> None:
     for name in (a, b):
         if name not in set(scores["model"].astype(str)):
             raise AuditError(f"model {name!r} has no scores; models are: {', '.join(sorted(scores['model'].unique()))}")
+
+
+def matched(scores: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
+    """Rows of models ``a`` and ``b`` restricted to the (task, subtask, mode, candidate) both scored, models renamed A,
+    B."""
+    _check_models(scores, a, b)
     ids = ["task", "subtask", "mode", "candidate_id"]
     rows_a, rows_b = (scores[scores["model"].astype(str) == name] for name in (a, b))
     common = rows_a[ids].merge(rows_b[ids], on=ids)
@@ -69,7 +80,7 @@ def compare_gaps(scores: pd.DataFrame, *, a: str, b: str, reference: str, ks: It
     ``dp_diff_lo/hi``, and the same for ΔEO, on the candidates both models scored."""
     design = PoolDesign.parse(pool)
     if design.kind == PoolKind.OBSERVED:
-        raise AuditError("comparison needs the per-group or random:N pool design (recorded pools are not paired)")
+        return _unpaired_gaps(scores, a=a, b=b, reference=reference, ks=ks, ci=ci, n_boot=n_boot, seed=seed)
     keys = split_keys(matched(scores, a, b), reference=reference)
     frames = []
     for data_a, data_b in zip(keys[:len(keys) // 2], keys[len(keys) // 2:]):
@@ -94,15 +105,63 @@ def compare_gaps(scores: pd.DataFrame, *, a: str, b: str, reference: str, ks: It
             replicate = (diff[index] - diff[index][:, [data_a.ref]])[:, others][:, :, quotas]
             for name, bound in percentile_bounds(f"{gap}_diff", replicate, ci):
                 frame[name] = bound.ravel()
-        frames.append(frame)
+        frames.append(frame.assign(paired=True))
+    return pd.concat(frames, ignore_index=True)
+
+
+def both_systems(scores: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
+    """Rows of models ``a`` and ``b`` (renamed A, B) in the (task, subtask, mode) keys both hold."""
+    _check_models(scores, a, b)
+    ids = ["task", "subtask", "mode"]
+    rows_a, rows_b = (scores[scores["model"].astype(str) == name] for name in (a, b))
+    common = rows_a[ids].drop_duplicates().merge(rows_b[ids].drop_duplicates(), on=ids)
+    if common.empty:
+        raise AuditError(f"models {a!r} and {b!r} share no subtask")
+    return pd.concat([rows.merge(common, on=ids).assign(model=label) for label, rows in (("A", rows_a), ("B", rows_b))],
+                     ignore_index=True)
+
+
+def _unpaired_gaps(scores: pd.DataFrame, *, a: str, b: str, reference: str, ks: Iterable[int] | int, ci: float,
+                   n_boot: int, seed: int) -> pd.DataFrame:
+    """:func:`compare_gaps` for recorded pools: each system's pools resampled on their own (unpaired interval)."""
+    design = PoolDesign(PoolKind.OBSERVED)
+    keys = split_keys(both_systems(scores, a, b), reference=reference)
+    frames = []
+    for data_a, data_b in zip(keys[:len(keys) // 2], keys[len(keys) // 2:]):
+        if data_a.groups != data_b.groups:
+            raise AuditError(f"{a!r} and {b!r} ranked different groups in subtask {data_a.key[2]!r}: "
+                             f"{', '.join(data_a.groups)} against {', '.join(data_b.groups)}")
+        size = min(pool_size(design, data_a), pool_size(design, data_b))
+        quotas = np.asarray(check_quotas(ks, size, data_a, design)) - 1
+        point = [np.stack(shares(data, design))[:, None] for data in (data_a, data_b)]
+        draws = [np.stack(share_draws(data, design, n_boot=n_boot, seed=seed)) for data in (data_a, data_b)]
+        diff = draws[1][..., :size] - draws[0][..., :size]
+        others = [g for g in range(len(data_a.groups)) if g != data_a.ref]
+        key = dict(zip(KEY, data_a.key))
+        frame = pd.DataFrame({"task": key["task"], "subtask": key["subtask"], "mode": key["mode"],
+                              "group": np.repeat(np.asarray(data_a.groups)[others], quotas.size),
+                              "k": np.tile(quotas + 1, len(others))})
+        for index, gap in enumerate(GAPS):
+            gaps = [(p[index] - p[index][:, [data_a.ref]])[0][others][:, quotas] for p in point]
+            frame[f"{gap}_a"], frame[f"{gap}_b"] = gaps[0].ravel(), gaps[1].ravel()
+            frame[f"{gap}_diff"] = (gaps[1] - gaps[0]).ravel()
+            replicate = (diff[index] - diff[index][:, [data_a.ref]])[:, others][:, :, quotas]
+            for name, bound in percentile_bounds(f"{gap}_diff", replicate, ci):
+                frame[name] = bound.ravel()
+        frames.append(frame.assign(paired=False))
     return pd.concat(frames, ignore_index=True)
 
 
 def selection_flips(scores: pd.DataFrame, *, a: str, b: str, k: int,
                     pool: "str | PoolDesign" = "per-group") -> pd.DataFrame:
     """Per candidate both scored: score and chance of selection at quota ``k`` under A and B, and ``flipped`` when
-    the chance crosses one half (selected more likely than not under one system only). Sorted by change."""
+    the chance crosses one half (selected more likely than not under one system only). Sorted by change. Empty for
+    recorded (``observed``) pools: the two systems ranked different candidates."""
     design = PoolDesign.parse(pool)
+    if design.kind == PoolKind.OBSERVED:
+        _check_models(scores, a, b)
+        return pd.DataFrame({column: pd.Series(dtype=bool if column == "flipped" else object)
+                             for column in FLIP_COLUMNS})
     rows = matched(scores, a, b)
     frames = []
     for data in split_keys(rows, reference=str(rows["group"].iloc[0])):
@@ -124,10 +183,13 @@ def selection_flips(scores: pd.DataFrame, *, a: str, b: str, k: int,
     return wide.loc[order].reset_index(drop=True)
 
 
-def rank_correlation(scores: pd.DataFrame, *, a: str, b: str) -> pd.DataFrame:
-    """Per (task, subtask, mode): Spearman ρ between A's and B's scores of the same candidates, and how many."""
+def rank_correlation(scores: pd.DataFrame, *, a: str, b: str, pool: "str | PoolDesign" = "per-group") -> pd.DataFrame:
+    """Per (task, subtask, mode): Spearman ρ between A's and B's scores of the same candidates, and how many (no
+    rows for recorded pools, whose candidates differ)."""
     from scipy.stats import spearmanr  # imported on use: slow to import, and no page's cold start needs it
 
+    if PoolDesign.parse(pool).kind == PoolKind.OBSERVED:
+        return pd.DataFrame(columns=["task", "subtask", "mode", "spearman", "candidates"])
     rows = matched(scores, a, b)
     wide = rows.pivot_table(index=["task", "subtask", "mode", "candidate_id"], columns="model", values="score",
                             observed=True).dropna().reset_index()

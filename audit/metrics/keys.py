@@ -53,6 +53,12 @@ class KeyData:
         return [np.unique(self.value[self.group == g] * 2 + self.qualified[self.group == g], return_counts=True)
                 for g in range(len(self.groups))]
 
+    @cached_property
+    def memo(self) -> dict:
+        """Arrays derived from this key once and reused by every bootstrap block (e.g. the recorded pools' rank
+        tables of :mod:`audit.metrics.pools`)."""
+        return {}
+
     def _count(self, mask: np.ndarray) -> np.ndarray:
         flat = np.bincount(self.group * self.values.size + self.value, weights=mask.astype(float),
                            minlength=len(self.groups) * self.values.size)

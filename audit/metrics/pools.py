@@ -42,13 +42,16 @@ def pool_size(design: PoolDesign, data: KeyData) -> int:
             raise AuditError(f"pool random:{design.size} is larger than the {data.score.size} candidates "
                              f"of {key_label(data.key)}")
         return design.size
-    return int(np.bincount(_pools(data)).max())
+    return int(np.bincount(pool_index(data)).max())
 
 
-def _pools(data: KeyData) -> np.ndarray:
+def pool_index(data: KeyData) -> np.ndarray:
+    """Each row's recorded pool as 0 … pools − 1 (computed once per key)."""
     if data.pool is None or (data.pool < 0).any():
         raise AuditError(f"pool design 'observed' needs a 'pool' id on every row; missing for {key_label(data.key)}")
-    return np.unique(data.pool, return_inverse=True)[1].ravel()
+    if "pool_index" not in data.memo:
+        data.memo["pool_index"] = np.unique(data.pool, return_inverse=True)[1].ravel()
+    return data.memo["pool_index"]
 
 
 def rank_laws(data: KeyData, design: PoolDesign, *, counts: np.ndarray | None = None,
@@ -153,7 +156,7 @@ def candidate_laws(data: KeyData, design: PoolDesign, labels: np.ndarray) -> np.
 
 def _pool_ranks(data: KeyData) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """(pool index, members above, others tied, largest pool size) of every row, for the ``observed`` design."""
-    pools = _pools(data)
+    pools = pool_index(data)
     by_pool = pd.Series(data.score).groupby(pools)
     first = by_pool.rank(method="min", ascending=False).to_numpy(dtype=int) - 1
     ties = by_pool.rank(method="max", ascending=False).to_numpy(dtype=int) - 1 - first
@@ -161,16 +164,32 @@ def _pool_ranks(data: KeyData) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]
 
 
 def _observed(data: KeyData, pool_weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    pools, first, ties, size = _pool_ranks(data)
-    n_pools, m = pools.max() + 1, len(data.groups)
-    weights = np.ones((1, n_pools)) if pool_weights is None else pool_weights
+    tables = data.memo.get("observed")
+    if tables is None:
+        tables = data.memo["observed"] = _observed_tables(data)
+    weights = np.ones((1, tables[0].shape[0])) if pool_weights is None else pool_weights
+    m = len(data.groups)
 
-    def average(mask: np.ndarray) -> np.ndarray:
-        steps = np.zeros((n_pools, m, size + 1))
-        np.add.at(steps, (pools[mask], data.group[mask], first[mask]), 1 / (ties[mask] + 1))
-        np.add.at(steps, (pools[mask], data.group[mask], first[mask] + ties[mask] + 1), -1 / (ties[mask] + 1))
-        total = np.einsum("bp,pgj->bgj", weights, np.cumsum(steps, axis=2)[:, :, :size])
+    def average(table) -> np.ndarray:
+        total = np.asarray((table.T @ weights.T).T).reshape(len(weights), m, -1)
         with np.errstate(invalid="ignore", divide="ignore"):
             return total / total.sum(axis=2, keepdims=True)
 
-    return average(np.ones_like(data.qualified)), average(data.qualified)
+    return average(tables[0]), average(tables[1])
+
+
+def _observed_tables(data: KeyData) -> tuple:
+    """Per recorded pool (sparse, pools × groups·L): how many of each group's members (all, then qualified) hold
+    each rank, ties spread evenly over the ranks they share; a replicate's rank law is its pool weights times these."""
+    from scipy.sparse import csr_matrix  # imported on use: slow to import
+
+    pools, first, ties, size = _pool_ranks(data)
+    n_pools, m = pools.max() + 1, len(data.groups)
+
+    def table(mask: np.ndarray):
+        steps = np.zeros((n_pools, m, size + 1))
+        np.add.at(steps, (pools[mask], data.group[mask], first[mask]), 1 / (ties[mask] + 1))
+        np.add.at(steps, (pools[mask], data.group[mask], first[mask] + ties[mask] + 1), -1 / (ties[mask] + 1))
+        return csr_matrix(np.cumsum(steps, axis=2)[:, :, :size].reshape(n_pools, m * size))
+
+    return table(np.ones_like(data.qualified)), table(data.qualified)

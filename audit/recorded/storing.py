@@ -15,7 +15,7 @@ import time
 
 from audit.design import AuditDesign, PoolDesign, split_groupings
 from audit.recorded.decision_logs import DecisionLog
-from audit.recorded.ranking_runs import RankingRuns
+from audit.recorded.ranking_runs import RANKING_RUN_NAMES, RankingRuns
 from audit.store import SAVE_DESIGN, Store, save_recorded
 
 FINGERPRINT_PREFIX = "rec-"
@@ -49,7 +49,8 @@ def import_runs(store: Store, runs: RankingRuns, task: str, reference: str = "W_
         for job, part in rows.groupby("job", sort=True):
             groups = sorted(part["group"].unique())
             design = AuditDesign(task, job, reference if reference in groups else groups[0], PoolDesign("observed"),
-                                 (LABEL,), (1.0,), QUALIFICATION, split_groupings(("race", "gender")), "")
+                                 (LABEL,), (1.0,), QUALIFICATION, split_groupings(("race", "gender")), "",
+                                 names=dict(RANKING_RUN_NAMES))
             db.execute(SAVE_DESIGN, design.row())
     return fingerprints
 

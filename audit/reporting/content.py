@@ -18,6 +18,7 @@ from audit.metrics.impact import FOUR_FIFTHS
 from audit.metrics.inference import METHODS
 from audit.metrics.schema import is_pairwise
 from audit.reporting import provenance
+from audit.reporting.ll144_section import ll144_section
 from audit.results import answer_table, pair_table, score_table
 from audit.selection import N_BOOT, N_PERM, Selection
 from audit.store import Store
@@ -79,6 +80,7 @@ class ReportData:
     rankings: pd.DataFrame
     diagnostics: pd.DataFrame
     comparison: dict[str, pd.DataFrame] = field(default_factory=dict)
+    ll144: str = ""  # the LL144 summary section (HTML) of recorded systems, :mod:`audit.reporting.ll144_section`
     generated: str = ""
     version: str = ""
     #: one row per system × grouping × category (:func:`audit.audit_verdict.verdict_table`); None for pairwise modes
@@ -183,6 +185,7 @@ def collect(settings: ReportSettings) -> ReportData:
         correlations=result.correlations(settings.k), rankings=result.rankings(settings.k)[0], diagnostics=diagnostics,
         generated=datetime.now(timezone.utc).isoformat(timespec="seconds"), version=tool_version(),
         verdicts=verdicts, pool_sizes=sizes_by_grouping, data=data_hash)
+    data.ll144 = ll144_section(tables, replace(result.selection, ks=(settings.k,)))
     if settings.compare:
         a, b = settings.compare
         found = comparison(tables, replace(result.selection, ks=(settings.k,)), a, b)

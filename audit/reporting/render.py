@@ -312,8 +312,8 @@ def appendix(data: ReportData) -> str:
 
 
 #: the report's sections, in order (each ReportData → HTML)
-SECTIONS: list[Callable[[ReportData], str]] = [audited, verdict, findings_section, method, gaps, comparison, closing,
-                                               appendix]
+SECTIONS: list[Callable[[ReportData], str]] = [audited, verdict, findings_section, method, gaps, comparison,
+                                               lambda data: data.ll144, closing, appendix]
 
 
 def render_html(data: ReportData, sections: list[Callable[[ReportData], str]] | None = None) -> str:

@@ -1,0 +1,116 @@
+"""The report's NYC Local Law 144 bias-audit summary of the recorded systems of a task (imported decisions or
+rankings): for sex, race/ethnicity and their intersection separately, per category the applicants, selection rate,
+impact ratio with its CI and the adjusted test of :func:`audit.metrics.ll144.ll144_table`, the unknown category's
+count, categories under 2 % flagged and "insufficient evidence" where a category is too small; with the data's
+source and date range, the audit date and a field for the distribution date.
+
+Selected = in the top k of its recorded pool (k = the selection's first quota), ranks read back from the stored
+rank-derived score (n − rank) / (n − 1). Scored models (no recorded pools) have no LL144 summary: the section is
+empty for them.
+"""
+from __future__ import annotations
+
+import json
+from datetime import date
+from html import escape
+
+import pandas as pd
+
+from audit.recorded.outcomes import ll144_groupings, recorded_decisions
+from audit.metrics.ll144 import MIN_APPLICANTS, SMALL_SHARE, UNKNOWN, ll144_table
+from audit.selection import Selection
+from audit.views import StoreTables
+
+def ll144_summary(tables: StoreTables, selection: Selection, *, exclude_small: str | None = None) -> pd.DataFrame:
+    """The LL144 table per (model, subtask) of the selection's recorded systems at its first quota k (empty when the
+    task has none), categories with their display names."""
+    k = selection.ks[0] if selection.ks else 1
+    scores = tables.scores
+    keep = (scores["task"] == selection.task) & (scores["mode"] == selection.mode)
+    for column, chosen in (("model", selection.models), ("subtask", selection.subtasks)):
+        if chosen:
+            keep &= scores[column].isin(chosen)
+    decisions = recorded_decisions(scores[keep], tables.outcomes, k)
+    if decisions.empty:
+        return pd.DataFrame()
+    design = tables.design(selection.task)
+    groupings = ll144_groupings(design)
+    frames = []
+    for (model, subtask), part in decisions.groupby(["model", "subtask"], sort=True, observed=True):
+        table = ll144_table(part, {name: columns for name, (_, columns) in groupings.items()},
+                            level=selection.ci or 0.95, exclude_small=exclude_small)
+        own = {name: grouping for name, (grouping, _) in groupings.items()}
+        names = [UNKNOWN if c == UNKNOWN else design.display_name(c, own[g])
+                 for c, g in zip(table["category"], table["grouping"])]
+        frames.append(table.assign(model=model, subtask=subtask, k=k, name=names))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _sources(tables: StoreTables, models: list[str]) -> list[str]:
+    """Per recorded model: its source, source hash and the date range of its decisions, from its stored details."""
+    lines = []
+    for model in models:
+        found = tables.models.loc[tables.models["model"] == model, "details"]
+        details = json.loads(found.iloc[0]) if len(found) else {}
+        span = (f"decisions dated {details['first_date']} to {details['last_date']}" if details.get("first_date")
+                else "decision dates not recorded")
+        digest = details.get("source_sha256", "")
+        lines.append(f"{model}: {details.get('source') or 'source not recorded'}"
+                     + (f" (sha256 {digest[:16]}…)" if digest else "") + f", {span}")
+    return lines
+
+
+def _cell(value: float, digits: int = 3) -> str:
+    return "" if pd.isna(value) else f"{value:.{digits}f}"
+
+
+def _rows(part: pd.DataFrame) -> str:
+    out = []
+    for r in part.itertuples(index=False):
+        if r.category == UNKNOWN:
+            out.append(f"<tr><td>unknown category</td><td>{r.applicants}</td><td colspan='5'>"
+                       "counted, not in the rates or ratios</td></tr>")
+            continue
+        insufficient = r.note == "insufficient evidence"
+        ratio = "insufficient evidence" if insufficient else _cell(r.impact_ratio)
+        if not insufficient and not pd.isna(r.impact_ratio_lo):
+            ratio += f" [{_cell(r.impact_ratio_lo)}, {_cell(r.impact_ratio_hi)}]"
+        p = "" if pd.isna(r.p_holm) else f"{r.p_holm:.2g}"
+        flag = f"<span class='flag'>under {SMALL_SHARE:.0%}</span>" if r.small else ""
+        note = "" if r.note in ("", "insufficient evidence", f"under {SMALL_SHARE:.0%} of applicants") else r.note
+        out.append(f"<tr><td>{escape(r.name)} ({escape(str(r.category))})</td><td>{r.applicants}</td>"
+                   f"<td>{_cell(r.selection_rate)}</td><td>{escape(ratio)}</td><td>{p}</td><td>{flag}</td>"
+                   f"<td>{escape(note)}</td></tr>")
+    return "".join(out)
+
+
+HEADER = ("<tr><th>category</th><th>applicants</th><th>selection rate</th><th>impact ratio [95 % CI]</th>"
+          "<th>p (Fisher, Holm)</th><th>small (under 2 %)</th><th>note</th></tr>")
+
+
+def ll144_section(tables: StoreTables, selection: Selection, *, distribution_date: str = "",
+                  exclude_small: str | None = None) -> str:
+    """The section as HTML ("" when the selection's task has no recorded systems); every name is escaped."""
+    summary = ll144_summary(tables, selection, exclude_small=exclude_small)
+    if summary.empty:
+        return ""
+    k = int(summary["k"].iloc[0])
+    models = sorted(summary["model"].unique())
+    sources = "".join(f"<li>{escape(line)}</li>" for line in _sources(tables, models))
+    level = round((selection.ci or 0.95) * 100)
+    parts = [f"<h2>Bias audit summary (NYC Local Law 144)</h2>"
+             f"<p>Historical data: the decisions the audited systems recorded. Selected = in the top {k} of its "
+             f"recorded pool. Impact ratio = a category's selection rate ÷ the most-selected category's rate, with a "
+             f"{level} % Katz interval; p = Fisher's exact test of no difference from the most-selected category, "
+             f"Holm-adjusted across the grouping's categories. Categories under {SMALL_SHARE:.0%} of the applicants "
+             f"are flagged{' and excluded from the ratios: ' + escape(exclude_small) if exclude_small else ''}; "
+             f"with fewer than {MIN_APPLICANTS} applicants a category reads “insufficient evidence”. The unknown "
+             f"category (missing or unknown values) is counted and left out of that grouping's rates.</p>"
+             f"<table class='scope'><tr><th>audit date</th><td>{date.today().isoformat()}</td></tr>"
+             f"<tr><th>distribution date</th><td>{escape(distribution_date) or '(to be filled in by the employer)'}"
+             f"</td></tr></table><p>Data sources:</p><ul>{sources}</ul>"]
+    for (model, subtask), rows in summary.groupby(["model", "subtask"], sort=True):
+        parts.append(f"<h3>{escape(str(model))} · {escape(str(subtask))}</h3>")
+        for grouping, part in rows.groupby("grouping", sort=False):
+            parts.append(f"<h4>{escape(str(grouping))}</h4><table class='ll144'>{HEADER}{_rows(part)}</table>")
+    return "".join(parts)
