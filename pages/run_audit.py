@@ -5,6 +5,7 @@ from audit.backend import DEFAULT_MODEL, QUANTS, REGISTRY, installed_models
 from audit.backend.api import PREFIX
 from audit.scoring import PAIRWISE_METHODS
 from audit.errors import AuditError
+from audit.store_files import run_store
 from audit.tasks import DATA_TASKS, TASKS, get_task, list_subtasks
 from pages.shared import common
 from pages.shared.runner import run_tasks, summary_table
@@ -75,7 +76,7 @@ if st.button("Run", type="primary", disabled=not name or not tasks, key="run_sta
     st.button("Cancel", key="run_cancel", help="Stops after the batch in flight; finished batches stay stored.")
     summaries = []
     try:
-        summaries = run_tasks(common.run_store(store_path), tasks, name, quant, batch_size=int(batch_size), mode=mode,
+        summaries = run_tasks(run_store(store_path), tasks, name, quant, batch_size=int(batch_size), mode=mode,
                               pairwise_method=method, limit=int(limit) if mode == "pointwise" else None,
                               rounds=int(rounds), truncate=truncate, base_url=base_url, key_env=key_env)
     except AuditError as exc:

@@ -8,13 +8,13 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from audit import audit_result, exports, views
+from audit import audit_result, exports, readable, views
+from audit.at_quota import Quota, with_label_mass
 from audit.errors import AuditError
 from audit.metrics.engine import P_COLUMNS
 from audit.metrics.presets import PRESETS
-# the store-file helpers live in audit.store_files; pages reach them here (run_store: the Run page)
-from audit.store_files import default_store, is_demo, run_store, store_version, user_store  # noqa: F401
-from audit.selection import Selection
+from audit.store_files import default_store, is_demo, store_version, user_store
+from audit.selection import N_BOOT, Selection
 from audit.store import Store
 
 DEFAULT_K = 2
@@ -37,6 +37,18 @@ def load_tables(path: str, version: tuple) -> views.StoreTables:
 def tables(view: views.View) -> views.StoreTables:
     """The store's tables for the current view."""
     return load_tables(view.store, view.version)
+
+
+def design(view: views.View) -> views.AuditDesign:
+    """The stored design of the view's task."""
+    return tables(view).design(view.task)
+
+
+def names(view: views.View) -> dict[str, str]:
+    """Group code → display name for every group of the view's task (whole codes and each grouping's)."""
+    found = design(view)
+    codes = tables(view).scores.loc[lambda s: s["task"] == view.task, "group"].astype(str).unique()
+    return readable.group_names(found, {found.category(c, g) for c in codes for g in found.groupings})
 
 
 def task_scores(path: str, version: tuple, task: str, mode: str, grouping: str) -> pd.DataFrame:
@@ -78,10 +90,11 @@ def metric_rows(path: str, version: tuple, base: Selection) -> tuple[pd.DataFram
     return with_label_mass(table, load_tables(path, version).scores, base.task, base.mode), list(found.skipped)
 
 
-def with_label_mass(table: pd.DataFrame, scores: pd.DataFrame, task: str, mode: str) -> pd.DataFrame:
-    """``table`` with ``low_label_mass``: the model's pointwise scores put little probability on the labels."""
-    low = views.label_mass(scores, task).query("low")["model"]
-    return table.assign(low_label_mass=table["model"].isin(low) & (mode == "pointwise"))
+@st.cache_resource(show_spinner="Computing…", max_entries=64)
+def at_quota(view: views.View, k: int, method: str = "holm") -> Quota:
+    """The view's audit (p-values adjusted by ``method`` across the groups × subtasks shown) at quota k; shared by
+    every page, never mutated."""
+    return Quota.of(audit(view, method), k, tables(view).scores)
 
 
 def metrics(view: views.View) -> pd.DataFrame | None:
@@ -212,18 +225,20 @@ def view_inputs(path: str, stored: views.StoreTables) -> views.View:
     groups = sorted({design.category(c, grouping) for c in rows["group"].unique()})
     stored_ref = design.category(design.reference, grouping)
     reference = st.selectbox("reference group", groups, index=groups.index(stored_ref) if stored_ref in groups else 0,
-                             key=f"ref_{task}_{grouping}", format_func=lambda code: _named(design, code),
-                             help=f"The task's stored reference group is {_named(design, stored_ref)}.")
+                             key=f"ref_{task}_{grouping}", format_func=design.display_name,
+                             help=f"The task's stored reference group is {design.display_name(stored_ref)}.")
     pool = views.pool_of(design, mode)
     st.caption(f"pool design: {pool} · qualified: {design.qualification}")
     models, subtasks = sorted(rows["model"].unique()), sorted(rows["subtask"].unique())
     chosen_models = st.multiselect("models", models, default=models, key=f"models_{task}_{mode}")
     chosen_subtasks = st.multiselect("subtasks", subtasks, default=subtasks, key=f"subtasks_{task}_{mode}")
     others = [g for g in groups if g != reference]
-    chosen_groups = st.multiselect("groups shown", others, default=others, key=f"groups_{task}_{grouping}_{reference}")
+    chosen_groups = st.multiselect("groups shown", others, default=others, key=f"groups_{task}_{grouping}_{reference}",
+                                   format_func=design.display_name)
     with st.expander("confidence bands"):
         ci = st.select_slider("level", [0.8, 0.9, 0.95, 0.99], value=0.95, key="ci")
-        n_boot = st.select_slider("bootstrap replicates", [100, 200, 500, 1000], value=200, key="n_boot")
+        n_boot = st.select_slider("bootstrap replicates", [100, 200, 500, 1000], value=N_BOOT, key="n_boot",
+                                  help=f"{N_BOOT} by default, as in the command line and the report.")
     with st.expander("paper settings"):
         preset = st.radio("estimators", list(PRESETS), key="preset", horizontal=True,
                           help="; ".join(f"{p.name}: {p.description}" for p in PRESETS.values()))
@@ -233,12 +248,6 @@ def view_inputs(path: str, stored: views.StoreTables) -> views.View:
                       reference=reference, pool=str(pool), models=tuple(chosen_models), subtasks=tuple(chosen_subtasks),
                       groups=tuple(chosen_groups), ci=ci, n_boot=n_boot, preset=preset,
                       max_inconsistent=None if mode == "pointwise" else views.INCONSISTENT[cut])
-
-
-def _named(design: views.AuditDesign, code: str) -> str:
-    """``code`` with its declared name, e.g. ``B_F (Black women)``."""
-    name = design.display_name(code)
-    return code if name == code else f"{code} ({name})"
 
 
 def need_view() -> views.View:
