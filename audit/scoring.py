@@ -150,6 +150,7 @@ def run_scoring(
     check_options(mode=mode, pairwise_method=pairwise_method, limit=limit, rounds=rounds, batch_size=batch_size)
     started = time.perf_counter()
     executor = executor or InProcess(load_backend)
+    store.check_dataset(task.name, task.dataset)
     if mode == "pointwise":
         summary = _pointwise(store, task, ref, executor, limit, batch_size, progress, truncate)
     else:
@@ -210,6 +211,7 @@ def _pointwise(store, task, ref, executor, limit, batch_size, progress, truncate
             candidates=_candidate_rows(task, candidates),
             prompts=_prompt_rows(by_key),
             design=design_of(task),
+            dataset=task.dataset,
             pointwise=[(ref.fingerprint, task.name, task.subtask, cid, p.key(), labels, relevance)
                        for cid, p in prompts.items()],
         )
@@ -253,7 +255,7 @@ def _pairwise(store, task, ref, executor, method, limit, rounds, batch_size, pro
     def record() -> None:
         store.register_model(ref.fingerprint, ref.label, ref.describe())
         store.save_plan(candidates=_candidate_rows(task, members), prompts=_prompt_rows(by_key), pairwise=rows,
-                        design=design_of(task))
+                        design=design_of(task), dataset=task.dataset)
 
     mode = "pairwise" if method == "generate" else "pairwise-likelihood"
     summary = RunSummary(ref.label, task.name, task.subtask, mode, len(by_key), len(by_key) - len(missing))

@@ -24,6 +24,7 @@ from audit.errors import AuditError
 APPLICATION = "allocation-audit"
 SCHEMA_VERSION = 2  # 2: the designs table (v1 stores are migrated in place, see _migrate)
 BUSY_TIMEOUT_S = 120
+DATASET_KEY = "dataset:"  # meta key prefix: the content hash of the auditor's data each task was planned from
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -177,6 +178,23 @@ class Store:
             raise AuditError(f"label {label!r} already names another model in {self.path} (fingerprint "
                              f"{other[0]}, {where}); score this one under its own name with --label NAME")
 
+    def check_dataset(self, task: str, dataset: str) -> None:
+        """Refuse to plan ``task`` from ``dataset`` (a content hash, "" for data shipped with the tool) when the
+        store holds that task from other data: two datasets under one task name would merge into one audit."""
+        recorded = self.db.execute("SELECT value FROM meta WHERE key = ?", (DATASET_KEY + task,)).fetchone()
+        if recorded is not None and recorded[0] == dataset:
+            return
+        if recorded is not None:
+            held = f"the dataset with SHA-256 {recorded[0][:16]}…" if recorded[0] else "the data that ships with the tool"
+        elif dataset and self.db.execute("SELECT 1 FROM candidates WHERE task = ? LIMIT 1", (task,)).fetchone():
+            held = "candidates from another source"
+        else:
+            return
+        raise AuditError(f"task {task!r} in {self.path} already holds {held}; this data "
+                         f"({'SHA-256 ' + dataset[:16] + '…' if dataset else 'shipped with the tool'}) would merge "
+                         "with it into one audit. Give it its own task name (the spec's `name:`, or the Run page's "
+                         "task name) or use another store")
+
     def register_model(self, fingerprint: str, label: str, details: dict) -> None:
         """Record a model under a label that names it alone (:meth:`check_label`)."""
         with self.transaction() as db:
@@ -186,18 +204,24 @@ class Store:
 
     def save_plan(self, *, candidates: Iterable[tuple], prompts: Iterable[tuple[str, str]],
                   pointwise: Iterable[tuple] = (), pairwise: Iterable[tuple] = (),
-                  design: AuditDesign | None = None) -> None:
+                  design: AuditDesign | None = None, dataset: str = "") -> None:
         """Record a run's design, candidates, prompt texts and plan rows in one transaction.
 
         ``candidates``: (task, subtask, candidate_id, group, qualified, name, text);
         ``prompts``: (key, body json); ``pointwise``: (model, task, subtask, candidate_id, prompt, labels, relevance);
         ``pairwise``: (model, task, subtask, method, pool, first_id, second_id, prompt).
         The plan (and the design of its task and subtask) follows the latest task data; results already stored
-        are never touched.
+        are never touched. ``dataset`` is the content hash of the auditor's data (:meth:`check_dataset`), recorded
+        for the task of the candidates.
         """
         with self.transaction() as db:
             if design is not None:
                 db.execute(SAVE_DESIGN, design.row())
+            candidates = list(candidates)
+            for task in {row[0] for row in candidates}:
+                self.check_dataset(task, dataset)
+                if dataset:
+                    db.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)", (DATASET_KEY + task, dataset))
             db.executemany(
                 "INSERT INTO candidates VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET grp=excluded.grp, "
                 "qualified=excluded.qualified, name=excluded.name, text=excluded.text", candidates)

@@ -26,6 +26,8 @@ import pytest
 
 from audit.cli import main
 from audit.paths import DEMO_STORE
+from audit.store import Store
+from audit.tasks import get_task
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = """name: {name}
@@ -175,6 +177,15 @@ def store(folder: Path) -> str:
     return str(folder / "store.db")
 
 
+def second_dataset(folder: Path) -> list[str]:
+    """A store whose task "loan" was planned from one candidates file, and a run of another file under that name."""
+    first = get_task("custom", "default", data=table(folder, two_groups(text="Steady income and no debts."), "first.csv"), spec=spec(folder))
+    rows = [(first.name, first.subtask, c.candidate_id, c.group, 1, "", c.text) for c in first.candidates()]
+    with Store(store(folder)) as db:
+        db.save_plan(candidates=rows, prompts=[], dataset=first.dataset)
+    return custom(folder, table(folder, two_groups(text="Two missed payments.")))
+
+
 CASES = [
     # ---- classes that held before issue 15 ----------------------------------------------------------------
     Case("unknown model", lambda d: ["score", "--subtask", "retail", "--model", "no-such-model", "--db", store(d)],
@@ -276,6 +287,9 @@ CASES = [
                                                                 "--db", damaged(d)], r"damaged|cannot be read"),
     Case("22 non-integer schema version", lambda d: ["scores", "--db", str(bad_version(d))],
          r"schema version 'two', not a whole number"),
+    Case("22 a second dataset under a task name that holds another", second_dataset,
+         r"task 'loan' in .* already holds the dataset with SHA-256 \w{16}…; this data \(SHA-256 \w{16}…\) would "
+         r"merge with it into one audit"),
     Case("22 impact --bootstrap 0", lambda d: ["impact", "--db", store(d), "--task", "resume", "--k", "2",
                                                "--bootstrap", "0"], r"--bootstrap 0: give 1 to 100,000"),
     Case("22 metrics --permutations 10^9", lambda d: metrics(d, "--k", "1", "--permutations", "1000000000"),

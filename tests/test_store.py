@@ -112,3 +112,29 @@ def test_missing_store_is_not_created_for_reading(tmp_path):
     with pytest.raises(AuditError, match="does not exist"):
         Store(tmp_path / "absent.db", create=False)
     assert not (tmp_path / "absent.db").exists()
+
+
+def _plan(store: Store, task: str, texts: list[str], dataset: str) -> None:
+    rows = [(task, "default", f"c{i}", "AB"[i % 2], 1, "", text) for i, text in enumerate(texts)]
+    store.save_plan(candidates=rows, prompts=[], dataset=dataset)
+
+
+def test_a_task_name_keeps_one_dataset(tmp_path):
+    """Issue 22: a second custom file under a task name already planned from another is refused before any write;
+    the same file (in any row order, any --limit) is welcome again; shipped data cannot join a custom task's name."""
+    from audit.tasks.base import dataset_hash
+    first = [("default", "c0", "A", True, "steady income"), ("default", "c1", "B", True, "two missed payments")]
+    assert dataset_hash(first) == dataset_hash(first[::-1]) != dataset_hash([first[0]])
+    with Store(tmp_path / "s.db") as store:
+        _plan(store, "loan", ["steady income", "two missed payments"], dataset_hash(first))
+        _plan(store, "loan", ["steady income"], dataset_hash(first[::-1]))  # same data, a smaller run
+        store.check_dataset("loan", dataset_hash(first))
+        with pytest.raises(AuditError, match=r"task 'loan' .* already holds the dataset with SHA-256"):
+            _plan(store, "loan", ["other text"], dataset_hash([first[0]]))
+        with pytest.raises(AuditError, match=r"this data \(shipped with the tool\)"):
+            store.check_dataset("loan", "")
+        _plan(store, "legacy", ["x", "y"], "")  # candidates planned before datasets were recorded
+        with pytest.raises(AuditError, match=r"task 'legacy' .* already holds candidates from another source"):
+            store.check_dataset("legacy", dataset_hash(first))
+        store.check_dataset("legacy", "")
+        assert store.query("SELECT task, subtask, candidate_id FROM candidates WHERE task = 'loan'").shape == (2, 3)

@@ -1,6 +1,8 @@
 """What every allocation task provides: candidates, groups, labels and the prompts built from them."""
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from typing import Protocol, Sequence
 
@@ -48,6 +50,7 @@ class Task(Protocol):
     groupings: dict[str, int | None]  # see :class:`audit.design.AuditDesign`
     group_names: dict[str, str]  # display name of each part of a group code (may be empty: codes are shown)
     counterfactual: bool  # groups differ only by the name on otherwise identical documents
+    dataset: str  # SHA-256 of the auditor's data the task was read from; "" for data that ships with the tool
 
     def candidates(self, limit: int | None = None) -> list[Candidate]:
         """Candidates, at most ``limit`` per group, in a deterministic order."""
@@ -60,3 +63,10 @@ class Task(Protocol):
 
     def pools(self, candidates: Sequence[Candidate], rounds: int) -> list[list[Candidate]]:
         """``rounds`` disjoint candidate pools for pairwise comparison."""
+
+
+def dataset_hash(records: Sequence[Sequence]) -> str:
+    """SHA-256 of a task's data read from the auditor's files, independent of row order: two files with the same
+    candidates hash alike, any other difference (a text, a group, a qualification) hashes apart."""
+    lines = sorted(json.dumps(list(record), ensure_ascii=False) for record in records)
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()

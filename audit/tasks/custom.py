@@ -14,7 +14,7 @@ from typing import Sequence
 
 from audit.design import PoolDesign, split_groupings
 from audit.errors import AuditError
-from audit.tasks.base import Candidate, ChatPrompt, LabelSet
+from audit.tasks.base import Candidate, ChatPrompt, LabelSet, dataset_hash
 from audit.tasks.loaders import Row, cell_text, columns_of, read_rows
 from audit.tasks.pools import draw
 from audit.tasks.specs import TaskSpec, load_spec
@@ -32,6 +32,7 @@ class CustomTask:
     spec: TaskSpec
     members: Sequence[Candidate]
     groups: tuple[str, ...]
+    dataset: str = ""  # SHA-256 of the whole candidates file's content (every subtask), see :func:`dataset_hash`
 
     @property
     def name(self) -> str:
@@ -96,7 +97,8 @@ def custom_task(subtask: str, data: Path, spec: Path) -> CustomTask:
     if subtask not in by_subtask:
         raise AuditError(f"unknown subtask {subtask!r} in {data}; choose one of {sorted(by_subtask)}")
     members = by_subtask[subtask]
-    return CustomTask(subtask, parsed, members, _groups(members, parsed, data, subtask))
+    content = [(name, c.candidate_id, c.group, c.qualified, c.text) for name, part in by_subtask.items() for c in part]
+    return CustomTask(subtask, parsed, members, _groups(members, parsed, data, subtask), dataset_hash(content))
 
 
 def subtasks(data: Path, spec: Path) -> list[str]:

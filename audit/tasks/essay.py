@@ -98,6 +98,7 @@ class EssayTask:
     groupings: dict[str, int | None] = field(default_factory=lambda: dict(GROUPINGS))
     group_names: dict[str, str] = field(default_factory=dict)
     counterfactual: bool = False
+    dataset: str = ""
     groups: tuple[str, ...] = field(init=False, default=())
     median: float = field(init=False, default=0.0)
 

@@ -16,6 +16,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from audit.errors import AuditError
+from audit.tasks.base import dataset_hash
 from audit.tasks.essay import REFERENCE_GROUP, EssayRecord, EssayTask
 from audit.tasks.loaders import cell_text, columns_of, read_rows, read_text
 
@@ -30,7 +31,9 @@ def icnale_task(subtask: str, data: Path) -> EssayTask:
     records = load_records(Path(data))
     if subtask not in records:
         raise AuditError(f"{data}: no rated essays for subtask {subtask!r} (found: {sorted(records) or 'none'})")
-    return EssayTask(subtask, records[subtask], name="icnale", reference_group=REFERENCE_GROUP)
+    content = [(topic, r.essay_id, r.group, r.rating, r.text) for topic, part in records.items() for r in part]
+    return EssayTask(subtask, records[subtask], name="icnale", reference_group=REFERENCE_GROUP,
+                     dataset=dataset_hash(content))
 
 
 def subtasks(data: Path) -> list[str]:

@@ -76,6 +76,7 @@ class ResumeTask:
     groupings: dict[str, int | None] = field(default_factory=lambda: dict(GROUPINGS))
     group_names: dict[str, str] = field(default_factory=lambda: dict(NAMES))
     counterfactual: bool = True
+    dataset: str = ""
 
     def __post_init__(self) -> None:
         jobs = load_json(self.data_dir / "jobs.json")
