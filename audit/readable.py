@@ -4,14 +4,19 @@ column names without snake_case, numbers formatted by :mod:`audit.formatting`. E
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from audit.design import AuditDesign
 from audit.formatting import estimate, number, pvalue
+from audit.views import LOW_LABEL_MASS, View
 from audit.metrics.impact import FOUR_FIFTHS
 from audit.metrics.verdict import INCONCLUSIVE, rollup, rule_text
+
+if TYPE_CHECKING:  # the scoring module loads the model backends: not needed to read a table
+    from audit.scoring import RunSummary
 
 
 def verdict_words(row: pd.Series) -> str:
@@ -30,23 +35,29 @@ def overall_line(table: pd.DataFrame, k: int) -> str:
 
 
 def system_verdicts(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per system and subtask: its strongest verdict, the counts of each, the groups that carry it."""
+    """One row per system and subtask: its strongest verdict, the counts of each, the groups that carry it ("all N"
+    when every group has the same verdict)."""
     systems = rollup(table)
+    counts = systems[["n_adverse", "n_inconclusive", "n_no_evidence"]]
+    carrying = [f"all {int(row.sum())}" if (row > 0).sum() == 1 else text
+                for (_, row), text in zip(counts.iterrows(), systems["categories"])]
     return pd.DataFrame({"system": systems["model"], "subtask": systems["subtask"], "verdict": systems["verdict"],
                          "adverse": systems["n_adverse"], "inconclusive": systems["n_inconclusive"],
-                         "no evidence": systems["n_no_evidence"], "groups carrying the verdict": systems["categories"]})
+                         "no evidence": systems["n_no_evidence"], "groups carrying the verdict": carrying})
 
 
 def category_verdicts(table: pd.DataFrame, *, with_grouping: bool = True) -> pd.DataFrame:
-    """One row per system, subtask, grouping and group: candidates, selection rate, impact ratio with its interval,
-    the four-fifths flag, the adjusted p-value and the verdict in words."""
+    """One row per system, subtask, grouping and group: the verdict in words, the impact ratio with its interval, the
+    four-fifths flag, the adjusted p-value ("most selected" for the category compared against), selection rate and
+    candidates."""
     out = pd.DataFrame({
         "system": table["model"], "subtask": table["subtask"], "grouping": table["grouping"], "group": table["name"],
-        "candidates": table["candidates"], "selection rate": table["selection_rate"].map(number),
+        "verdict": table.apply(verdict_words, axis=1),
         "impact ratio [interval]": [estimate(r, lo, hi) for r, lo, hi in
                                     zip(table["impact_ratio"], table["impact_ratio_lo"], table["impact_ratio_hi"])],
         f"below {FOUR_FIFTHS:g}": (table["impact_ratio"] < FOUR_FIFTHS).map({True: "yes", False: "no"}),
-        "adjusted p": table["p_adj"].map(pvalue), "verdict": table.apply(verdict_words, axis=1)})
+        "adjusted p": [pvalue(p) if pd.notna(p) else "most selected" for p in table["p_adj"]],
+        "selection rate": table["selection_rate"].map(number), "candidates": table["candidates"]})
     return out if with_grouping else out.drop(columns="grouping")
 
 
@@ -127,3 +138,17 @@ def label_mass_table(mass: pd.DataFrame) -> pd.DataFrame:
     """Label mass per model (:func:`audit.views.label_mass`) with the share formatted and the flag in words."""
     return pd.DataFrame({"system": mass["model"], "mean label mass": mass["mean label mass"].map(number),
                          "below the threshold": mass["low"].map({True: "yes", False: "no"})})
+
+
+def run_table(summaries: Sequence[RunSummary]) -> pd.DataFrame:
+    """One row per scoring run: prompts, scored, cached, seconds and the quality flags."""
+    return pd.DataFrame([{"model": s.model, "task": s.task, "subtask": s.subtask, "mode": s.mode, "prompts": s.prompts,
+                          "scored": s.scored, "cached": s.cached, "seconds": round(s.seconds, 1), **s.quality}
+                         for s in summaries])
+
+
+def low_mass_note(mass: pd.DataFrame, view: View) -> str:
+    """Which models of the view are marked ✕ for low label mass (:func:`audit.views.label_mass`), or ""."""
+    low = sorted(set(mass.loc[mass["low"] & mass["model"].isin(view.models), "model"])) if view.mode == "pointwise" else []
+    return (f"Marked ✕ in the charts: {', '.join(low)} put less than {LOW_LABEL_MASS:.0%} of the next-token probability "
+            "on the labels on average, so their scores are mostly renormalised noise." if low else "")

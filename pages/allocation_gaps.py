@@ -1,15 +1,20 @@
 """Allocation gaps: the verdict and impact ratios at quota k first, then each bias metric against ΔDP and ΔEO, and ΔDP
 against k with confidence bands."""
+from dataclasses import replace
+
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from audit import charts, readable, views
+from audit import charts, exports, readable, views
+from audit.audit_result import impact_table
 from audit.errors import AuditError
 from audit.metrics.inference import METHODS
 from audit.metrics.planner import plan_at, plan_curves
 from audit.metrics.schema import is_pairwise
-from pages.shared import common, report_panel, verdict_panel
+from audit.reporting import build_report
+from audit.view_report import report_settings
+from pages.shared import common, verdict_panel
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
@@ -64,6 +69,37 @@ def planner_panel(view: views.View, model: str, subtask: str, k: int) -> go.Figu
     return fig
 
 
+@st.cache_data(show_spinner="Computing impact ratios…", max_entries=16)
+def impact(view: views.View, k: int) -> pd.DataFrame:
+    """Impact ratios at k under every grouping the task declares whose pools exceed k, for the view's selection."""
+    return impact_table(common.tables(view), replace(view.selection(), ks=(k,)))
+
+
+def impact_section(view: views.View, k: int) -> None:
+    """The impact ratios of the view's scoring mode at quota k, as exported (codes, every interval bound)."""
+    if not st.toggle(f"impact ratios of the {view.mode} scores with their intervals, as exported", key="impact_on"):
+        return  # on demand: keeps cold start
+    try:
+        ratios = impact(view, k)
+    except AuditError as exc:
+        common.error("No impact ratios for this selection:", exc)
+        return
+    st.dataframe(ratios, hide_index=True, width="stretch", key="impact_table")
+    for grouping in common.tables(view).design(view.task).groupings:
+        if grouping not in set(ratios["grouping"]):
+            st.caption(readable.not_defined(grouping, None, k))
+
+
+def report_buttons(view: views.View, k: int, adjust: str = "holm") -> None:
+    """HTML and PDF download buttons for the audit report of the current view."""
+    st.subheader("Audit report")
+    settings = report_settings(view, k, adjust)
+    for column, fmt in zip(st.columns(2), ("html", "pdf")):
+        column.download_button(f"Audit report ({fmt.upper()})", data=lambda fmt=fmt: build_report(settings, fmt),
+                               file_name=f"audit-report-k{k}.{fmt}", mime=exports.MIME[fmt], on_click="ignore",
+                               key=f"audit_report_{fmt}", icon=":material/description:")
+
+
 st.title("Allocation gaps")
 current, table, k = common.metric_view("k_gaps")
 st.header(f"Verdict and impact ratios at k = {k}")
@@ -104,5 +140,5 @@ common.bundle_button("allocation_gaps", {f"gaps_k{k}": scatter, f"{gap}_curves":
                                          **({"planner": planner} if planner else {})},
                      {f"gaps_k{k}": at_k, "correlations": overall, f"{gap}_curves": rows}, current, k=k,
                      curve_model=model, curve_subtask=subtask, p_adjust=method)
-report_panel.impact_section(current, k)
-report_panel.report_buttons(current, k, method)
+impact_section(current, k)
+report_buttons(current, k, method)

@@ -4,12 +4,35 @@ over prompt combinations, and with the best combination (CAIRO) — next to what
 from pathlib import Path
 
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
-from audit.cairo.search import few_models_warning
+from audit.cairo import explorer
+from audit.cairo.explorer import MAX_M, SEARCH_LABELS
+from audit.cairo.search import PairResult, few_models_warning
 from audit.errors import AuditError
 from pages.shared import common
-from pages.shared.cairo_views import MAX_M, SEARCH_LABELS, choices, figures, search
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def choices(path: str, version: tuple) -> tuple[list[str], list[str], list[str]]:
+    """:func:`audit.cairo.explorer.choices`, once per store version."""
+    return explorer.choices(path)
+
+
+@st.cache_data(show_spinner="Searching prompt combinations…", max_entries=8)
+def search(path: str, version: tuple, scorer: str, decoding: str, rule: str = "same",
+           paraphraser: str | None = None) -> tuple[list[PairResult], pd.DataFrame]:
+    """:func:`audit.cairo.explorer.search`, once per store version, scorer, decoding, rule and source."""
+    return explorer.search(path, scorer, decoding, rule, paraphraser)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def figures(path: str, version: tuple, scorer: str, decoding: str, rule: str, paraphraser: str | None, dimension: str,
+            pair: tuple[str, str], m: int) -> tuple[dict[str, go.Figure], dict[str, pd.DataFrame]]:
+    """:func:`audit.cairo.explorer.figures` of the cached search (shared, never mutated)."""
+    return explorer.figures(*search(path, version, scorer, decoding, rule, paraphraser), rule, dimension, pair, m)
+
 
 st.title("CAIRO explorer")
 st.caption("CAIRO (Zayed et al.): each metric's bias is Σ over subgroups |mean toxicity of the subgroup − mean "

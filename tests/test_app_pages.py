@@ -165,7 +165,7 @@ def test_models_above_the_inconsistency_threshold_are_listed():
 
     path = str(DEMO_STORE)
     base = Selection("resume", "pairwise-likelihood", grouping="race × gender", reference="W_M", ci=0.9, n_boot=50)
-    table, skipped = common.metric_rows(path, common.store_version(path), replace(base, max_inconsistent=0.55))
-    assert len(table) and not skipped
+    found = common.base_rows(path, common.store_version(path), replace(base, max_inconsistent=0.55))
+    assert len(found.table) and not found.skipped
     with pytest.raises(AuditError, match=r"smollm2-135m · resume: excluded, 16% of 168 pairs inconsistent \(> 10%\)"):
-        common.metric_rows(path, common.store_version(path), replace(base, max_inconsistent=0.10))
+        common.base_rows(path, common.store_version(path), replace(base, max_inconsistent=0.10))
