@@ -444,8 +444,9 @@ def comparison_dots(gaps: pd.DataFrame, *, gap: str = "dp", title: str = "", nam
     fig.add_hline(y=0, line=dict(color="#888888", dash="dot", width=1))
     fig.update_xaxes(title_text="group")
     fig.update_yaxes(title_text=f"{GAP_NAMES[gap]}(B) − {GAP_NAMES[gap]}(A)")
-    fig.update_layout(scattermode="group")
-    return _layout(fig, title or f"{GAP_NAMES[gap]}(B) − {GAP_NAMES[gap]}(A)", 460)
+    fig = _layout(fig, title or f"{GAP_NAMES[gap]}(B) − {GAP_NAMES[gap]}(A)", 460)
+    fig.update_layout(scattermode="group", legend_title_text="subtask")
+    return fig
 
 
 def planner_curve(curve: pd.DataFrame, *, target: float, k: int, title: str = "") -> go.Figure:

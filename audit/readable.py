@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # the scoring module loads the model backends: not needed to 
 def verdict_words(row: pd.Series) -> str:
     """A verdict in words, with the planner's estimate for inconclusive rows."""
     if row["verdict"] == INCONCLUSIVE and pd.notna(row.get("more_per_group")):
-        return f"inconclusive — about {int(row['more_per_group'])} more candidates per group needed"
+        return f"inconclusive — about {int(row['more_per_group']):,} more candidates per group needed"
     return str(row["verdict"])
 
 
@@ -152,3 +152,8 @@ def low_mass_note(mass: pd.DataFrame, view: View) -> str:
     low = sorted(set(mass.loc[mass["low"] & mass["model"].isin(view.models), "model"])) if view.mode == "pointwise" else []
     return (f"Marked ✕ in the charts: {', '.join(low)} put less than {LOW_LABEL_MASS:.0%} of the next-token probability "
             "on the labels on average, so their scores are mostly renormalised noise." if low else "")
+
+
+#: display labels of the Compare page's columns (the exported tables keep the names)
+COMPARE_LABELS = {"task": None, "mode": None, "candidate_id": "candidate", "score_a": "score A", "score_b": "score B",
+                  "selected_a": "chance of selection, A", "selected_b": "chance of selection, B", "spearman": "Spearman ρ"}

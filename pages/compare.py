@@ -60,7 +60,9 @@ figure = charts.comparison_dots(shown, gap=gap, names=common.names(current),
                                 title=f"{name}(B) − {name}(A) at k = {k}: A = {escape(a)}, B = {escape(b)}")
 common.chart(figure, shown, f"compare_{gap}_k{k}")
 st.subheader("Rank correlation of scores")
-st.dataframe(correlation, hide_index=True, width="stretch", key="compare_correlation")
+st.dataframe(correlation, hide_index=True, width="stretch", key="compare_correlation",
+             column_config=readable.COMPARE_LABELS)
 flipped = flips[flips["flipped"]]
 st.subheader(f"Selection flips at k = {k}: {len(flipped)} of {len(flips)} candidates")
-st.dataframe(readable.named(flipped, common.design(current)), hide_index=True, width="stretch", key="compare_flips")
+st.dataframe(readable.named(flipped, common.design(current)), hide_index=True, width="stretch", key="compare_flips",
+             column_config=readable.COMPARE_LABELS)

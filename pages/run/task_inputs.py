@@ -7,6 +7,7 @@ Only what was entered is checked; an uploaded file is previewed (first rows, gro
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import streamlit as st
@@ -55,7 +56,7 @@ def custom_inputs() -> dict[str, Path] | None:
             spec = load_spec(spec_path)
             columns = spec.group_columns
     data = save_upload(upload.name, upload.getvalue(), TABLE_SUFFIXES) if upload is not None else None
-    show_preview(data, columns or ("group",), spec)
+    show_preview(data, upload.name if upload is not None else "", columns or ("group",), spec)
     if data is None or spec_path is None:
         if data is not None and source == "form":
             st.info("Give the reference group in the form to check the spec and run.")
@@ -63,11 +64,13 @@ def custom_inputs() -> dict[str, Path] | None:
     return {"data": data, "spec": spec_path}
 
 
-def show_preview(data: Path | None, columns: tuple[str, ...] | list[str], spec: TaskSpec | None) -> None:
-    """The upload's first rows and groups, and the parsed spec, in an expander each (errors raise AuditError)."""
+def show_preview(data: Path | None, name: str, columns: tuple[str, ...] | list[str], spec: TaskSpec | None) -> None:
+    """The upload (``name`` as uploaded)'s first rows and groups, and the parsed spec, in an expander each (errors
+    raise AuditError)."""
     if data is not None:
         rows, groups, count = preview(data, columns)
-        with st.expander(f"preview: {count} candidates in {data.name}", expanded=True):
+        shown = re.sub(r"([\\`*_{}\[\]()#+\-.!|~<>$:])", r"\\\1", name)  # the file name as typed, not as Markdown
+        with st.expander(f"preview: {count} candidates in {shown}", expanded=True):
             st.dataframe(rows, hide_index=True, width="stretch", key="run_preview_rows")
             if groups is None:
                 st.caption(f"No group column {', '.join(columns)} in the file: name the file's group column(s) in "
