@@ -449,12 +449,13 @@ def comparison_dots(gaps: pd.DataFrame, *, gap: str = "dp", title: str = "", nam
     return fig
 
 
-def planner_curve(curve: pd.DataFrame, *, target: float, k: int, title: str = "") -> go.Figure:
+def planner_curve(curve: pd.DataFrame, *, target: float, k: int, title: str = "",
+                  names: Mapping[str, str] | None = None) -> go.Figure:
     """CI half-width of ΔDP at k against candidates per group (log scale), one line per group, with the target.
 
-    ``curve``: rows of :func:`audit.metrics.planner.plan` for one (model, subtask, mode)."""
-    curve = _escaped(curve)
-    colours = group_colours(curve["group"].unique())
+    ``curve``: rows of :func:`audit.metrics.planner.plan` for one (model, subtask, mode); ``names``: group code →
+    display name."""
+    curve, colours = _groups(curve, "group", names)
     fig = go.Figure()
     for group, part in curve.sort_values("n").groupby("group", sort=True, observed=True):
         fig.add_trace(go.Scatter(x=part["n"], y=part["half_width"], mode="lines+markers", name=str(group),

@@ -64,7 +64,7 @@ def planner_panel(view: views.View, model: str, subtask: str, k: int) -> go.Figu
                 f"give a {round(view.ci * 100)} % CI of ΔDP at k = {k} no wider than ± {target:g} for every group"
                 f"{beyond}; the pilot's {int(row['pilot_n'])} per group give ± {row['pilot_half_width']:.3f}. "
                 "From the exact engine on pilots resampled to each size.")
-    fig = charts.planner_curve(curve, target=target, k=k)
+    fig = charts.planner_curve(curve, target=target, k=k, names=common.names(view))
     st.plotly_chart(fig, width="stretch", key="chart_planner")
     return fig
 
