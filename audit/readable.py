@@ -111,8 +111,11 @@ def metric_table(rows: pd.DataFrame, design: AuditDesign) -> pd.DataFrame:
 
 
 def group_names(design: AuditDesign, codes: Iterable[str]) -> dict[str, str]:
-    """Group code → the design's display name, for chart legends and pickers."""
-    return {str(code): design.display_name(str(code)) for code in codes}
+    """Group code → the design's display name for every group of ``codes`` under each grouping the design declares
+    (whole codes and their categories), for chart legends and pickers."""
+    whole = {str(code) for code in codes}
+    return {category: design.display_name(category)
+            for category in {design.category(c, g) for c in whole for g in design.groupings}}
 
 
 def summary_table(summary: pd.DataFrame) -> pd.DataFrame:

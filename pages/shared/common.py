@@ -45,9 +45,7 @@ def design(view: views.View) -> views.AuditDesign:
 
 def names(view: views.View) -> dict[str, str]:
     """Group code → display name for every group of the view's task (whole codes and each grouping's)."""
-    found = design(view)
-    codes = tables(view).scores.loc[lambda s: s["task"] == view.task, "group"].astype(str).unique()
-    return readable.group_names(found, {found.category(c, g) for c in codes for g in found.groupings})
+    return readable.group_names(design(view), tables(view).scores.loc[lambda s: s["task"] == view.task, "group"])
 
 
 def view_scores(view: views.View) -> pd.DataFrame:
