@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import pandas as pd
 
@@ -160,3 +160,20 @@ def low_mass_note(mass: pd.DataFrame, view: View) -> str:
 #: display labels of the Compare page's columns (the exported tables keep the names)
 COMPARE_LABELS = {"task": None, "mode": None, "candidate_id": "candidate", "score_a": "score A", "score_b": "score B",
                   "selected_a": "chance of selection, A", "selected_b": "chance of selection, B", "spearman": "Spearman ρ"}
+
+
+class Verdict(NamedTuple):
+    """A verdict table as a page shows it: the overall sentence, one row per system, one per category, each
+    grouping's impact table (or why it is not defined at k) and the rule with the groupings not judged."""
+
+    overall: str
+    systems: pd.DataFrame
+    categories: pd.DataFrame
+    impact: dict[str, pd.DataFrame | str]
+    note: str
+
+
+def verdict(table: pd.DataFrame, sizes: dict[str, int], k: int, ci: float) -> Verdict:
+    """:class:`Verdict` of the rows of :func:`audit.audit_verdict.verdict_table` (``sizes``: each grouping's pool)."""
+    return Verdict(overall_line(table, k), system_verdicts(table), category_verdicts(table),
+                   impact_by_grouping(table, sizes, k), verdict_note(ci, k, sizes))

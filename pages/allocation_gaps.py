@@ -36,6 +36,12 @@ def scatter_of(view: views.View, k: int, method: str) -> go.Figure:
                               reference=names.get(view.reference, view.reference), names=names)
 
 
+@st.cache_resource(show_spinner=False, max_entries=64)
+def read_table(view: views.View, k: int, method: str) -> pd.DataFrame:
+    """The metric rows at quota k as read on the page (names, intervals, formatted p-values); shared, never mutated."""
+    return readable.metric_table(common.at_quota(view, k, method).rows, common.design(view))
+
+
 @st.cache_data(show_spinner="Planning…", max_entries=32)
 def plan(view: views.View, model: str, subtask: str) -> pd.DataFrame:
     """The planner's curves with one (model, subtask) of the view as pilot."""
@@ -121,8 +127,7 @@ if at_k.empty:
 st.caption(quota.caption())
 scatter = scatter_of(current, k, method)
 common.chart(scatter, at_k, f"gaps_k{k}")
-st.dataframe(readable.metric_table(at_k, common.design(current)), hide_index=True, width="stretch",
-             key="gap_table_read")
+st.dataframe(read_table(current, k, method), hide_index=True, width="stretch", key="gap_table_read")
 with st.expander("every column, with group codes (as in the CSV export)"):
     st.dataframe(at_k, hide_index=True, width="stretch", key="gap_table")
 

@@ -2,7 +2,6 @@
 of the view's task, systems and subtasks at quota k, and its impact tables per grouping."""
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from audit import readable, views
@@ -12,12 +11,13 @@ from audit.selection import Selection
 from pages.shared import common
 
 
-@st.cache_data(show_spinner="Judging the audit…", max_entries=16)
-def judged(path: str, version: tuple, selection: Selection, k: int) -> tuple[pd.DataFrame, dict[str, int]]:
-    """The verdict rows of ``selection`` at quota k (every grouping whose pools exceed k) and each grouping's pool
-    size."""
+@st.cache_resource(show_spinner="Judging the audit…", max_entries=16)
+def judged(path: str, version: tuple, selection: Selection, k: int) -> readable.Verdict:
+    """The verdict of ``selection`` at quota k (every grouping whose pools exceed k), as the pages show it; shared,
+    never mutated."""
     tables = common.load_tables(path, version)
-    return verdict_table(tables, selection, k=k), pool_sizes(tables, selection)
+    return readable.verdict(verdict_table(tables, selection, k=k), pool_sizes(tables, selection), k,
+                            selection.ci or 0.95)
 
 
 def verdict(view: views.View, k: int, *, impact: bool = False) -> None:
@@ -25,14 +25,14 @@ def verdict(view: views.View, k: int, *, impact: bool = False) -> None:
     each grouping up front (or why it is not defined at k)."""
     selection = Selection(view.task, models=view.models, subtasks=view.subtasks, ci=view.ci, n_boot=view.n_boot)
     try:
-        table, sizes = judged(view.store, view.version, selection, k)
+        found = judged(view.store, view.version, selection, k)
     except AuditError as exc:
         st.info(f"No verdict for this selection: {exc}")
         return
-    st.markdown(readable.overall_line(table, k))
-    st.dataframe(readable.system_verdicts(table), hide_index=True, width="stretch", key=f"verdict_systems_{impact}")
+    st.markdown(found.overall)
+    st.dataframe(found.systems, hide_index=True, width="stretch", key=f"verdict_systems_{impact}")
     if impact:
-        for grouping, shown in readable.impact_by_grouping(table, sizes, k).items():
+        for grouping, shown in found.impact.items():
             st.markdown(f"**Impact ratios by {grouping} at k = {k}**")
             if isinstance(shown, str):
                 st.caption(shown)
@@ -40,7 +40,6 @@ def verdict(view: views.View, k: int, *, impact: bool = False) -> None:
                 st.dataframe(shown, hide_index=True, width="stretch", key=f"verdict_impact_{grouping}")
     else:
         with st.expander("per system, grouping and group"):
-            st.dataframe(readable.category_verdicts(table), hide_index=True, width="stretch")
-    st.caption(readable.verdict_note(view.ci, k, sizes) + (f" The verdict reads the pointwise scores; the charts "
-                                                            f"below show {view.mode}." if view.mode != "pointwise"
-                                                            else ""))
+            st.dataframe(found.categories, hide_index=True, width="stretch")
+    st.caption(found.note + (f" The verdict reads the pointwise scores; the charts below show {view.mode}."
+                             if view.mode != "pointwise" else ""))
