@@ -123,18 +123,22 @@ def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
     return summary.drop(columns=["task"]).rename(columns={"model": "system"})
 
 
-def details_text(text: str) -> str:
-    """A model's stored details (JSON) as ``key value`` text, never a raw JSON cell."""
+def json_text(text: str, keys: Sequence[str] = ()) -> str:
+    """A JSON object (a model's stored details, a decoding) as ``key value, …`` text (only ``keys`` when given),
+    never raw JSON; other text as it is."""
     try:
         values = json.loads(text)
     except (TypeError, ValueError):
         return str(text)
-    return ", ".join(f"{key} {values[key]}" for key in ("kind", "quant", "dtype", "device") if key in values)
+    if not isinstance(values, dict):
+        return str(text)
+    return ", ".join(f"{key.replace('_', ' ')} {values[key]}" for key in (keys or values) if key in values)
 
 
 def model_table(models: pd.DataFrame) -> pd.DataFrame:
     """Registered models (:func:`audit.views.model_table`) with their details in words."""
-    return models.assign(details=models["details"].map(details_text)).rename(columns={"model": "system"})
+    details = models["details"].map(lambda text: json_text(text, ("kind", "quant", "dtype", "device")))
+    return models.assign(details=details).rename(columns={"model": "system"})
 
 
 def label_mass_table(mass: pd.DataFrame) -> pd.DataFrame:

@@ -7,6 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from audit import readable
 from audit.cairo import explorer
 from audit.cairo.explorer import MAX_M, SEARCH_LABELS
 from audit.cairo.search import PairResult, few_models_warning
@@ -58,7 +59,7 @@ if not scorers:
     st.stop()
 left, middle, right = st.columns(3)
 scorer = left.selectbox("toxicity scorer", scorers, key="cairo_scorer")
-decoding = middle.selectbox("decoding", decodings, key="cairo_decoding")
+decoding = middle.selectbox("decoding", decodings, key="cairo_decoding", format_func=readable.json_text)
 rule = right.selectbox("combination search", list(SEARCH_LABELS), format_func=SEARCH_LABELS.get, key="cairo_search")
 paraphraser = left.selectbox("paraphrase sets written by", [None, *writers], key="cairo_paraphraser",
                              format_func=lambda source: "every source" if source is None else source)
