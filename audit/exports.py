@@ -47,8 +47,9 @@ def start_exporter() -> bool:
         return True
 
 
-def figure_bytes(fig: go.Figure, fmt: str, *, plotlyjs: "bool | str" = True) -> bytes:
-    """``fig`` as ``png``, ``svg``, ``pdf`` or ``html`` bytes (HTML embeds plotly.js unless ``plotlyjs`` says else)."""
+def figure_bytes(fig: go.Figure, fmt: str, *, plotlyjs: "bool | str" = True, width: int | None = None) -> bytes:
+    """``fig`` as ``png``, ``svg``, ``pdf`` or ``html`` bytes (HTML embeds plotly.js unless ``plotlyjs`` says else;
+    static images ``width`` pixels wide, default :data:`WIDTH`)."""
     if fmt == "html":
         return fig.to_html(full_html=True, include_plotlyjs=plotlyjs).encode("utf-8")
     if fmt not in FIGURE_FORMATS:
@@ -59,7 +60,7 @@ def figure_bytes(fig: go.Figure, fmt: str, *, plotlyjs: "bool | str" = True) -> 
         start_exporter()
         with _lock, warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # kaleido: "kopts ignored if using a server"
-            return fig.to_image(format=fmt, width=WIDTH, height=height, scale=SCALE if fmt == "png" else 1)
+            return fig.to_image(format=fmt, width=width or WIDTH, height=height, scale=SCALE if fmt == "png" else 1)
 
     return _within_deadline(export, EXPORT_DEADLINE)
 

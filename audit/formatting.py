@@ -27,11 +27,17 @@ def number(value: object, digits: int = 3) -> str:
     return "0" if round(x, digits) == 0 else f"{x:.{digits}f}"
 
 
+def _fixed(value: object, digits: int) -> str:
+    """``value`` with ``digits`` decimals, never ``-0.00``."""
+    text = f"{float(value):.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
 def interval(low: object, high: object, digits: int = 2) -> str:
     """``[0.12, 0.48]``; ``n/a`` when a bound is missing."""
     if _missing(low) or _missing(high):
         return "n/a"
-    return f"[{float(low):.{digits}f}, {float(high):.{digits}f}]"
+    return f"[{_fixed(low, digits)}, {_fixed(high, digits)}]"
 
 
 def estimate(value: object, low: object = None, high: object = None, digits: int = 2) -> str:
@@ -39,7 +45,7 @@ def estimate(value: object, low: object = None, high: object = None, digits: int
     interval next to a missing estimate)."""
     if _missing(value):
         return "n/a"
-    text = f"{float(value):.{digits}f}"
+    text = _fixed(value, digits)
     return text if _missing(low) or _missing(high) else f"{text} {interval(low, high, digits)}"
 
 

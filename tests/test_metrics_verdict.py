@@ -93,6 +93,13 @@ def test_cli_verdict_on_the_demo_store_names_groups_and_refuses_k_at_pool_size(c
     table = pd.read_csv(io.StringIO(capsys.readouterr().out))
     assert set(table["grouping"]) == {"race"} and "White" in set(table["name"])
     assert set(table["verdict"]) <= {ADVERSE, INCONCLUSIVE, NO_EVIDENCE}
+    assert main(["verdict", "--db", str(demo), "--task", "resume", "--k", "1", "--grouping", "race", "--models",
+                 "gemma3-270m", "--subtasks", "retail", "--bootstrap", "100", "--permutations", "100",
+                 "--format", "csv"]) == 0
+    chosen = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert len(chosen) == 4 and set(chosen["model"]) == {"gemma3-270m"} and set(chosen["subtask"]) == {"retail"}
+    assert main(["verdict", "--db", str(demo), "--task", "resume", "--k", "1", "--models", "nobody"]) == 2
+    assert "model 'nobody' has no pointwise scores" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv", [["metrics", "--k", "8"], ["impact", "--k", "2", "--grouping", "gender"],

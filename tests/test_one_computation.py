@@ -7,6 +7,7 @@ import io
 import json
 import os
 import re
+import shlex
 from dataclasses import replace
 from pathlib import Path
 from contextlib import redirect_stderr, redirect_stdout
@@ -154,7 +155,7 @@ def test_page_cli_and_report_hold_the_same_numbers(request, monkeypatch, store, 
     equal(shown, pd.DataFrame(data["gaps_at_k"]), KEY, NUMBERS, "page vs report")
     own = impact[impact["grouping"] == grouping]
     equal(own, pd.DataFrame(data["impact"]), IMPACT_KEY, IMPACT_NUMBERS, "impact --db vs report")
-    scope = dict(re.findall(r"<tr><th>([^<]+)</th><td>([^<]*)</td></tr>", html))
+    scope = dict(re.findall(r"<th>([^<]+)</th><td>([^<]*)</td>", html))
     assert (unescape(scope["grouping"]), unescape(scope["reference group"])) == (grouping, reference)
     recorded = data["settings"]
     assert (recorded["grouping"], recorded["reference"], recorded["preset"], recorded["max_inconsistent"]) == (
@@ -191,3 +192,32 @@ def test_compare_page_cli_and_report_hold_the_same_comparison(monkeypatch):
     numbers = [c for c in gaps.columns if c.startswith(("dp_", "eo_"))]
     assert numbers
     equal(gaps, pd.DataFrame(found["gaps"]), ["subtask", "mode", "group", "k"], numbers, "report vs compare")
+
+
+def test_page_report_equals_the_cli_report_it_prints(monkeypatch, tmp_path):
+    """The report the Allocation page's button builds and the report of the ``report`` command that report prints
+    (copied as printed) hold the same settings, replicates, verdicts, findings and numbers."""
+    at = page(monkeypatch, DEMO_STORE, "resume", "pointwise", "race", "B", "default", None,
+              ("hr_specialist", "retail"), 2)
+    html = build_report(report_panel.report_settings(at.session_state["view"], 2,
+                                                     at.radio(key="p_adjust").value)).decode("utf-8")
+    printed = unescape(re.search(r"<pre class=reproduce>(.*?)</pre>", html, re.S).group(1))
+    command = next(c for c in printed.split("\n\n") if c.startswith("python -m audit report"))
+    argv = shlex.split(command.replace("\\\n", " "))[3:]
+    argv[argv.index("--out") + 1] = str(tmp_path / "cli.html")
+    assert main(argv) == 0
+    cli_html = (tmp_path / "cli.html").read_text("utf-8")
+
+    def parts(text: str) -> tuple:
+        data = json.loads(re.search(r"id='report-data'>(.*?)</script>", text, re.S).group(1))
+        findings = re.findall(r'<li class="finding"[^>]*>(.*?)</li>', text)
+        cells = re.findall(r'data-category="([^"]*)" data-verdict="([^"]*)"', text)
+        return data, findings, cells
+
+    (page_data, page_findings, page_cells), (cli_data, cli_findings, cli_cells) = parts(html), parts(cli_html)
+    assert page_data["settings"] == cli_data["settings"] and page_data["settings"]["n_boot"] == N_BOOT
+    assert page_findings == cli_findings and page_cells == cli_cells and page_cells
+    for name in ("gaps_at_k", "impact", "verdicts"):
+        key = IMPACT_KEY if name != "gaps_at_k" else KEY
+        numbers = [c for c in pd.DataFrame(page_data[name]).columns if c in NUMBERS + IMPACT_NUMBERS + ["p_adj"]]
+        equal(pd.DataFrame(page_data[name]), pd.DataFrame(cli_data[name]), key, numbers, f"page vs cli {name}")

@@ -14,7 +14,7 @@ from audit.errors import AuditError
 from audit.commands.io import emit, parse_quotas, read_table_file, records
 from audit.output import check_target, csv_text, write_atomic
 from audit.metrics.compare import compare_gaps, rank_correlation, selection_flips
-from audit.metrics.impact import impact_ratios
+from audit.metrics.impact import FOUR_FIFTHS, impact_ratios
 from audit.metrics.inference import METHODS
 from audit.reporting import ReportSettings, build_report
 from audit.reporting.content import load_scores
@@ -59,6 +59,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--grouping", help="a grouping the task declares, e.g. race (default: whole group codes)")
     report.add_argument("--reference", help="reference group (default: the stored design's, in the grouping)")
     report.add_argument("--subtasks", nargs="+", default=(), help="subtasks to include (default: all)")
+    report.add_argument("--groups", nargs="+", default=(), help="groups of the grouping to show (default: all)")
+    report.add_argument("--threshold", type=float, default=FOUR_FIFTHS,
+                        help="impact-ratio threshold of the verdicts (default 0.8)")
     report.add_argument("--preset", default="default", help="metric estimators: default or paper-exact")
     report.add_argument("--max-inconsistent", type=float, metavar="RATE",
                         help="leave out pairwise models above RATE inconsistent pairs")
@@ -190,6 +193,7 @@ def run_report(args: argparse.Namespace) -> int:
         raise AuditError(f"--out {args.out}: the report is written as .html or .pdf")
     settings = ReportSettings(store=args.db, task=args.task, models=tuple(args.models), mode=args.mode,
                               reference=args.reference, grouping=args.grouping, subtasks=tuple(args.subtasks),
+                              groups=tuple(args.groups), threshold=args.threshold,
                               preset=args.preset, max_inconsistent=args.max_inconsistent, k=args.k, pool=args.pool,
                               ci=args.ci, n_boot=args.bootstrap, n_perm=args.permutations, adjust=args.adjust,
                               seed=args.seed,

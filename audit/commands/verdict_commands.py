@@ -29,6 +29,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     source.add_argument("--db", help="result store: its pointwise scores and each task's stored design")
     source.add_argument("--scores", help="a score table (.csv or .parquet) from `python -m audit scores`")
     parser.add_argument("--task", help="with --db: the task to audit (default: the store's only task)")
+    parser.add_argument("--models", nargs="+", default=(), help="with --db: models to include (default: all)")
+    parser.add_argument("--subtasks", nargs="+", default=(), help="with --db: subtasks to include (default: all)")
     parser.add_argument("--k", type=int, required=True, help="quota k, below every grouping's pool size")
     parser.add_argument("--pool", help="per-group, random:N (with --db: overrides the stored design)")
     parser.add_argument("--grouping", action="append", help="with --db: a grouping the task declares, e.g. race "
@@ -46,8 +48,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 def _table(args: argparse.Namespace) -> pd.DataFrame:
     """The verdict rows of the store's task, or of a score file read with its group codes whole."""
     if args.scores:
-        if args.task or args.grouping:
-            raise AuditError("--scores takes no --task or --grouping (use --db for a task's stored design)")
+        if args.task or args.grouping or args.models or args.subtasks:
+            raise AuditError("--scores takes no --task, --grouping, --models or --subtasks (use --db)")
         scores = read_table_file(args.scores, "score table")
         scores = scores[scores["mode"].astype(str) == "pointwise"] if "mode" in scores else scores
         table = verdicts(scores, grouping=WHOLE, k=args.k, pool=args.pool or "per-group", threshold=args.threshold,
@@ -59,7 +61,14 @@ def _table(args: argparse.Namespace) -> pd.DataFrame:
     task = args.task or (tasks[0] if len(tasks) == 1 else None)
     if task is None:
         raise AuditError(f"the store holds tasks {tasks}; choose one with --task")
-    selection = Selection(task, pool=args.pool, ci=args.ci, n_boot=args.bootstrap, n_perm=args.permutations,
+    pointwise = tables.scores[(tables.scores["task"] == task) & (tables.scores["mode"] == "pointwise")]
+    for column, chosen in (("model", args.models), ("subtask", args.subtasks)):
+        known = set(pointwise[column].astype(str))
+        missing = [c for c in chosen if c not in known]
+        if missing:
+            raise AuditError(f"{column} {missing[0]!r} has no pointwise scores for task {task!r}; {column}s are: "
+                             f"{', '.join(sorted(known))}")
+    selection = Selection(task, models=tuple(args.models), subtasks=tuple(args.subtasks), pool=args.pool, ci=args.ci, n_boot=args.bootstrap, n_perm=args.permutations,
                           seed=args.seed)
     return verdict_table(tables, selection, k=args.k, groupings=args.grouping or (), threshold=args.threshold)
 

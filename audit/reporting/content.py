@@ -2,8 +2,6 @@
 diagnostics, an optional comparison, limitations and the commands that reproduce each number."""
 from __future__ import annotations
 
-import hashlib
-import json
 import shlex
 import subprocess
 from dataclasses import asdict, dataclass, field, replace
@@ -13,10 +11,13 @@ from pathlib import Path
 import pandas as pd
 
 from audit.audit_result import comparison, compute
+from audit.audit_verdict import pool_sizes, verdict_table
 from audit.design import AuditDesign
 from audit.errors import AuditError
+from audit.metrics.impact import FOUR_FIFTHS
 from audit.metrics.inference import METHODS
 from audit.metrics.schema import is_pairwise
+from audit.reporting import provenance
 from audit.results import answer_table, pair_table, score_table
 from audit.selection import N_BOOT, N_PERM, Selection
 from audit.store import Store
@@ -46,6 +47,7 @@ class ReportSettings:
     adjust: str = "holm"
     seed: int = 0
     compare: tuple[str, str] | None = None
+    threshold: float = FOUR_FIFTHS
 
     @property
     def design(self) -> str:
@@ -79,6 +81,12 @@ class ReportData:
     comparison: dict[str, pd.DataFrame] = field(default_factory=dict)
     generated: str = ""
     version: str = ""
+    #: one row per system × grouping × category (:func:`audit.audit_verdict.verdict_table`); None for pairwise modes
+    verdicts: pd.DataFrame | None = None
+    #: each declared grouping's smallest pool size (a quota k is defined below it)
+    pool_sizes: dict[str, int] = field(default_factory=dict)
+    #: (SHA-256 of the candidate rows scored, number of rows), see :func:`audit.reporting.provenance.data_hash`
+    data: tuple[str, int] = ("", 0)
 
     @property
     def at_k(self) -> pd.DataFrame:
@@ -122,36 +130,6 @@ def load_scores(settings: ReportSettings, table: pd.DataFrame | None = None) -> 
     return table.reset_index(drop=True)
 
 
-def _models(store: Store, scores: pd.DataFrame) -> pd.DataFrame:
-    rows = []
-    for label, fingerprint, details in store.models()[["label", "fingerprint", "details"]].itertuples(index=False,
-                                                                                                      name=None):
-        if fingerprint not in set(scores["fingerprint"]):
-            continue
-        info = json.loads(details)
-        rows.append({"model": label, "fingerprint": fingerprint, "source": info.get("location", ""),
-                     "kind": info.get("kind", ""), "content hash": info.get("content_id", ""),
-                     "quantisation": info.get("quant", ""), "dtype": info.get("dtype", ""),
-                     "device": info.get("device", ""), "backend": info.get("engine", "transformers")})
-    return pd.DataFrame(rows).sort_values("model", ignore_index=True)
-
-
-def _prompts(store: Store, task: str, scores: pd.DataFrame, mode: str) -> pd.DataFrame:
-    """One example prompt per subtask: its system message (the template with the job filled in) and SHA-256."""
-    plan = "pointwise_plan" if mode == "pointwise" else "pairwise_plan"
-    fingerprints = sorted(set(scores["fingerprint"]))
-    rows = []
-    for subtask in sorted(scores["subtask"].unique()):
-        found = store.db.execute(
-            f"SELECT b.body FROM {plan} p JOIN prompts b ON b.key = p.prompt WHERE p.task = ? AND p.subtask = ? "
-            f"AND p.model IN ({','.join('?' * len(fingerprints))}) ORDER BY p.prompt LIMIT 1",
-            (task, subtask, *fingerprints)).fetchone()
-        system = json.loads(found[0]).get("system", "") if found else ""
-        rows.append({"subtask": subtask, "template": system,
-                     "sha256": hashlib.sha256(system.encode("utf-8")).hexdigest()[:16]})
-    return pd.DataFrame(rows)
-
-
 def _diagnostics(store: Store, scores: pd.DataFrame, mode: str) -> pd.DataFrame:
     """Per model: pointwise label mass (share of next-token probability on the labels), or the pairwise answers'
     irregular, tied and order-flipped shares."""
@@ -169,28 +147,42 @@ def _diagnostics(store: Store, scores: pd.DataFrame, mode: str) -> pd.DataFrame:
 
 
 def collect(settings: ReportSettings) -> ReportData:
-    """Read the store and compute every table of the report through :func:`audit.audit_result.compute` (an
-    AuditError on bad settings, store untouched)."""
+    """Read the store and compute every table of the report through :func:`audit.audit_result.compute` and, for
+    pointwise scores, the verdicts of :func:`audit.audit_verdict.verdict_table` (an AuditError on bad settings,
+    store untouched)."""
     scores = load_scores(settings)
     task = str(scores["task"].iloc[0])
     with Store(settings.store, create=False) as store:
         tables = StoreTables.read(store)
-        models, prompts = _models(store, scores), _prompts(store, task, scores, settings.mode)
+        models = provenance.systems(store, scores, task, settings.mode)
+        prompts = provenance.prompts(store, task, scores, settings.mode)
         diagnostics = _diagnostics(store, scores, settings.mode)
-    result = compute(tables, settings.selection(task))
+        subtasks = sorted(scores["subtask"].astype(str).unique())
+        data_hash = provenance.data_hash(store, task, [t for t in subtasks if not settings.subtasks
+                                                       or t in settings.subtasks])
+    selection = settings.selection(task)
+    result = compute(tables, selection)
     metrics = result.table
-    if not 1 <= settings.k <= metrics["k"].max():
-        raise AuditError(f"quota k={settings.k} is outside 1 … {metrics['k'].max()} (the smallest selected pool)")
+    size = int(metrics["k"].max())
+    if not 1 <= settings.k < size:
+        raise AuditError(f"quota k={settings.k} is not below the pool size {size} of grouping {result.grouping!r}: "
+                         f"at k = pool size everyone is selected; choose k in 1 … {size - 1}")
+    verdicts, sizes_by_grouping = None, {}
+    if settings.mode == "pointwise":
+        sizes_by_grouping = pool_sizes(tables, selection)
+        verdicts = verdict_table(tables, selection, k=settings.k, threshold=settings.threshold)
     settings = replace(settings, task=task, reference=result.reference, grouping=result.grouping, pool=result.pool)
     scores = regroup(scores[scores["model"].isin(metrics["model"]) & scores["subtask"].isin(metrics["subtask"])],
                      result.design.part(result.grouping))
-    sizes = (scores.groupby(["subtask", "group"])["candidate_id"].nunique().rename("candidates").reset_index())
+    sizes = (scores.groupby(["model", "subtask", "group"])["candidate_id"].nunique().rename("candidates")
+             .reset_index())
     data = ReportData(
         settings=settings, task=task, design=result.design, models=models, subtasks=sorted(metrics["subtask"].unique()),
         group_sizes=sizes, prompts=prompts, metrics=metrics,
         impact=result.impact[result.impact["k"] == settings.k].reset_index(drop=True),
         correlations=result.correlations(settings.k), rankings=result.rankings(settings.k)[0], diagnostics=diagnostics,
-        generated=datetime.now(timezone.utc).isoformat(timespec="seconds"), version=tool_version())
+        generated=datetime.now(timezone.utc).isoformat(timespec="seconds"), version=tool_version(),
+        verdicts=verdicts, pool_sizes=sizes_by_grouping, data=data_hash)
     if settings.compare:
         a, b = settings.compare
         found = comparison(tables, replace(result.selection, ks=(settings.k,)), a, b)
@@ -198,49 +190,93 @@ def collect(settings: ReportSettings) -> ReportData:
     return data
 
 
+def sample_sizes(data: ReportData) -> pd.DataFrame:
+    """Per system (model): its subtasks and the smallest / largest number of candidates of one group in one
+    subtask, in the report's grouping."""
+    sizes = data.group_sizes
+    return (sizes.groupby("model", as_index=False)
+            .agg(subtasks=("subtask", "nunique"), smallest=("candidates", "min"), largest=("candidates", "max")))
+
+
+def _counts(low: int, high: int) -> str:
+    return f"{low}" if low == high else f"{low} to {high}"
+
+
 def limitations(data: ReportData) -> list[str]:
-    """Limitations computed from the data: group sizes, CI widths, the design."""
-    sizes = data.group_sizes["candidates"]
+    """Limitations computed from the data: per-system group sizes, CI widths, the design."""
+    per_model = "; ".join(f"{r.model}: {_counts(r.smallest, r.largest)}"
+                          for r in sample_sizes(data).itertuples(index=False))
     widths = (data.at_k["dp_gap_hi"] - data.at_k["dp_gap_lo"]) * 100
-    out = [f"Each group has {sizes.min()} to {sizes.max()} candidates per subtask; at k = {data.settings.k} the "
-           f"{round(data.settings.ci * 100)} % intervals of ΔDP are {widths.median():.1f} points wide (median; "
-           f"{widths.min():.1f} to {widths.max():.1f}). Gaps smaller than about half that width cannot be told "
-           "from zero.",
+    out = [f"Candidates per group and subtask ({data.settings.grouping} grouping) — {per_model}. At "
+           f"k = {data.settings.k} the {round(data.settings.ci * 100)} % intervals of ΔDP are {widths.median():.1f} "
+           f"points wide (median; {widths.min():.1f} to {widths.max():.1f}). Gaps smaller than about half that "
+           "width cannot be told from zero.",
            f"Intervals are percentile bootstrap intervals over {data.settings.n_boot} resamples of "
            f"{'the recorded pools' if data.settings.design == 'observed' else 'each group’s candidates'} (seed "
            f"{data.settings.seed}); they are not adjusted for the number of comparisons. p-values are permutation "
            f"tests of \"no gap\" ({data.settings.n_perm} shuffles of the group labels), adjusted "
-           f"({METHODS[data.settings.adjust]}) across the groups × subtasks of each model."]
+           f"({METHODS[data.settings.adjust]}) across the groups × subtasks of each model; only adjusted p-values "
+           "decide findings and verdicts.",
+           "A model's answers depend on the exact prompt, labels and answer prefix (Method); another wording, "
+           "another decoding or another model version can give other gaps. The verdicts hold for these systems as "
+           "scored on these candidates, not for the models in general."]
     if data.design.counterfactual:
         out.append("Counterfactual design: groups differ only by the name on otherwise identical resumes, so a gap is "
                    "caused by the name (and what the model infers from it).")
     else:
         out.append(f"Observational design: the groups of task {data.task!r} may differ in their documents, so a gap "
                    "can reflect those differences, not only group membership.")
+    if data.verdicts is None:
+        out.append(f"Verdicts are defined on pointwise scores; this report reads {data.settings.mode} scores, so it "
+                   "lists gaps but no verdict.")
     return out
 
 
-def commands(data: ReportData) -> list[str]:
-    """The shell commands that reproduce every number of the report (the same selection, read from the store)."""
+def commands(data: ReportData) -> list[list[str]]:
+    """The shell commands that reproduce every number of the report (the same selection, read from the store), each
+    as its list of shell-quoted words (see :func:`shell_text`)."""
     s = data.settings
-    source = f"--db {_quoted(s.store)} --task {_quoted(data.task)} --mode {s.mode}"
-    if s.models:
-        source += f" --models {' '.join(_quoted(m) for m in s.models)}"
-    chosen = f"--grouping {_quoted(s.grouping)} --pool {s.design}"
-    if s.subtasks:
-        chosen += f" --subtasks {' '.join(_quoted(t) for t in s.subtasks)}"
-    reference = f"--reference {_quoted(s.reference)}"
-    options = f" --preset {s.preset}" + (f" --max-inconsistent {s.max_inconsistent}" if s.max_inconsistent else "")
-    boot = f"--ci {s.ci} --bootstrap {s.n_boot} --seed {s.seed}"
-    out = [f"python -m audit metrics {source} {chosen} {reference} --k 1-{max(1, data.metrics['k'].max() - 1)}{options} {boot} "
-           f"--permutations {s.n_perm} --adjust {s.adjust} --format csv",
-           f"python -m audit impact {source} {chosen} --k {s.k} {boot} --format csv",
-           f"python -m audit report {source} {chosen} {reference} --k {s.k}{options} {boot} --permutations {s.n_perm} "
-           f"--adjust {s.adjust} --out report.html"]
+    source = ["--db", _quoted(s.store), "--task", _quoted(data.task)]
+    picked = (["--models", *map(_quoted, s.models)] if s.models else []) + (
+        ["--subtasks", *map(_quoted, s.subtasks)] if s.subtasks else [])
+    chosen = ["--mode", s.mode, *picked, "--grouping", _quoted(s.grouping), "--pool", _quoted(s.design)]
+    reference = ["--reference", _quoted(s.reference)]
+    options = ["--preset", s.preset] + (["--max-inconsistent", str(s.max_inconsistent)] if s.max_inconsistent else [])
+    boot = ["--ci", str(s.ci), "--bootstrap", str(s.n_boot), "--seed", str(s.seed)]
+    tests = ["--permutations", str(s.n_perm), "--adjust", s.adjust]
+    largest = max(1, int(data.metrics["k"].max()) - 1)
+    out = [["python -m audit metrics", *source, *chosen, *reference, "--k", f"1-{largest}", *options, *boot, *tests,
+            "--format csv"],
+           ["python -m audit impact", *source, *chosen, "--k", str(s.k), *boot, "--format csv"]]
+    if data.verdicts is not None:
+        out.append(["python -m audit verdict", *source, *picked, "--pool", _quoted(s.design), "--k", str(s.k),
+                    "--threshold", f"{s.threshold:g}", *boot, "--permutations", str(s.n_perm), "--format json"])
+    groups = ["--groups", *map(_quoted, s.groups)] if s.groups else []
+    out.append(["python -m audit report", *source, *chosen, *groups, *reference, "--k", str(s.k), *options, *boot,
+                *tests, "--threshold", f"{s.threshold:g}", "--out report.html"])
     if s.compare:
-        out.append(f"python -m audit compare {source} {chosen} {reference} --a {_quoted(s.compare[0])} "
-                   f"--b {_quoted(s.compare[1])} --k {s.k} {boot}")
+        out.append(["python -m audit compare", *source, "--mode", s.mode, *picked, "--grouping", _quoted(s.grouping),
+                    "--pool", _quoted(s.design), *reference, "--a", _quoted(s.compare[0]), "--b",
+                    _quoted(s.compare[1]), "--k", str(s.k), *boot])
     return out
+
+
+def shell_text(words: list[str], width: int = 76) -> str:
+    """One command as copy-paste shell text: flags with their values kept together on lines of at most ``width``
+    characters where possible, continued with a trailing backslash."""
+    pieces: list[str] = []
+    for word in words:
+        if pieces and not word.startswith("-") and not word.startswith("python "):
+            pieces[-1] += " " + word
+        else:
+            pieces.append(word)
+    lines = [pieces[0]]
+    for piece in pieces[1:]:
+        if len(lines[-1]) + 1 + len(piece) > width:
+            lines.append("    " + piece)
+        else:
+            lines[-1] += " " + piece
+    return " \\\n".join(lines)
 
 
 def _quoted(text: str) -> str:

@@ -1,8 +1,7 @@
-"""Findings in plain sentences, generated from the metric and impact tables, each with its confidence interval.
-
-A finding's ``p_value`` is optional: when a permutation test with multiplicity adjustment fills it (the gap's
-adjusted p), the sentence ends with "adjusted p = …"; without it the sentence quotes the interval only.
-"""
+"""Findings in plain sentences, each significant by the report's one rule (:mod:`audit.metrics.verdict`): a gap
+is listed only when its permutation p-value, adjusted across the groups × subtasks of its system, is at most
+α = 1 − ci; an impact ratio only when its verdict is *adverse impact* (below the threshold and the Holm-adjusted test
+rejects). Everything else is inconclusive at this sample size and is counted, not listed."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -10,8 +9,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from audit.formatting import pvalue
+from audit.metrics.verdict import ADVERSE
+
 MAX_FINDINGS = 12
-#: metric-table column of a gap's Holm-adjusted permutation p-value (audit.metrics.inference); quoted when present
+#: metric-table column of a gap's adjusted permutation p-value (audit.metrics.inference)
 P_COLUMN = "dp_gap_padj"
 
 
@@ -33,17 +35,23 @@ class Finding:
     high: float
     size: float  # what orders the findings
     sentence: str
-    p_value: float | None = None  # adjusted p of a permutation test, when one was run
+    p_value: float  # the adjusted p that makes it a finding
 
     @property
     def text(self) -> str:
-        p = f"; adjusted p = {self.p_value:.3g}" if self.p_value is not None else ""
-        return self.sentence.replace("{p}", p)
+        return self.sentence.replace("{p}", f"; adjusted p = {pvalue(self.p_value)}")
+
+
+def significant(at_k: pd.DataFrame, alpha: float) -> pd.Series:
+    """Which metric rows' ΔDP the adjusted permutation test rejects at ``alpha`` (none without p-values)."""
+    if P_COLUMN not in at_k:
+        return pd.Series(False, index=at_k.index)
+    return at_k[P_COLUMN].notna() & (at_k[P_COLUMN] <= alpha)
 
 
 def gap_findings(at_k: pd.DataFrame, *, reference: str, ci: float, name: Namer = str) -> list[Finding]:
-    """One finding per ΔDP whose interval excludes 0, in points of selection rate, largest first."""
-    rows = at_k[(at_k["dp_gap_lo"] > 0) | (at_k["dp_gap_hi"] < 0)]
+    """One finding per ΔDP the adjusted test rejects at α = 1 − ci, in points of selection rate."""
+    rows = at_k[significant(at_k, round(1 - ci, 6))]
     out = []
     for row in rows.itertuples(index=False):
         sign = 1 if row.dp_gap > 0 else -1
@@ -53,29 +61,37 @@ def gap_findings(at_k: pd.DataFrame, *, reference: str, ci: float, name: Namer =
         sentence = (f"At k = {row.k}, {name(row.group)} are selected {value:.1f} points {direction} "
                     f"often than {name(reference)} by {row.model} for {row.subtask} "
                     f"({round(ci * 100)} % CI {low:.1f} to {high:.1f}{{p}}).")
-        p_value = getattr(row, P_COLUMN, None)
         out.append(Finding("gap", row.model, row.subtask, row.group, int(row.k), value, low, high, abs(row.dp_gap),
-                           sentence, None if p_value is None or pd.isna(p_value) else float(p_value)))
+                           sentence, float(getattr(row, P_COLUMN))))
     return out
 
 
-def impact_findings(impact: pd.DataFrame, *, ci: float, name: Namer = str) -> list[Finding]:
-    """One finding per category whose impact ratio falls below four fifths, lowest ratio first."""
+def impact_findings(verdicts: pd.DataFrame | None, *, ci: float, threshold: float) -> list[Finding]:
+    """One finding per category whose verdict is adverse impact (verdict rows carry the display ``name``)."""
+    if verdicts is None:
+        return []
     out = []
-    for row in impact[impact["four_fifths"]].itertuples(index=False):
+    for row in verdicts[verdicts["verdict"] == ADVERSE].itertuples(index=False):
         value, low, high = (round(v, 2) for v in (row.impact_ratio, row.impact_ratio_lo, row.impact_ratio_hi))
-        sentence = (f"At k = {row.k}, {name(row.category)} ({row.grouping}) have an impact ratio of "
-                    f"{value:.2f} with {row.model} for {row.subtask}, below the four-fifths threshold "
-                    f"({round(ci * 100)} % CI {low:.2f} to {high:.2f}{{p}}).")
+        sentence = (f"Adverse impact: at k = {row.k}, {row.name} ({row.grouping}) have an impact ratio of "
+                    f"{value:.2f} with {row.model} for {row.subtask}, below {threshold:g}, and the test of equal "
+                    f"selection rates rejects ({round(ci * 100)} % CI {low:.2f} to {high:.2f}{{p}}).")
         out.append(Finding("impact", row.model, row.subtask, row.category, int(row.k), value, low, high,
-                           1 - row.impact_ratio, sentence))
+                           1 - row.impact_ratio, sentence, float(row.p_adj)))
     return out
 
 
-def findings(at_k: pd.DataFrame, impact: pd.DataFrame, *, reference: str, ci: float,
-             name: Namer = str) -> list[Finding]:
-    """The report's findings: the largest clear gaps, then the four-fifths flags, each list ordered by size and
-    capped at :data:`MAX_FINDINGS`."""
+def findings(at_k: pd.DataFrame, verdicts: pd.DataFrame | None, *, reference: str, ci: float,
+             threshold: float, name: Namer = str) -> list[Finding]:
+    """The report's findings: adverse-impact verdicts (lowest ratio first), then the significant gaps (largest
+    first), each list capped at :data:`MAX_FINDINGS`."""
+    flags = sorted(impact_findings(verdicts, ci=ci, threshold=threshold), key=lambda f: -f.size)
     gaps = sorted(gap_findings(at_k, reference=reference, ci=ci, name=name), key=lambda f: -f.size)
-    flags = sorted(impact_findings(impact, ci=ci, name=name), key=lambda f: -f.size)
-    return gaps[:MAX_FINDINGS] + flags[:MAX_FINDINGS]
+    return flags[:MAX_FINDINGS] + gaps[:MAX_FINDINGS]
+
+
+def not_significant(at_k: pd.DataFrame, ci: float) -> int:
+    """How many gaps have an unadjusted interval excluding 0 but are not rejected after adjustment (inconclusive:
+    counted in the report, never listed as findings)."""
+    excludes = (at_k["dp_gap_lo"] > 0) | (at_k["dp_gap_hi"] < 0)
+    return int((excludes & ~significant(at_k, round(1 - ci, 6))).sum())

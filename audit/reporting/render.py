@@ -1,9 +1,13 @@
-"""The report as one self-contained HTML document: inline SVG figures (base64), tables, the data as embedded JSON.
-Every piece of user text (task, group, model and subtask names, prompt text) goes through ``html.escape``."""
+"""The report as one self-contained HTML document (inline SVG figures, tables, the data as embedded JSON), built
+from :data:`SECTIONS` in order: page 1 says what was audited, the verdict and how sure it is; then the findings, the
+verdict per grouping, the method, the gaps, limitations, reproduce commands and the raw tables in an appendix.
+A new section is a function ``ReportData -> str`` (HTML) added to :data:`SECTIONS`. Every piece of user text (task,
+group, model and subtask names, prompt text) goes through ``html.escape``."""
 from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from html import escape
 
 import pandas as pd
@@ -11,124 +15,317 @@ import plotly.graph_objects as go
 
 from audit import charts
 from audit.exports import figure_bytes
-from audit.reporting.content import ReportData, commands, limitations, settings_record
-from audit.reporting.findings import findings
+from audit.formatting import correlation_table, estimate, number, pvalue
+from audit.metrics.verdict import ADVERSE, INCONCLUSIVE, NO_EVIDENCE, rollup, rule_text
+from audit.reporting.content import (ReportData, commands, limitations, sample_sizes, settings_record,
+                                     shell_text)
+from audit.reporting.findings import findings, not_significant
+from audit.reporting.method import GLOSSARY, method_paragraphs
+from audit.reporting.style import STYLE
 
-STYLE = """
-body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;max-width:60rem;margin:2rem auto;color:#222;
-line-height:1.45;font-size:14px}h1{font-size:1.7rem}h2{border-bottom:2px solid #4477AA;padding-bottom:.2rem;
-margin-top:2rem;break-after:avoid}table{border-collapse:collapse;margin:.5rem 0 1rem;font-size:12px}
-th,td{border:1px solid #ccc;padding:2px 6px;text-align:right}table.models td{overflow-wrap:anywhere}th{background:#eef2f7}td:first-child,th:first-child
-{text-align:left}table.scope td{text-align:left}pre{white-space:pre-wrap;background:#f6f6f6;padding:.5rem;font-size:11px}
-img{width:100%;break-inside:avoid}li{margin:.3rem 0}.flag{color:#b00020;font-weight:bold}
-@media print{body{margin:0;max-width:none}h2{break-before:auto}}
-"""
-
-
-def _table(frame: pd.DataFrame, digits: int = 3, css: str = "") -> str:
-    """A DataFrame as an escaped HTML table, floats rounded."""
-    return frame.to_html(index=False, escape=True, border=0, na_rep="–", float_format=lambda v: f"{v:.{digits}f}",
-                         classes=css or None)
+#: under every verdict table
+LEGEND = ("<caption>Each cell: the impact ratio, then <b>adverse</b> (adverse impact), <b>no evidence</b> (no evidence "
+          "of adverse impact at this sample size) or <b>+N</b> (inconclusive — about N more candidates per group "
+          "needed; ? where the planner has no estimate).</caption>")
+_CSS_CLASS = {ADVERSE: "v-adverse", NO_EVIDENCE: "v-no-evidence", INCONCLUSIVE: "v-inconclusive"}
 
 
-def _figure(fig: go.Figure) -> str:
-    data = base64.b64encode(figure_bytes(fig, "svg")).decode("ascii")
+def table(frame: pd.DataFrame, *, numeric: tuple[str, ...] = (), css: str = "",
+          rows: list[dict[str, str]] | None = None) -> str:
+    """``frame`` (cells already text) as an escaped HTML table; ``numeric`` columns right-aligned and never
+    wrapped; ``rows``: data attributes of each ``<tr>``."""
+    head = "".join(f'<th{" class=num" if c in numeric else ""}>{escape(str(c))}</th>' for c in frame.columns)
+    body = []
+    for i, values in enumerate(frame.itertuples(index=False, name=None)):
+        attrs = "".join(f' data-{k}="{escape(str(v))}"' for k, v in (rows[i] if rows else {}).items())
+        cells = "".join(f'<td{" class=num" if c in numeric else ""}>{escape(str(v))}</td>'
+                        for c, v in zip(frame.columns, values))
+        body.append(f"<tr{attrs}>{cells}</tr>")
+    return (f'<table{f" class={css!r}" if css else ""}><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table>')
+
+
+def _figure(fig: go.Figure, width: int | None = None) -> str:
+    """``fig`` as an inline SVG image, ``width`` pixels wide when given (half-width figures: smaller canvas, so their
+    text prints larger)."""
+    data = base64.b64encode(figure_bytes(fig, "svg", width=width)).decode("ascii")
     return f'<img alt="{escape(fig.layout.title.text or "figure")}" src="data:image/svg+xml;base64,{data}">'
 
 
-def _scope(data: ReportData) -> str:
+def _code(text: str) -> str:
+    """A hash or path in small monospace, breakable every 16 characters (they are not words)."""
+    pieces = [escape(text[i:i + 16]) for i in range(0, len(text), 16)]
+    return f'<span class="code">{"<wbr>".join(pieces)}</span>'
+
+
+def _facts(facts: dict[str, str]) -> str:
+    """Named facts two to a row (label, value, label, value)."""
+    cells = [f"<th>{escape(k)}</th><td>{escape(str(v))}</td>" for k, v in facts.items()]
+    rows = "".join(f"<tr>{''.join(cells[i:i + 2])}</tr>" for i in range(0, len(cells), 2))
+    return f"<table class='facts small'>{rows}</table>"
+
+
+def _more(more: float) -> str:
+    """The planner's "more candidates per group" as ``+1,234`` (``?`` when it has no estimate)."""
+    return f"+{int(more):,}" if pd.notna(more) else "?"
+
+
+def _short(verdict: str, more: float) -> str:
+    """A verdict in a table cell: ``inconclusive, +N`` carries the planner's estimate."""
+    return f"inconclusive, {_more(more)}" if verdict == INCONCLUSIVE else verdict
+
+
+def audited(data: ReportData) -> str:
+    """Page 1, part 1: the systems (fingerprint, content hash, scoring dates), the data and its hash, the choices."""
     s = data.settings
+    data_digest, rows = data.data
     facts = {"task": data.task, "subtasks": ", ".join(data.subtasks), "scoring mode": s.mode,
-             "decoding": ("next-token probabilities of the answer labels, no sampling (score = Σ P(label) × "
-                          "relevance)" if s.mode == "pointwise" else "pairwise answers, each pair asked in both "
-                                                                     "orders"),
-             "pool design": s.design, "quota k": s.k, "grouping": s.grouping, "reference group": s.reference,
+             "grouping": s.grouping, "reference group": s.reference,
+             "reference group name": data.design.display_name(s.reference, s.grouping),
+             "pool design": s.design, "quota k": str(s.k),
              "intervals": f"{round(s.ci * 100)} % percentile bootstrap, {s.n_boot} replicates, seed {s.seed}",
-             "data provenance": (f"candidates as recorded in the store {s.store}; "
-                                 + ("names by group on shared resume templates (counterfactual)"
-                                    if data.design.counterfactual else "the task's own candidate file")),
-             "generated": data.generated, "tool version": data.version}
-    rows = "".join(f"<tr><th>{escape(k)}</th><td>{escape(str(v))}</td></tr>" for k, v in facts.items())
-    prompts = "".join(f"<h4>{escape(r.subtask)} · sha256 {escape(r.sha256)}</h4><pre>{escape(r.template)}</pre>"
-                      for r in data.prompts.itertuples(index=False))
-    sizes = data.group_sizes.pivot(index="subtask", columns="group", values="candidates").reset_index()
-    return (f"<h2>Scope</h2><table class='scope'>{rows}</table><h3>Models</h3>{_table(data.models, css='models')}"
-            f"<h3>Candidates per group</h3>{_table(sizes)}<h3>Prompt templates</h3>{prompts}")
+             "tests": f"{s.n_perm} permutations, {s.adjust}-adjusted",
+             "tool version": data.version, "generated": data.generated}
+    systems = pd.DataFrame({"system": data.models["model"], "fingerprint": data.models["fingerprint"],
+                            "precision": data.models["precision"], "first scored": data.models["first scored"],
+                            "last scored": data.models["last scored"]})
+    return (f"<h2>What was audited</h2>{table(systems, numeric=('first scored', 'last scored'), css='small')}"
+            "<p class=muted>The fingerprint identifies a system: its weights' content hash with its precision and "
+            "backend (hashes and sources: Appendix C).</p>"
+            f"<p>Candidate data: {rows} rows of the store's candidates table, SHA-256 {_code(data_digest)}.</p>"
+            f"{_facts(facts)}")
 
 
-def _findings(data: ReportData) -> str:
+def _matrix(verdicts: pd.DataFrame, grouping: str) -> str:
+    """Systems (rows) × categories (columns) of one grouping: impact ratio and verdict mark per cell."""
+    rows = verdicts[verdicts["grouping"] == grouping]
+    categories = list(dict.fromkeys(rows["category"]))
+    names = dict(zip(rows["category"], rows["name"]))
+    head = "".join(f"<th class=v>{escape(names[c])}<br><span class=code>{escape(c)}</span></th>" for c in categories)
+    body = []
+    for (model, subtask), part in rows.groupby(["model", "subtask"], sort=True):
+        cells = []
+        for category in categories:
+            found = part[part["category"] == category]
+            if found.empty:
+                cells.append("<td class=v>–</td>")
+                continue
+            row = found.iloc[0]
+            mark = {ADVERSE: "adverse", NO_EVIDENCE: "no evidence"}.get(row["verdict"], "")
+            mark = mark or _more(row["more_per_group"])
+            cells.append(f'<td class="v {_CSS_CLASS[row["verdict"]]}" data-model="{escape(model)}" '
+                         f'data-subtask="{escape(subtask)}" data-grouping="{escape(grouping)}" '
+                         f'data-category="{escape(category)}" data-verdict="{escape(row["verdict"])}">'
+                         f'{number(row["impact_ratio"], 2)}<br>{escape(mark)}</td>')
+        body.append(f"<tr><td>{escape(model)}<br><span class=muted>{escape(subtask)}</span></td>{''.join(cells)}</tr>")
+    return (f"<table class='matrix small'>{LEGEND}<thead><tr><th>system<br>subtask</th>{head}</tr></thead>"
+            f"<tbody>{''.join(body)}</tbody></table>")
+
+
+def verdict(data: ReportData) -> str:
+    """Page 1, part 2: the overall verdict, how sure (the rule), then one verdict table per grouping."""
     s = data.settings
-    found = findings(data.at_k, data.impact, reference=s.reference, ci=s.ci, name=data.design.display_name)
+    if data.verdicts is None:
+        return (f"<h2>Verdict</h2><p>Verdicts are defined on pointwise scores; this report reads {escape(s.mode)} "
+                "scores, so it gives gaps (below) but no verdict.</p>")
+    overall = rollup(data.verdicts, by=[]).iloc[0]
+    counts = (f"{overall['n_adverse']} adverse, {overall['n_inconclusive']} inconclusive, "
+              f"{overall['n_no_evidence']} no evidence, over {len(data.verdicts)} system × category cells")
+    adverse = data.verdicts[data.verdicts["verdict"] == ADVERSE]
+    named = [f"{r.name} ({r.grouping}) with {r.model} for {r.subtask}" for r in adverse.itertuples(index=False)]
+    carriers = "" if not named else " — " + "; ".join(named[:5]) + (f"; and {len(named) - 5} more" if len(named) > 5
+                                                                     else "")
+    parts = [f"<h2>Verdict at k = {s.k}</h2><p class='verdict-line'>Overall: {escape(overall['verdict'])}"
+             f"{escape(carriers)}</p><p>{escape(counts)}.</p>",
+             f"<h3>How sure</h3><p class='rule'>{escape(rule_text(s.threshold, s.ci))} Gaps (ΔDP) are findings only "
+             f"when their permutation p-value, {escape(s.adjust)}-adjusted across the groups × subtasks of one system, "
+             f"is at most α = {1 - s.ci:.2g}.</p>"]
+    for grouping, size in data.pool_sizes.items():
+        parts.append(f"<h3>{escape(grouping)} (pools of {size})</h3>")
+        if s.k >= size:
+            parts.append(f"<p>Not defined at k = pool size ({size}): every candidate of a pool is selected, so every "
+                         "ratio is 1 by construction.</p>")
+        else:
+            parts.append(_matrix(data.verdicts, grouping))
+    return "".join(parts)
+
+
+def findings_section(data: ReportData) -> str:
+    s = data.settings
+    found = findings(data.at_k, data.verdicts, reference=s.reference, ci=s.ci, threshold=s.threshold,
+                     name=lambda code: data.design.display_name(code, s.grouping))
+    missed = not_significant(data.at_k, s.ci)
+    note = (f"<p class='muted'>{missed} further gap{'s' if missed != 1 else ''} of this grouping "
+            f"{'have' if missed != 1 else 'has'} a 95 % interval excluding 0 before adjustment but "
+            f"{'are' if missed != 1 else 'is'} not significant after it: inconclusive, not listed (Appendix B).</p>"
+            if missed else "")
     if not found:
-        return ("<h2>Findings</h2><p>No gap at this quota has an interval that excludes zero, and no impact ratio "
-                "falls below four fifths.</p>")
+        judged = "no category has adverse impact and " if data.verdicts is not None else ""
+        return (f"<h2>Findings</h2><p>No finding is significant by the rule above at this sample size: {judged}no gap "
+                f"is rejected after adjustment.</p>{note}")
     items = "".join(f'<li class="finding" data-kind="{f.kind}" data-model="{escape(f.model)}" '
                     f'data-subtask="{escape(f.subtask)}" data-group="{escape(f.group)}">{escape(f.text)}</li>'
                     for f in found)
-    return f"<h2>Findings</h2><p>Ordered by size; gaps are ΔDP in points of selection rate.</p><ol>{items}</ol>"
+    return (f"<section class=keep><h2>Findings</h2><p>Every item is significant by the rule above; gaps are ΔDP in "
+            f"points of selection rate against {escape(data.design.display_name(s.reference, s.grouping))}.</p>"
+            f"{note}<ol>{items}</ol></section>")
 
 
-def _impact(data: ReportData) -> str:
-    columns = ["model", "subtask", "category", "candidates", "selection_rate", "selection_rate_lo",
-               "selection_rate_hi", "impact_ratio", "impact_ratio_lo", "impact_ratio_hi", "four_fifths"]
-    parts = [f"<h2>Impact ratios at k = {data.settings.k}</h2><p>Selection rate ÷ the most-selected category's "
-             "rate (NYC Local Law 144); flagged below 0.8 (EEOC four-fifths rule).</p>"]
-    for grouping, rows in data.impact.groupby("grouping", sort=False):
-        parts.append(f"<h3>{escape(str(grouping))}</h3>{_table(rows[columns])}")
-    return "".join(parts)
+def method(data: ReportData) -> str:
+    s, design = data.settings, data.design
+    paragraphs = method_paragraphs(pool=s.design, mode=s.mode, k=s.k, reference=design.display_name(
+        s.reference, s.grouping), reference_code=s.reference, grouping=s.grouping, labels=design.labels,
+        relevance=design.relevance, qualification=design.qualification)
+    glossary = "".join(f"<li><b>{escape(term)}</b>: {escape(text)}</li>" for term, text in GLOSSARY.items())
+    sizes = sample_sizes(data)
+    sizes = pd.DataFrame({"system": sizes["model"], "subtasks": sizes["subtasks"].astype(str),
+                          "candidates per group": [f"{a}" if a == b else f"{a} to {b}"
+                                                   for a, b in zip(sizes["smallest"], sizes["largest"])]})
+    prompts = []
+    for row in data.prompts.itertuples(index=False):
+        prompts.append(f"<h4>{escape(row.subtask)} · system message sha256 {escape(row.sha256)}</h4>"
+                       f"<pre class=prompt>{escape(row.template)}</pre>")
+    example = data.prompts.iloc[0] if len(data.prompts) else None
+    user = ("" if example is None else
+            f"<h4>User message (the first candidate of {escape(example['subtask'])}, as scored)</h4>"
+            f"<pre class=prompt>{escape(example['user'])}</pre><p>The model's reply starts with the answer prefix "
+            f"<code>{escape(example['answer_prefix'] or '(none)')}</code>"
+            + (f", and the probabilities of the next token are read for the labels {escape(', '.join(design.labels))}"
+               if s.mode == "pointwise" else "; its answer names the preferred candidate") + ".</p>")
+    return ("<h2>Method</h2>" + "".join(f"<p>{escape(p)}</p>" for p in paragraphs)
+            + f"<h3>Glossary</h3><ul>{glossary}</ul><h3>Sample sizes</h3>"
+            + table(sizes, numeric=("subtasks", "candidates per group"), css="small")
+            + "<h3>Prompts as scored</h3>" + user + "".join(prompts))
 
 
-def _gaps(data: ReportData) -> str:
-    parts = ["<h2>Allocation gaps against k</h2><p>Mean over subtasks, signed against the reference group.</p>"]
-    for model, rows in data.metrics.groupby("model", sort=True):
+def gaps(data: ReportData) -> str:
+    s = data.settings
+    names = {g: data.design.display_name(g, s.grouping) for g in data.metrics["group"].unique()}
+    rows_of_figures = []  # one row per model: its ΔDP and ΔEO curves side by side
+    defined = data.metrics[data.metrics["k"] < data.metrics["k"].max()]  # at k = pool size every gap is 0
+    for model, rows in defined.groupby("model", sort=True):
         mean = rows.groupby(["model", "group", "k"], as_index=False)[["dp_gap", "eo_gap"]].mean()
+        mean["group"] = mean["group"].map(names)
+        pair = []
         for gap, name in charts.GAP_NAMES.items():
-            parts.append(_figure(charts.gap_curves(mean, gap=gap, title=f"{name} against k: {escape(model)}")))
-    at_k = data.at_k
-    correlations = data.correlations
-    overall = correlations[correlations["scope"] == "overall"].reset_index(drop=True)
-    parts.append(f"<h2>Bias metrics against gaps at k = {data.settings.k}</h2>")
-    parts.append(_figure(charts.gap_scatter(at_k, k=data.settings.k, correlations=overall,
-                                            reference=data.settings.reference)))
-    parts.append(_table(overall))
-    parts.append(f"<h3>Gaps at k = {data.settings.k}</h3>")
-    parts.append(_table(at_k[["model", "subtask", "group", "dp_gap", "dp_gap_lo", "dp_gap_hi", "eo_gap", "eo_gap_lo",
-                              "eo_gap_hi", "delta", "rabbi"]]))
+            fig = charts.gap_curves(mean, gap=gap, title=f"{name} against k: {escape(model)}")
+            fig.update_layout(height=380, margin=dict(l=50, r=10, t=50, b=40))
+            pair.append(_figure(fig, width=600))
+        rows_of_figures.append(f"<div class='figures keep'>{''.join(pair)}</div>")
+    head = (f"<h2>Allocation gaps against k</h2><p>Mean over subtasks, group minus "
+            f"{escape(names.get(s.reference, data.design.display_name(s.reference, s.grouping)))}.</p>")
+    parts = [f"<div class=keep>{head}{''.join(rows_of_figures[:1])}</div>", *rows_of_figures[1:]]
+    overall = data.correlations[data.correlations["scope"] == "overall"].reset_index(drop=True)
+    parts.append(f"<h2>Bias measures against gaps at k = {s.k}</h2>")
+    named = data.at_k.assign(group=data.at_k["group"].map(names))
+    scatter = _figure(charts.gap_scatter(named, k=s.k, correlations=overall,
+                                         reference=data.design.display_name(s.reference, s.grouping)))
+    shown = correlation_table(overall)
+    parts.append(f"<div class=keep>{scatter}{table(shown, numeric=('r [interval]', 'p', 'n'), css='small')}</div>")
     ranks = data.rankings[data.rankings["metric"] == "true"]
     if ranks["model"].nunique() > 1:
-        parts.append("<h2>Model rankings</h2>")
-        parts.append(_figure(charts.bump_chart(data.rankings)))
-        parts.append(_table(ranks[["subtask", "gap", "model", "rms", "rank"]]))
+        bump = _figure(charts.bump_chart(data.rankings))
+        ordered = ranks.sort_values(["subtask", "gap", "rank"])
+        shown = (ordered.assign(entry=[f"{m} ({number(r)})" for m, r in zip(ordered["model"], ordered["rms"])],
+                                place=ordered.groupby(["subtask", "gap"]).cumcount() + 1)
+                 .pivot(index=["subtask", "gap"], columns="place", values="entry").reset_index().fillna(""))
+        shown["gap"] = shown["gap"].map(charts.GAP_NAMES).fillna(shown["gap"])
+        shown.columns = ["subtask", "gap", *[f"rank {c}" for c in shown.columns[2:]]]
+        parts.append(f"<div class=keep><h2>Model rankings</h2>{bump}<p class=muted>Per subtask and gap, systems from "
+                     "the smallest to the largest root-mean-square gap over the groups (in brackets).</p>"
+                     f"{table(shown, css='small')}</div>")
     return "".join(parts)
 
 
-def _comparison(data: ReportData) -> str:
+def comparison(data: ReportData) -> str:
     if not data.comparison:
         return ""
     a, b = data.settings.compare
-    gaps, flips, correlation = (data.comparison[n] for n in ("gaps", "flips", "correlation"))
+    found, flips, correlation = (data.comparison[n] for n in ("gaps", "flips", "correlation"))
     flipped = flips[flips["flipped"]]
+    shown = pd.DataFrame({"subtask": found["subtask"], "group": found["group"],
+                          "ΔDP(B) − ΔDP(A)": [estimate(v, lo, hi) for v, lo, hi in
+                                              zip(found["dp_diff"], found["dp_diff_lo"], found["dp_diff_hi"])],
+                          "ΔEO(B) − ΔEO(A)": [estimate(v, lo, hi) for v, lo, hi in
+                                              zip(found["eo_diff"], found["eo_diff_lo"], found["eo_diff_hi"])]}
+                         ) if {"dp_diff", "eo_diff_hi"} <= set(found.columns) else found.round(3).astype(str)
     return (f"<h2>Comparison: A = {escape(a)}, B = {escape(b)}</h2><p>ΔDP(B) − ΔDP(A) and ΔEO(B) − ΔEO(A) at "
             f"k = {data.settings.k} on the candidates both scored, with paired bootstrap intervals (the same "
-            f"resampled candidates for both).</p>{_figure(charts.comparison_dots(gaps))}{_table(gaps)}"
-            f"<h3>Rank correlation of scores</h3>{_table(correlation)}"
-            f"<h3>Selection flips ({len(flipped)} of {len(flips)} candidates)</h3>"
-            f"{_table(flipped.head(40))}")
+            f"resampled candidates for both).</p>{_figure(charts.comparison_dots(found))}"
+            f"{table(shown, numeric=tuple(shown.columns[2:]), css='long')}"
+            f"<h3>Rank correlation of scores</h3>{table(correlation.round(3).astype(str), css='small')}"
+            f"<p>Selection flips: {len(flipped)} of {len(flips)} candidates change selection from A to B "
+            "(listed in the JSON data of this file).</p>")
 
 
-def render_html(data: ReportData) -> str:
+def closing(data: ReportData) -> str:
+    items = "".join(f"<li>{escape(text)}</li>" for text in limitations(data))
+    diagnostics = data.diagnostics.rename(columns=lambda c: c.replace("_", " ")).rename(columns={"model": "system"})
+    for column in diagnostics.columns[1:]:
+        diagnostics[column] = diagnostics[column].map(number)
+    reproduce = "\n\n".join(shell_text(words) for words in commands(data))
+    explained = ("Label mass: the share of the next-token probability that falls on the answer labels (low mass: "
+                 "the model mostly wanted to say something else)." if data.settings.mode == "pointwise" else
+                 "Shares of irregular answers, ties and answers that flip with the order of the pair.")
+    return (f"<h2>Limitations</h2><ul>{items}</ul><h2>Diagnostics</h2><p>{explained}</p>"
+            f"{table(diagnostics, numeric=tuple(diagnostics.columns[1:]), css='small')}"
+            f"<h2>Reproduce</h2><p>Each command recomputes one part of this report from the same store "
+            f"(copy and paste into a shell at the project root):</p><pre class=reproduce>{escape(reproduce)}</pre>")
+
+
+def appendix(data: ReportData) -> str:
+    s = data.settings
+    parts = ["<h2 class=pagebreak>Appendix</h2>"]
+    if data.verdicts is not None:
+        parts.append(f"<h3>A. Verdict per system × category at k = {s.k}</h3><p class=muted>Inconclusive, +N: about N "
+                     "more candidates per group needed (planner estimate). n: candidates of the group.</p>")
+        for model, v in data.verdicts.groupby("model", sort=True):
+            shown = pd.DataFrame({"subtask": v["subtask"], "grouping": v["grouping"], "group": v["name"],
+                                  "code": v["category"], "n": v["candidates"].astype(str),
+                                  "rate": v["selection_rate"].map(lambda x: number(x, 2)),
+                                  "impact ratio": [estimate(r, lo, hi) for r, lo, hi in
+                                                   zip(v["impact_ratio"], v["impact_ratio_lo"], v["impact_ratio_hi"])],
+                                  "adj. p": v["p_adj"].map(pvalue),
+                                  "verdict": [_short(a, b) for a, b in zip(v["verdict"], v["more_per_group"])]})
+            attrs = [{"model": model, "subtask": t, "grouping": g, "category": c, "verdict": x} for t, g, c, x in
+                     zip(v["subtask"], v["grouping"], v["category"], v["verdict"])]
+            parts.append(f"<h4>{escape(model)}</h4>" + table(shown, numeric=("n", "rate", "impact ratio", "adj. p"),
+                                                                 css="long verdicts", rows=attrs))
+    at_k = data.at_k
+    shown = pd.DataFrame({"system": at_k["model"], "subtask": at_k["subtask"],
+                          "group": [data.design.display_name(g, s.grouping) for g in at_k["group"]],
+                          "code": at_k["group"],
+                          "ΔDP": [estimate(a, b, c) for a, b, c in zip(at_k["dp_gap"], at_k["dp_gap_lo"],
+                                                                       at_k["dp_gap_hi"])],
+                          "adj. p": at_k["dp_gap_padj"].map(pvalue) if "dp_gap_padj" in at_k else "n/a",
+                          "ΔEO": [estimate(a, b, c) for a, b, c in zip(at_k["eo_gap"], at_k["eo_gap_lo"],
+                                                                       at_k["eo_gap_hi"])],
+                          "δ": at_k["delta"].map(number), "RABBI": at_k["rabbi"].map(number)})
+    long = data.verdicts is not None and len(data.verdicts) > 60  # a long table A: B starts on a page of its own
+    parts.append(f"<h3{' class=pagebreak' if long else ''}>B. Gaps against {escape(s.reference)} at k = {s.k}</h3>"
+                 + table(shown, numeric=("ΔDP", "adj. p", "ΔEO", "δ", "RABBI"), css="long"))
+    sources = "".join(f"<li>{escape(r.model)}: {escape(r.kind)}, {escape(r.backend)} on {escape(r.device)}, "
+                      f"{_code(r.source)}; content SHA-256 {_code(digest)}</li>"
+                      for r, digest in zip(data.models.itertuples(index=False), data.models["content hash"]))
+    parts.append(f"<h3>C. Model sources and content hashes</h3><ul>{sources}</ul>")
+    return "".join(parts)
+
+
+#: the report's sections, in order (each ReportData → HTML)
+SECTIONS: list[Callable[[ReportData], str]] = [audited, verdict, findings_section, method, gaps, comparison, closing,
+                                               appendix]
+
+
+def render_html(data: ReportData, sections: list[Callable[[ReportData], str]] | None = None) -> str:
     """The whole report as an HTML string."""
     s = data.settings
     payload = {"settings": settings_record(s), "impact": data.impact.to_dict("records"),
-               "gaps_at_k": data.at_k.to_dict("records")}
+               "gaps_at_k": data.at_k.to_dict("records"),
+               "verdicts": [] if data.verdicts is None else data.verdicts.to_dict("records")}
     embedded = json.dumps(payload, default=str).replace("<", "\\u003c")  # no "</script>" can end the element
-    items = "".join(f"<li>{escape(text)}</li>" for text in limitations(data))
-    reproduce = escape("\n".join(commands(data)))
     title = f"Allocation audit: {data.task}, k = {s.k}"
+    body = "".join(section(data) for section in (SECTIONS if sections is None else sections))
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{escape(title)}</title>"
             f"<style>{STYLE}</style></head><body><h1>{escape(title)}</h1>"
-            f"<p>Models: {escape(', '.join(data.models['model']))}. Generated {escape(data.generated)}.</p>"
-            f"{_findings(data)}{_scope(data)}{_impact(data)}{_gaps(data)}{_comparison(data)}"
-            f"<h2>Diagnostics</h2>{_table(data.diagnostics)}<h2>Limitations</h2><ul>{items}</ul>"
-            f"<h2>Reproduce</h2><pre>{reproduce}</pre>"
-            f"<script type='application/json' id='report-data'>{embedded}</script></body></html>")
+            f"<p class=muted>Systems: {escape(', '.join(data.models['model']))}. Generated {escape(data.generated)}."
+            f"</p>{body}<script type='application/json' id='report-data'>{embedded}</script></body></html>")

@@ -1,0 +1,74 @@
+"""What was audited, read from the result store: each system's identity (label, fingerprint, content hash, source,
+precision) and when it was scored, the candidate data and its hash, and the prompts exactly as scored."""
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime, timezone
+
+import pandas as pd
+
+from audit.store import Store
+
+#: the result table whose ``created`` column dates a mode's scoring
+_RESULTS = {"pointwise": ("label_results", "pointwise_plan", "r.labels = p.labels"),
+            "pairwise": ("choice_results", "pairwise_plan", "r.method = p.method")}
+
+
+def _date(seconds: float | None) -> str:
+    if seconds is None:
+        return "n/a"
+    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def systems(store: Store, scores: pd.DataFrame, task: str, mode: str) -> pd.DataFrame:
+    """One row per audited system: label, fingerprint, content hash, source, kind, precision, device, backend and
+    the first / last time one of its answers for this task and mode was stored (the ``created`` columns)."""
+    table, plan, match = _RESULTS["pointwise" if mode == "pointwise" else "pairwise"]
+    rows = []
+    for label, fingerprint, details in store.models()[["label", "fingerprint", "details"]].itertuples(index=False,
+                                                                                                      name=None):
+        if fingerprint not in set(scores["fingerprint"]):
+            continue
+        info = json.loads(details)
+        first, last = store.db.execute(
+            f"SELECT MIN(r.created), MAX(r.created) FROM {plan} p JOIN {table} r ON r.model = p.model AND "
+            f"r.prompt = p.prompt AND {match} WHERE p.model = ? AND p.task = ?", (fingerprint, task)).fetchone()
+        precision = "/".join(str(v) for v in (info.get("quant", ""), info.get("dtype", "")) if v)
+        rows.append({"model": label, "fingerprint": fingerprint, "content hash": info.get("content_id", ""),
+                     "source": info.get("location", ""), "kind": info.get("kind", ""), "precision": precision,
+                     "device": info.get("device", ""), "backend": info.get("engine", "transformers"),
+                     "first scored": _date(first), "last scored": _date(last)})
+    return pd.DataFrame(rows).sort_values("model", ignore_index=True)
+
+
+def data_hash(store: Store, task: str, subtasks: list[str]) -> tuple[str, int]:
+    """(SHA-256 of the task's candidate rows in ``subtasks``, number of rows). Each row (subtask, candidate id,
+    group, qualified, name, text) is one JSON array, rows sorted by (subtask, candidate id), joined by newlines: the
+    hash changes with any edit of the data the scores were computed on."""
+    found = store.db.execute(
+        f"SELECT subtask, candidate_id, grp, qualified, name, text FROM candidates WHERE task = ? AND subtask IN "
+        f"({','.join('?' * len(subtasks))}) ORDER BY subtask, candidate_id", (task, *subtasks)).fetchall()
+    digest = hashlib.sha256()
+    for row in found:
+        digest.update(json.dumps(list(row), ensure_ascii=False).encode("utf-8") + b"\n")
+    return digest.hexdigest(), len(found)
+
+
+def prompts(store: Store, task: str, scores: pd.DataFrame, mode: str) -> pd.DataFrame:
+    """Per subtask, the first stored prompt as scored: system message, one candidate's user message, answer
+    prefix, and the SHA-256 of the system message (the part every candidate of the subtask shares)."""
+    plan = "pointwise_plan" if mode == "pointwise" else "pairwise_plan"
+    fingerprints = sorted(set(scores["fingerprint"]))
+    rows = []
+    for subtask in sorted(scores["subtask"].unique()):
+        found = store.db.execute(
+            f"SELECT b.body FROM {plan} p JOIN prompts b ON b.key = p.prompt WHERE p.task = ? AND p.subtask = ? "
+            f"AND p.model IN ({','.join('?' * len(fingerprints))}) ORDER BY p.prompt LIMIT 1",
+            (task, subtask, *fingerprints)).fetchone()
+        body = json.loads(found[0]) if found else {}
+        system = body.get("system", "")
+        rows.append({"subtask": subtask, "template": system, "user": body.get("user", ""),
+                     "answer_prefix": body.get("answer_prefix", ""),
+                     "sha256": hashlib.sha256(system.encode("utf-8")).hexdigest()[:16]})
+    return pd.DataFrame(rows, columns=["subtask", "template", "user", "answer_prefix", "sha256"])

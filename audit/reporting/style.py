@@ -1,0 +1,40 @@
+"""The report's stylesheet: one layout on screen and on paper (A4 or Letter). Tables wrap at word boundaries only
+(never inside a word), numbers never wrap, headings stay with what follows them, small tables and rows are not split
+across pages."""
+
+#: width of the printed text block on A4 (210 mm − 2 × 14 mm margins); Letter's (8.5 in − 28 mm) is wider
+PAGE_CONTENT_MM = 182
+
+STYLE = """
+@page{margin:16mm 14mm}
+html{-webkit-print-color-adjust:exact;print-color-adjust:exact}
+body{font-family:"DejaVu Sans",system-ui,sans-serif;max-width:182mm;margin:1.5rem auto;color:#222;line-height:1.4;
+font-size:10.5pt;overflow-wrap:normal;word-break:normal;hyphens:manual}
+h1{font-size:17pt;margin:0 0 .3rem}
+h2{font-size:13.5pt;border-bottom:2px solid #4477AA;padding-bottom:.15rem;margin:1.4rem 0 .5rem}
+h3{font-size:11.5pt;margin:1rem 0 .3rem}h4{font-size:10.5pt;margin:.8rem 0 .2rem}
+h1,h2,h3,h4{break-after:avoid;page-break-after:avoid}
+p,li{orphans:3;widows:3}
+table{border-collapse:collapse;margin:.3rem 0 .8rem;font-size:8.5pt;max-width:100%}
+table.small,tr,img,figure,.keep{break-inside:avoid;page-break-inside:avoid}
+thead{display:table-header-group}
+th,td{border:1px solid #ccc;padding:1px 4px;text-align:left;vertical-align:top}
+th{background:#eef2f7;font-weight:600}
+td.num,th.num{text-align:right;white-space:nowrap}
+.code{font-family:"DejaVu Sans Mono",monospace;font-size:7.5pt;color:#555}
+table.long{font-size:7.5pt}table.long td:first-child,table.matrix td:first-child{white-space:nowrap}
+table.facts th{width:16%}table.facts td{width:34%}
+td.v{text-align:center;white-space:nowrap;font-size:8pt}
+.v-adverse{background:#f8d0d0}.v-no-evidence{background:#d6efd6}.v-inconclusive{background:#f1f1f1}
+caption{caption-side:bottom;text-align:left;color:#666;font-size:8pt;padding-top:2px}
+.verdict-line{font-size:12pt;font-weight:600;margin:.4rem 0}
+.rule{border-left:3px solid #4477AA;padding:.2rem .6rem;background:#f6f8fb;break-inside:avoid}
+pre{white-space:pre;overflow-wrap:normal;background:#f6f6f6;padding:.4rem;font-size:7.5pt;line-height:1.35;
+break-inside:avoid}
+pre.prompt{white-space:pre-wrap;font-size:8pt}
+.figures{display:flex;flex-wrap:wrap;gap:2%}.figures img{width:49%}
+img{max-width:100%}
+.pagebreak{break-before:page;page-break-before:always}
+.muted{color:#666;font-size:9pt}
+@media print{body{margin:0;max-width:none}}
+"""
