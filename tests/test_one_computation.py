@@ -199,8 +199,7 @@ def test_page_report_equals_the_cli_report_it_prints(monkeypatch, tmp_path):
     (copied as printed) hold the same settings, replicates, verdicts, findings and numbers."""
     at = page(monkeypatch, DEMO_STORE, "resume", "pointwise", "race", "B", "default", None,
               ("hr_specialist", "retail"), 2)
-    html = build_report(report_panel.report_settings(at.session_state["view"], 2,
-                                                     at.radio(key="p_adjust").value)).decode("utf-8")
+    html = build_report(report_settings(at.session_state["view"], 2, at.radio(key="p_adjust").value)).decode("utf-8")
     printed = unescape(re.search(r"<pre class=reproduce>(.*?)</pre>", html, re.S).group(1))
     command = next(c for c in printed.split("\n\n") if c.startswith("python -m audit report"))
     argv = shlex.split(command.replace("\\\n", " "))[3:]
