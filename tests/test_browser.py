@@ -119,7 +119,7 @@ def test_report_button_downloads_the_audit_report(server_url, browser, tmp_path)
         download.value.save_as(path)
         html = path.read_text("utf-8")
         assert path.name == "audit-report-k2.html"
-        assert "<h2>Findings</h2>" in html and "<h2>Impact ratios at k = 2</h2>" in html
+        assert "<h2>Verdict at k = 2</h2>" in html and "<h2>Findings</h2>" in html
     finally:
         page.close()
 
