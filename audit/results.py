@@ -6,7 +6,6 @@ import json
 import pandas as pd
 
 from audit.pairwise import candidate_scores, pair_outcomes, with_choices
-from audit.recorded.storing import recorded_pools
 from audit.store import Store
 
 SCORE_COLUMNS = ["model", "task", "subtask", "mode", "candidate_id", "group", "qualified", "score",
@@ -45,7 +44,6 @@ def score_table(store: Store) -> pd.DataFrame:
 
 def scores_of(pointwise: pd.DataFrame, prompts: pd.DataFrame) -> pd.DataFrame:
     """:func:`score_table` from the store's pointwise and pairwise tables, already read."""
-    pointwise = pointwise.assign(pool=recorded_pools(pointwise) if len(pointwise) else pd.NA)
     prompts = with_choices(prompts)
     pairwise = candidate_scores(prompts).assign(label_mass=pd.NA) if len(prompts) else pd.DataFrame()
     if len(pairwise):

@@ -5,6 +5,12 @@ plan (candidates and which prompt scores which candidate or pair) and then commi
 each batch in one transaction: a run killed at any moment resumes where it stopped, and primary keys make
 rows unique, so two processes scoring the same prompts never duplicate anything. Readers (exports, pages)
 see only planned items whose results are present.
+
+Recorded systems (decisions a deployed system already made: decision logs, recorded rankings) are kept compactly:
+``recorded_systems`` (one row per model fingerprint, task and subtask, with its outcome kind: ``rank``,
+``selected`` or ``score``) and ``recorded_decisions`` (one row per decision: system, pool, position in the pool,
+group code, outcome value, applicant id or NULL). :meth:`Store.pointwise_table` reads them back as pointwise
+results (see :func:`audit.recorded.frame.decision_scores`).
 """
 from __future__ import annotations
 
@@ -20,9 +26,10 @@ import pandas as pd
 
 from audit.design import AuditDesign
 from audit.errors import AuditError
+from audit.recorded.frame import OUTCOMES, decision_scores, legacy_decisions
 
 APPLICATION = "allocation-audit"
-SCHEMA_VERSION = 2  # 2: the designs table (v1 stores are migrated in place, see _migrate)
+SCHEMA_VERSION = 3  # 2: the designs table; 3: recorded systems (older stores are migrated in place, see _migrate)
 BUSY_TIMEOUT_S = 120
 DATASET_KEY = "dataset:"  # meta key prefix: the content hash of the auditor's data each task was planned from
 
@@ -60,6 +67,12 @@ CREATE TABLE IF NOT EXISTS designs (
     task TEXT NOT NULL, subtask TEXT NOT NULL, reference TEXT NOT NULL, pools TEXT NOT NULL, labels TEXT NOT NULL,
     relevance TEXT NOT NULL, qualification TEXT NOT NULL, groupings TEXT NOT NULL, prompt_hash TEXT NOT NULL,
     PRIMARY KEY (task, subtask));
+CREATE TABLE IF NOT EXISTS recorded_systems (
+    id INTEGER PRIMARY KEY, model TEXT NOT NULL, task TEXT NOT NULL, subtask TEXT NOT NULL, outcome TEXT NOT NULL,
+    UNIQUE (model, task, subtask));
+CREATE TABLE IF NOT EXISTS recorded_decisions (
+    system INTEGER NOT NULL, pool INTEGER NOT NULL, position INTEGER NOT NULL, grp TEXT NOT NULL, value REAL NOT NULL,
+    applicant TEXT, PRIMARY KEY (system, pool, position)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS cairo_toxicity (
     scorer TEXT NOT NULL, text_key TEXT NOT NULL, score REAL NOT NULL, created REAL NOT NULL,
     PRIMARY KEY (scorer, text_key));
@@ -271,11 +284,14 @@ class Store:
         return [key for key in wanted if key not in present]
 
     def pointwise_table(self) -> pd.DataFrame:
-        """Every planned pointwise item with its result: one row per (model, task, subtask, candidate)."""
+        """Every planned pointwise item with its result, then every decision of a recorded system: one row per
+        (model, task, subtask, candidate); ``pool`` is the recorded pool (NA for scored models)."""
+        # rows of a recorded system imported before schema 3 (a store read without migrating): pool from the id
         query = """
             SELECT m.label AS model, p.model AS fingerprint, p.task, p.subtask, 'pointwise' AS mode,
                    p.candidate_id, c.grp AS "group", c.qualified, r.probs, p.relevance, r.mass AS label_mass,
-                   r.created
+                   r.created, CASE WHEN p.model LIKE 'rec-%' THEN
+                       CAST(substr(p.candidate_id, 1, instr(p.candidate_id, '.') - 1) AS INTEGER) END AS pool
             FROM pointwise_plan p
             JOIN label_results r ON r.model = p.model AND r.prompt = p.prompt AND r.labels = p.labels
             JOIN candidates c USING (task, subtask, candidate_id)
@@ -283,7 +299,22 @@ class Store:
         frame = self.query(query)
         frame["score"] = [sum(p * g for p, g in zip(json.loads(probs), json.loads(relevance)))
                           for probs, relevance in zip(frame["probs"], frame["relevance"])]
-        return frame.drop(columns=["probs", "relevance"])
+        frame = frame.drop(columns=["probs", "relevance"])
+        systems = self.query(RECORDED_SYSTEMS_QUERY)
+        recorded = decision_scores(self.query(RECORDED_QUERY) if len(systems) else pd.DataFrame(), systems)
+        if len(recorded):
+            frame = pd.concat([frame, recorded], ignore_index=True) if len(frame) else recorded.reset_index(drop=True)
+        frame["pool"] = frame["pool"].astype("Int64")
+        return frame
+
+    def recorded_systems(self) -> pd.DataFrame:
+        """One row per recorded system, task and subtask: ``fingerprint``, ``model`` (its label), ``task``,
+        ``subtask``, ``outcome`` (rank, selected or score), ``decisions`` and ``pools``."""
+        return self.query("""
+            SELECT s.model AS fingerprint, m.label AS model, s.task, s.subtask, s.outcome,
+                   (SELECT COUNT(*) FROM recorded_decisions d WHERE d.system = s.id) AS decisions,
+                   (SELECT COUNT(DISTINCT pool) FROM recorded_decisions d WHERE d.system = s.id) AS pools
+            FROM recorded_systems s JOIN models m ON m.fingerprint = s.model ORDER BY m.label, s.task, s.subtask""")
 
     def pairwise_table(self) -> pd.DataFrame:
         """Every planned pairwise prompt with its result, both candidates' groups and the prompt's options (JSON)."""
@@ -376,6 +407,32 @@ class Store:
 
 
 SAVE_DESIGN = "INSERT OR REPLACE INTO designs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+RECORDED_SYSTEMS_QUERY = """
+    SELECT s.id AS system, m.label AS model, s.model AS fingerprint, s.task, s.subtask, s.outcome, m.created
+    FROM recorded_systems s JOIN models m ON m.fingerprint = s.model"""
+RECORDED_QUERY = 'SELECT system, pool, position, grp AS "group", value, applicant FROM recorded_decisions'
+
+
+def save_recorded(db: sqlite3.Connection, model: str, task: str, outcome: str, decisions: pd.DataFrame) -> None:
+    """Write the decisions of one recorded system (fingerprint ``model``) under ``task``, in the caller's
+    transaction, replacing what that system had stored for the same subtasks. ``decisions``: columns ``subtask``,
+    ``pool`` and ``position`` (integers, unique per subtask), ``group``, ``value`` (the outcome: rank, 0/1 or
+    score) and ``applicant`` (id, or missing: the candidate is then ``<pool>.<position>``)."""
+    if outcome not in OUTCOMES:
+        raise AuditError(f"outcome {outcome!r} not understood; use one of {list(OUTCOMES)}")
+    for subtask, part in decisions.groupby("subtask", sort=True):
+        key = (model, task, str(subtask))
+        db.execute("DELETE FROM recorded_decisions WHERE system IN "
+                   "(SELECT id FROM recorded_systems WHERE model=? AND task=? AND subtask=?)", key)
+        db.execute("DELETE FROM recorded_systems WHERE model=? AND task=? AND subtask=?", key)
+        system = db.execute("INSERT INTO recorded_systems (model, task, subtask, outcome) VALUES (?, ?, ?, ?)",
+                            (*key, outcome)).lastrowid
+        part = part.sort_values(["pool", "position"])
+        applicants = part["applicant"].astype(object).where(part["applicant"].notna(), None)
+        db.executemany("INSERT INTO recorded_decisions VALUES (?, ?, ?, ?, ?, ?)",
+                       zip([system] * len(part), part["pool"].astype(int).tolist(),
+                           part["position"].astype(int).tolist(), part["group"].astype(str).tolist(),
+                           part["value"].astype(float).tolist(), applicants.tolist()))
 
 
 def _migrate(db: sqlite3.Connection, from_version: int) -> None:
@@ -383,7 +440,31 @@ def _migrate(db: sqlite3.Connection, from_version: int) -> None:
     no row is dropped or changed."""
     if from_version < 2:  # v2 added the designs table (created by SCHEMA): record the design of every stored task
         db.executemany(SAVE_DESIGN, [design.row() for design in _derived_designs(db, set())])
+    if from_version < 3:  # v3 keeps recorded systems in their own tables (created by SCHEMA): move them there
+        _move_recorded(db)
     db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
+
+
+def _move_recorded(db: sqlite3.Connection) -> None:
+    """Move recorded rankings stored before schema 3 (fingerprint ``rec-…``, one-label results of score
+    (n − rank)/(n − 1), candidates ``<pool>.<position>``) into the recorded tables, deleting their old rows (and
+    the candidates no other plan row uses)."""
+    old = pd.read_sql_query("""
+        SELECT p.model, p.task, p.subtask, p.candidate_id, c.grp AS "group", r.probs
+        FROM pointwise_plan p JOIN label_results r ON r.model = p.model AND r.prompt = p.prompt AND r.labels = p.labels
+        JOIN candidates c USING (task, subtask, candidate_id) WHERE p.model LIKE 'rec-%'""", db)
+    if old.empty:
+        return
+    for (model, task), part in legacy_decisions(old).groupby(["model", "task"], sort=True):
+        save_recorded(db, str(model), str(task), "rank", part)
+    db.execute("DELETE FROM label_results WHERE model LIKE 'rec-%'")
+    db.execute("DELETE FROM pointwise_plan WHERE model LIKE 'rec-%'")
+    db.execute("""
+        DELETE FROM candidates WHERE (task, subtask) IN (SELECT task, subtask FROM recorded_systems)
+        AND NOT EXISTS (SELECT 1 FROM pointwise_plan p WHERE p.task = candidates.task
+                        AND p.subtask = candidates.subtask AND p.candidate_id = candidates.candidate_id)
+        AND NOT EXISTS (SELECT 1 FROM pairwise_plan p WHERE p.task = candidates.task AND p.subtask = candidates.subtask
+                        AND candidates.candidate_id IN (p.first_id, p.second_id))""")
 
 
 def _derived_designs(db: sqlite3.Connection, known: set[tuple[str, str]]) -> list[AuditDesign]:

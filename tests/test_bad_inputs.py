@@ -162,6 +162,16 @@ def bad_cached_assembly(folder: Path) -> list[str]:
     return ["score", "--subtask", "retail", "--model", "qwen2.5-coder-0.5b", "--db", str(folder / "store.db")]
 
 
+LOG_SPEC = "applicant: id\ndemographics: [sex, race]\npool: req\n"
+
+
+def decision_log(folder: Path, text: str, name: str = "log.csv") -> list[str]:
+    """``import --format decisions`` of ``text`` (a decision log) with :data:`LOG_SPEC`, into the case's store."""
+    (folder / "log.yaml").write_text(LOG_SPEC)
+    return ["import", "--format", "decisions", "--data", table(folder, text, name), "--spec", str(folder / "log.yaml"),
+            "--db", str(folder / "store.db")]
+
+
 @dataclass(frozen=True)
 class Case:
     """One bad input: ``argv`` built in the case's folder; the error line must match ``error``."""
@@ -179,11 +189,23 @@ def store(folder: Path) -> str:
 
 def second_dataset(folder: Path) -> list[str]:
     """A store whose task "loan" was planned from one candidates file, and a run of another file under that name."""
-    first = get_task("custom", "default", data=table(folder, two_groups(text="Steady income and no debts."), "first.csv"), spec=spec(folder))
+    data = table(folder, two_groups(text="Steady income and no debts."), "first.csv")
+    first = get_task("custom", "default", data=data, spec=spec(folder))
     rows = [(first.name, first.subtask, c.candidate_id, c.group, 1, "", c.text) for c in first.candidates()]
     with Store(store(folder)) as db:
         db.save_plan(candidates=rows, prompts=[], dataset=first.dataset)
     return custom(folder, table(folder, two_groups(text="Two missed payments.")))
+
+
+def broken_runs(folder: Path) -> str:
+    """A folder of ranking runs (<model>/<job>/<date>/*.json): one readable response, one broken file."""
+    runs = folder / "runs" / "gpt-x" / "retail" / "1121"
+    runs.mkdir(parents=True)
+    response = {"context": {"default_order": ["Ann Lee", "Bo Diaz"], "demo_order": ["A_W", "H_M"]},
+                "choices": [{"message": {"content": "1. Bo Diaz 2. Ann Lee"}}], "created": 1700000000}
+    (runs / "run_0.json").write_text(json.dumps(response))
+    (runs / "run_bad.json").write_text('{"choices": [')
+    return str(folder / "runs")
 
 
 CASES = [
@@ -294,6 +316,33 @@ CASES = [
                                                "--bootstrap", "0"], r"--bootstrap 0: give 1 to 100,000"),
     Case("22 metrics --permutations 10^9", lambda d: metrics(d, "--k", "1", "--permutations", "1000000000"),
          r"--permutations 1000000000: give 1 to 100,000"),
+    Case("21 decision log without an outcome column", lambda d: decision_log(d, "id,sex,race,req\n1,F,W,p\n"),
+         r"log\.csv, header row, column \(none\): no outcome column"),
+    Case("21 decision log with a missing outcome", lambda d: decision_log(
+        d, "id,sex,race,req,rank\n1,F,W,p,1\n2,M,B,p,\n"), r"log\.csv, row 2, column 'rank': missing outcome"),
+    Case("21 decision log with two outcomes", lambda d: decision_log(
+        d, "id,sex,race,req,selected,score\n1,F,W,p,1,0.5\n"), r"log\.csv, header row, columns \['selected', "
+         r"'score'\]: two outcomes"),
+    Case("21 decision log with a non-numeric score", lambda d: decision_log(
+        d, "id,sex,race,req,score\n1,F,W,p,0.5\n2,M,B,p,0.7\n3,F,B,p,high\n"),
+         r"log\.csv, row 3, column 'score': score 'high' is not a number"),
+    Case("21 decision log with a duplicate applicant id", lambda d: decision_log(
+        d, "id,sex,race,req,selected\na1,F,W,p,1\na2,M,B,p,0\na3,F,B,q,0\na1,M,W,q,1\n"),
+         r"log\.csv, row 4, column 'id': applicant 'a1' also on row 1"),
+    Case("21 decision log with two rank-1 rows in a pool", lambda d: decision_log(
+        d, "id,sex,race,req,rank\n1,F,W,p1,1\n2,M,B,p2,1\n3,F,B,p1,1\n"),
+         r"log\.csv, row 3, column 'rank': rank 1 appears twice in pool 'p1' \(also row 1\)"),
+    Case("21 decision log with an all-unknown column", lambda d: decision_log(
+        d, "id,sex,race,req,selected\n1,F,unknown,p,1\n2,M,,p,0\n3,F,Unknown,p,0\n"),
+         r"log\.csv, rows 1–3, column 'race': every value is missing or unknown"),
+    Case("21 empty decision log", lambda d: decision_log(d, ""), r"log\.csv, row 1: empty file"),
+    Case("21 decision log (JSONL) with a rank beyond its pool", lambda d: decision_log(
+        d, '{"id": 1, "sex": "F", "race": "W", "req": "p", "rank": 1}\n'
+           '{"id": 2, "sex": "M", "race": "B", "req": "p", "rank": 3}\n', "log.jsonl"),
+         r"log\.jsonl, row 2, column 'rank': rank 3 but its pool holds 2 applicants"),
+    Case("21 ranking runs with a broken JSON file", lambda d: ["import", "--format", "ranking-runs", "--data",
+                                                               broken_runs(d), "--db", store(d)],
+         r"run_bad\.json: not a readable chat-completion response \(not valid JSON\)"),
     Case("12 cached assembly with one byte changed", bad_cached_assembly,
          r"cached model file .* does not match its pinned SHA-256 \(found [0-9a-f]{64}, expected "
          r"1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32\)", cache=True),

@@ -1,5 +1,6 @@
 """Schema 1 → 2: the demo store as committed before designs were stored migrates in place, keeps every row and gives
-the same resume metrics; a store whose designs are missing still reads them (derived in memory)."""
+the same resume metrics; a store whose designs are missing still reads them (derived in memory). Schema 2 → 3:
+recorded rankings stored as one-label results move into the compact recorded tables and read back the same."""
 from __future__ import annotations
 
 import hashlib
@@ -45,7 +46,8 @@ def test_v1_demo_store_migrates_in_place_keeping_every_row(v1_store):
     with Store(v1_store) as store:
         scores = score_table(store)
     after = tables(v1_store)
-    assert {name: len(frame) for name, frame in after.items() if name != "designs"} == {
+    added = ("designs", "recorded_systems", "recorded_decisions")  # the tables of schemas 2 and 3, empty but designs
+    assert {name: len(frame) for name, frame in after.items() if name not in added} == {
         name: len(frame) for name, frame in before.items()}
     for name, frame in before.items():
         if name != "meta":
@@ -80,3 +82,47 @@ def test_reading_the_demo_store_leaves_it_byte_identical():
     with Store(DEMO_STORE, create=False) as store:
         assert len(score_table(store)) and store.designs()
     assert hashlib.sha256(DEMO_STORE.read_bytes()).hexdigest() == digest
+
+
+def v2_recorded_store(path: Path) -> None:
+    """A schema-2 store holding recorded rankings as the import wrote them before schema 3: two pools of three
+    (candidates ``<pool>.<position>``, one-label results of score (n − rank)/(n − 1)) and one scored model."""
+    with Store(path) as store:
+        store.register_model("rec-0123456789abcdef", "gpt-x", {"kind": "recorded rankings"})
+        store.register_model("fp-scored", "scored", {})
+        db = store.db
+        db.execute("DROP TABLE recorded_decisions")
+        db.execute("DROP TABLE recorded_systems")
+        db.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
+        ranks = {"0.0": 2, "0.1": 1, "0.2": 3, "1.0": 3, "1.1": 2, "1.2": 1}
+        groups = {"0": "A_W", "1": "B_M", "2": "W_M"}
+        for cid, rank in ranks.items():
+            db.execute("INSERT INTO candidates VALUES ('rec', 'job', ?, ?, 1, 'name', '')", (cid, groups[cid[-1]]))
+            db.execute("INSERT INTO pointwise_plan VALUES ('rec-0123456789abcdef', 'rec', 'job', ?, ?, '[\"rank\"]', "
+                       "'[1.0]')", (cid, cid))
+            db.execute("INSERT INTO label_results VALUES ('rec-0123456789abcdef', ?, '[\"rank\"]', ?, 1.0, 0)",
+                       (cid, f"[{(3 - rank) / 2:.6g}]"))
+        db.execute("INSERT INTO candidates VALUES ('loan', 'x', 'c1', 'A', 1, 'n', 't')")
+        db.execute("INSERT INTO pointwise_plan VALUES ('fp-scored', 'loan', 'x', 'c1', 'k1', '[\"Yes\"]', '[1.0]')")
+        db.execute("INSERT INTO label_results VALUES ('fp-scored', 'k1', '[\"Yes\"]', '[0.25]', 0.5, 0)")
+
+
+def test_v2_recorded_rankings_move_to_the_recorded_tables(tmp_path):
+    path = tmp_path / "v2.db"
+    v2_recorded_store(path)
+    columns = ["model", "task", "subtask", "candidate_id", "group", "score", "pool"]
+    with Store(path, create=False) as store:  # read without migrating: pools read off the old candidate ids
+        legacy = store.pointwise_table()[columns].sort_values(columns[:4], ignore_index=True)
+    with Store(path) as store:  # opened for writing: migrated in place
+        moved = store.pointwise_table()[columns].sort_values(columns[:4], ignore_index=True)
+        counts = store.row_counts()
+        systems = store.recorded_systems()
+    pd.testing.assert_frame_equal(moved, legacy, check_dtype=False)
+    recorded = moved[moved["task"] == "rec"].set_index("candidate_id")
+    assert recorded["score"].to_dict() == {"0.0": 0.5, "0.1": 1.0, "0.2": 0.0, "1.0": 0.0, "1.1": 0.5, "1.2": 1.0}
+    assert recorded["pool"].tolist() == [0, 0, 0, 1, 1, 1]
+    assert moved.loc[moved["task"] == "loan", "score"].tolist() == [0.25]
+    assert (counts["recorded_decisions"], counts["label_results"], counts["pointwise_plan"], counts["candidates"]) == (
+        6, 1, 1, 1)
+    assert systems[["model", "task", "subtask", "outcome", "decisions", "pools"]].values.tolist() == [
+        ["gpt-x", "rec", "job", "rank", 6, 2]]

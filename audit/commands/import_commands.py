@@ -5,8 +5,10 @@ import argparse
 from pathlib import Path
 
 from audit.errors import AuditError
+from audit.recorded.decision_logs import read_log
+from audit.recorded.log_spec import load_log_spec
 from audit.recorded.ranking_runs import read_runs
-from audit.recorded.storing import import_runs
+from audit.recorded.storing import import_log, import_runs
 from audit.store import Store
 
 DEFAULT_TASK = "recorded"
@@ -14,14 +16,20 @@ DEFAULT_TASK = "recorded"
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Register the ``import`` sub-command."""
-    parser = sub.add_parser("import", help="import recorded rankings into the result store",
-                            description="ranking-runs: <model>/<job>/<date>/*.json chat-completion responses with "
-                                        "context.default_order and context.demo_order (the 2024 GPT hiring study's "
-                                        "layout); each response is one pool, its job the subtask, its model the model.")
-    parser.add_argument("--format", required=True, choices=("ranking-runs",))
-    parser.add_argument("--data", required=True, help="folder of ranking runs")
+    parser = sub.add_parser("import", help="import a deployed system's recorded decisions into the result store",
+                            description="decisions: a decision log (CSV / Parquet / JSONL, one row per applicant) "
+                                        "read with a spec naming its applicant, demographic, pool, subtask, date "
+                                        "and outcome columns (see README). ranking-runs: <model>/<job>/<date>/*.json "
+                                        "chat-completion responses with context.default_order and "
+                                        "context.demo_order (the 2024 GPT hiring study's layout); each response is "
+                                        "one pool, its job the subtask, its model the model.")
+    parser.add_argument("--format", required=True, choices=("decisions", "ranking-runs"))
+    parser.add_argument("--data", required=True, help="decision log file, or folder of ranking runs")
+    parser.add_argument("--spec", help="decisions: the log's spec (YAML or JSON)")
+    parser.add_argument("--label", help="decisions: the system's name (default: the spec's label, else the file's "
+                                        "name)")
     parser.add_argument("--task", default=DEFAULT_TASK, help=f"task name to store under (default {DEFAULT_TASK})")
-    parser.add_argument("--reference", default="W_M", help="reference group (default W_M)")
+    parser.add_argument("--reference", default="W_M", help="ranking-runs: reference group (default W_M)")
     parser.add_argument("--db", default="results.db", help="result store (default results.db)")
     parser.set_defaults(handler=run_import)
 
@@ -30,6 +38,10 @@ def run_import(args: argparse.Namespace) -> int:
     """Read everything first (bad input writes nothing), then store it in one transaction and summarise."""
     if not args.task.strip():
         raise AuditError("--task: give a task name")
+    if args.format == "decisions":
+        return _import_decisions(args)
+    if args.spec or args.label:
+        raise AuditError("--spec and --label go with --format decisions")
     runs = read_runs(args.data)
     with Store(args.db) as store:
         fingerprints = import_runs(store, runs, args.task, args.reference, source=Path(args.data).name)
@@ -40,4 +52,25 @@ def run_import(args: argparse.Namespace) -> int:
           f"{len(runs.partial)} of {runs.files}")
     for path in runs.partial:
         print(f"  partial: {path}")
+    return 0
+
+
+def _import_decisions(args: argparse.Namespace) -> int:
+    if not args.spec:
+        raise AuditError("--format decisions needs --spec FILE (the log's columns; see README)")
+    spec = load_log_spec(Path(args.spec))
+    log = read_log(args.data, spec)
+    label = (args.label or spec.label or Path(args.data).stem).strip()
+    if not label:
+        raise AuditError("--label: give the system a name")
+    with Store(args.db) as store:
+        fingerprint = import_log(store, log, args.task, label)
+    pools = log.decisions.groupby(["subtask", "pool"]).ngroups
+    print(f"imported {log.rows} decisions ({log.outcome}) of {label!r} ({fingerprint}) into task {args.task!r} of "
+          f"{args.db}: {log.decisions['subtask'].nunique()} subtask(s), {pools} pool(s); dates "
+          f"{log.first_date or '(none)'} to {log.last_date or '(none)'}; source sha256 {log.digest}")
+    print("unknown category (missing or 'unknown'; counted, left out of that grouping's rates): "
+          + ", ".join(f"{column} {count}" for column, count in log.unknown.items()))
+    print(f"comparison: {log.comparison} ("
+          + ", ".join(f"{subtask}: {ref}" for subtask, ref in log.references.items()) + ")")
     return 0

@@ -1,4 +1,8 @@
-"""``python -m audit ll144``: the NYC Local Law 144 bias-audit summary of a recorded system in the store."""
+"""``python -m audit ll144``: the NYC Local Law 144 bias-audit summary of a recorded system in the store.
+
+What counts as selected follows the system's outcome kind: ``rank`` (recorded rankings, ranked decision logs) the top
+k of each recorded pool; ``selected`` the recorded selection, with no quota; ``score`` LL144's scoring rate, the share
+scoring above the median score of the (model, task, subtask) sample, with no quota."""
 from __future__ import annotations
 
 import argparse
@@ -8,24 +12,34 @@ from datetime import date
 import pandas as pd
 
 from audit.commands.io import emit, emit_table
+from audit.design import AuditDesign
 from audit.errors import AuditError
+from audit.metrics.impact import FOUR_FIFTHS
 from audit.metrics.ll144 import ll144_table
+from audit.recorded.decision_logs import selected_flags
 from audit.results import score_table
 from audit.store import Store
 
-GROUPINGS = {"sex": ["sex"], "race/ethnicity": ["race"], "intersection": ["race", "sex"]}
+#: LL144's names of the single-column groupings (the rest keep their column's name); codes whole = "intersection"
+LL144_NAMES = {"race": "race/ethnicity", "gender": "sex"}
+#: what "selected" means for each outcome kind (see :func:`audit.recorded.decision_logs.selected_flags`)
+MEANINGS = {"rank": "selected = top {k} of each pool", "selected": "selected = the recorded selection (no quota)",
+            "score": "scoring rate = share scoring above the median score of the sample (no quota)"}
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Register the ``ll144`` sub-command."""
-    parser = sub.add_parser("ll144", help="LL144 bias-audit summary of imported recorded rankings at quota k",
-                            description="Per model and subtask, for sex, race/ethnicity and the intersection: "
-                                        "applicants, selection rate (top k of each recorded pool), impact ratio "
-                                        "against the most-selected category with its CI, Fisher's exact test "
-                                        "(Holm-adjusted), the unknown category, categories under 2 %.")
-    parser.add_argument("--db", required=True, help="result store with imported recorded rankings")
+    parser = sub.add_parser("ll144", help="LL144 bias-audit summary of imported recorded decisions",
+                            description="Per model and subtask, for each demographic column and their intersection: "
+                                        "applicants, selection rate (rank outcome: top k of each recorded pool; "
+                                        "selected: the recorded selection; score: scoring rate above the sample "
+                                        "median), impact ratio against the most-selected category with its CI, "
+                                        "Fisher's exact test (Holm-adjusted), the unknown category, categories "
+                                        "under 2 %.")
+    parser.add_argument("--db", required=True, help="result store with imported recorded decisions")
     parser.add_argument("--task", help="task (default: every recorded task)")
-    parser.add_argument("--k", type=int, default=1, help="selected = the top k of each recorded pool (default 1)")
+    parser.add_argument("--k", type=int, default=1, help="rank outcomes: selected = the top k of each recorded pool "
+                                                         "(default 1)")
     parser.add_argument("--ci", type=float, default=0.95, help="confidence level of the impact-ratio CI")
     parser.add_argument("--exclude-small", metavar="JUSTIFICATION",
                         help="exclude categories under 2 %% from the impact ratios, with this justification")
@@ -35,15 +49,38 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run_ll144)
 
 
-def recorded_decisions(scores: pd.DataFrame, k: int) -> pd.DataFrame:
-    """One row per recorded applicant: race and sex from its ``R_S`` group code, selected = rank ≤ k in its pool
-    (rank read back from the stored score (n − rank)/(n − 1))."""
+def ll144_groupings(design: AuditDesign) -> dict[str, list[str]]:
+    """LL144 grouping name → the code-part columns (``part0``, ``part1``, …) it keeps, from the design's groupings:
+    each single part under its LL144 name, the whole code as the intersection."""
+    parts = sorted(p for p in design.groupings.values() if p is not None)
+    out = {LL144_NAMES.get(name, name): [f"part{part}"] for name, part in design.groupings.items() if part is not None}
+    if len(parts) > 1 or not out:
+        out["intersection"] = [f"part{p}" for p in parts] or ["part0"]
+    return out
+
+
+def recorded_decisions(scores: pd.DataFrame, outcomes: pd.DataFrame, k: int) -> pd.DataFrame:
+    """One row per recorded applicant with ``selected`` as LL144 counts it for its system's outcome kind and its
+    group code split into ``part0``, ``part1``, …; ranks are read back from the stored score
+    (n − rank)/(n − 1)."""
+    kinds = outcomes.set_index(["fingerprint", "task", "subtask"])["outcome"]
     recorded = scores[scores["pool"].notna()].copy()
-    size = recorded.groupby(["model", "task", "subtask", "pool"])["score"].transform("size")
-    rank = (size - recorded["score"] * (size - 1)).round().astype(int)
-    recorded["selected"] = (rank <= k).astype(int)
-    parts = recorded["group"].astype(str).str.split("_", n=1, expand=True)
-    recorded["race"], recorded["sex"] = parts[0], parts[1] if parts.shape[1] > 1 else None
+    if recorded.empty:
+        return recorded
+    recorded["outcome"] = kinds.reindex(pd.MultiIndex.from_frame(recorded[["fingerprint", "task", "subtask"]])
+                                        ).fillna("rank").to_numpy()  # rows of a store read before migrating: ranks
+    frames = []
+    for (kind, *_), part in recorded.groupby(["outcome", "model", "task", "subtask"], sort=False):
+        values = part["score"]
+        if kind == "rank":
+            size = part.groupby("pool")["score"].transform("size")
+            values = (size - part["score"] * (size - 1)).round()
+        frames.append(part.assign(selected=selected_flags(values, kind, k=k),
+                                  threshold=values.median() if kind == "score" else float("nan")))
+    recorded = pd.concat(frames)
+    codes = recorded["group"].astype(str).str.split("_", expand=True)
+    for column in codes.columns:
+        recorded[f"part{column}"] = codes[column]
     return recorded
 
 
@@ -51,22 +88,27 @@ def run_ll144(args: argparse.Namespace) -> int:
     with Store(args.db, create=False) as store:
         scores = score_table(store)
         models = store.models().set_index("label")
+        outcomes = store.recorded_systems()
+        designs = store.designs()
     if args.task:
         scores = scores[scores["task"] == args.task]
-    decisions = recorded_decisions(scores, args.k)
+    decisions = recorded_decisions(scores, outcomes, args.k)
     if decisions.empty:
-        raise AuditError(f"{args.db}: no recorded rankings{' in task ' + repr(args.task) if args.task else ''}; "
+        raise AuditError(f"{args.db}: no recorded decisions{' in task ' + repr(args.task) if args.task else ''}; "
                          "import some with `python -m audit import`")
     frames = []
     for (model, task, subtask), part in decisions.groupby(["model", "task", "subtask"], sort=True):
-        table = ll144_table(part, GROUPINGS, level=args.ci, exclude_small=args.exclude_small)
+        groupings = ll144_groupings(designs[task, subtask])
+        table = ll144_table(part, groupings, level=args.ci, exclude_small=args.exclude_small)
         details = json.loads(models.loc[model, "details"]) if model in models.index else {}
-        frames.append(table.assign(model=model, task=task, subtask=subtask, k=args.k,
+        kind = str(part["outcome"].iloc[0])
+        frames.append(table.assign(model=model, task=task, subtask=subtask, outcome=kind,
+                                   k=args.k if kind == "rank" else None, score_median=part["threshold"].iloc[0],
                                    source=details.get("source", ""), source_sha256=details.get("source_sha256", ""),
                                    first_date=details.get("first_date", ""), last_date=details.get("last_date", ""),
                                    audit_date=date.today().isoformat(), distribution_date=args.distribution_date))
     table = pd.concat(frames, ignore_index=True)
-    front = ["model", "task", "subtask", "k"]
+    front = ["model", "task", "subtask", "outcome", "k"]
     table = table[front + [c for c in table.columns if c not in front]]
     if args.format != "md":
         emit_table(table, args.format, args.out)
@@ -80,9 +122,14 @@ def markdown(table: pd.DataFrame) -> str:
     lines: list[str] = []
     for (model, task, subtask), part in table.groupby(["model", "task", "subtask"], sort=True):
         first = part.iloc[0]
-        lines += [f"## {model}: {task} / {subtask} (selected = top {first['k']} of each pool)", "",
-                  f"Data: {first['source']} (sha256 {first['source_sha256'][:12]}…), recorded {first['first_date']} "
-                  f"to {first['last_date']}; audit date {first['audit_date']}; distribution date "
+        meaning = MEANINGS[first["outcome"]].format(k=first["k"])
+        if first["outcome"] == "score":
+            meaning += f", {first['score_median']:.4g}"
+        dates = (f"recorded {first['first_date']} to {first['last_date']}" if first["first_date"]
+                 else "decision dates not recorded")
+        lines += [f"## {model}: {task} / {subtask} ({meaning})", "",
+                  f"Data: {first['source']} (sha256 {first['source_sha256'][:12]}…), {dates}; audit date "
+                  f"{first['audit_date']}; distribution date "
                   f"{first['distribution_date'] or '(not given)'}.", ""]
         for grouping, rows in part.groupby("grouping", sort=False):
             lines += [f"### {grouping}", "", "| category | applicants | selection rate | impact ratio (CI) | "
@@ -96,3 +143,29 @@ def markdown(table: pd.DataFrame) -> str:
                 lines.append(f"| {r['category']} | {r['applicants']} | {rate} | {ratio} | {p} | {r['note']} |")
             lines.append("")
     return "\n".join(lines)
+
+
+#: outcome kinds with no quota: ``impact`` reports their observed selection (scoring) rate
+UNQUOTED = ("selected", "score")
+
+
+def observed_impact(scores: pd.DataFrame, outcomes: pd.DataFrame, designs: dict, groupings: list[str] | tuple = (),
+                    *, level: float = 0.95) -> pd.DataFrame:
+    """``impact``'s rows for recorded systems whose outcome has no quota (``selected``, ``score``): per grouping of
+    the stored design, the LL144 rates of :func:`audit.metrics.ll144.ll144_table` (k empty, candidates = applicants,
+    the Katz interval of the impact ratio; the unknown category counted with no rate)."""
+    decisions = recorded_decisions(scores, outcomes, 1)
+    frames = []
+    for (model, task, subtask), part in decisions.groupby(["model", "task", "subtask"], sort=True):
+        design = designs[task, subtask]
+        for grouping in groupings or design.groupings:
+            chosen = design.part(grouping)
+            columns = [c for c in part.columns if c.startswith("part")] if chosen is None else [f"part{chosen}"]
+            table = ll144_table(part, {grouping: sorted(columns)}, level=level)
+            frames.append(pd.DataFrame({
+                "model": model, "task": task, "subtask": subtask, "mode": "pointwise", "grouping": grouping,
+                "category": table["category"], "k": None, "candidates": table["applicants"],
+                "selection_rate": table["selection_rate"], "impact_ratio": table["impact_ratio"],
+                "four_fifths": table["impact_ratio"] < FOUR_FIFTHS, "impact_ratio_lo": table["impact_ratio_lo"],
+                "impact_ratio_hi": table["impact_ratio_hi"], "note": table["note"]}))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

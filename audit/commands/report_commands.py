@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -12,6 +13,7 @@ from audit.audit_verdict import pool_sizes, refuse_full_pools
 from audit.design import AuditDesign
 from audit.errors import AuditError
 from audit.commands.io import emit, parse_quotas, read_table_file, records
+from audit.commands.ll144_commands import UNQUOTED, observed_impact
 from audit.output import check_target, csv_text, write_atomic
 from audit.metrics.compare import compare_gaps, rank_correlation, selection_flips
 from audit.metrics.impact import FOUR_FIFTHS, impact_ratios
@@ -133,6 +135,34 @@ def markdown(table: pd.DataFrame) -> str:
     return "".join("| " + " | ".join(line) + " |\n" for line in lines)
 
 
+def _store_impact(args: argparse.Namespace, tables: StoreTables, selection: Selection) -> pd.DataFrame:
+    """``impact --db``: recorded systems whose outcome has no quota (selected, score) at their observed rates
+    (:func:`audit.commands.ll144_commands.observed_impact`, k empty), every other system through the audit
+    computation at the selection's quotas."""
+    with Store(args.db, create=False) as store:
+        recorded = store.recorded_systems()
+    unquoted = recorded[(recorded["task"] == selection.task) & recorded["outcome"].isin(UNQUOTED)]
+    scores = tables.scores[tables.scores["task"] == selection.task]
+    if selection.models:
+        scores = scores[scores["model"].isin(selection.models)]
+    if selection.subtasks:
+        scores = scores[scores["subtask"].isin(selection.subtasks)]
+    observed = scores["model"].isin(set(unquoted["model"]))
+    frames = []
+    if observed.any():
+        frames.append(observed_impact(scores[observed], unquoted, tables.designs, args.grouping or (),
+                                      level=args.ci or 0.95))
+    others = tuple(sorted(scores.loc[~observed, "model"].unique()))
+    if others:
+        chosen = replace(selection, models=others)
+        refuse_full_pools(max(selection.ks), pool_sizes(tables, chosen), args.grouping)
+        frames.append(impact_table(tables, chosen, args.grouping or ()))
+    if not frames:
+        raise AuditError(f"no systems of task {selection.task!r} match the selected models and subtasks")
+    table = pd.concat(frames[::-1], ignore_index=True).astype({"k": "Int64"})
+    return table[[c for c in table.columns if c != "note"] + (["note"] if "note" in table else [])]
+
+
 def run_impact(args: argparse.Namespace) -> int:
     """Handler of ``impact``: per grouping, the impact ratios of :func:`audit.audit_result.compute` (``--db``) or
     of the score file's groups coarsened by the task's declared groupings (``--scores``)."""
@@ -140,8 +170,7 @@ def run_impact(args: argparse.Namespace) -> int:
     if args.db is not None and args.scores is None:
         tables = _tables(args)
         selection = _selection(args, tables, ks=quotas, max_inconsistent=args.max_inconsistent)
-        refuse_full_pools(max(quotas), pool_sizes(tables, selection), args.grouping)
-        table = impact_table(tables, selection, args.grouping or ())
+        table = _store_impact(args, tables, selection)
     else:
         if args.max_inconsistent is not None:
             raise AuditError("--max-inconsistent goes with --db (the store's pair outcomes)")

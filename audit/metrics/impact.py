@@ -7,11 +7,15 @@ dashboard's groupings do. Then, at quota k:
     selection rate(C) = φ(C, k)  (the expected share of C's pool members selected, :mod:`audit.metrics.allocation`)
     impact ratio(C)   = φ(C, k) / max_D φ(D, k)      flagged when below 0.8 (the four-fifths rule)
 
+Categories with an ``unknown`` part (the LL144 unknown category of imported decision logs) keep their selection
+rate but get no impact ratio and are never the most-selected category.
+
 Confidence intervals are percentile bootstrap intervals of the same replicates as the engine's gap bounds; the ratio
 is recomputed in every replicate against that replicate's most-selected category.
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 
 import numpy as np
@@ -21,6 +25,7 @@ from audit.errors import AuditError
 from audit.metrics.allocation import check_quotas, shares
 from audit.metrics.bootstrap import percentile_bounds, share_draws
 from audit.metrics.keys import split_keys
+from audit.metrics.ll144 import UNKNOWN
 from audit.design import PoolDesign
 from audit.metrics.pools import pool_size
 from audit.metrics.schema import KEY
@@ -28,6 +33,13 @@ from audit.metrics.schema import KEY
 FOUR_FIFTHS = 0.8
 COLUMNS = (*KEY, "grouping", "category", "k", "candidates", "selection_rate", "impact_ratio", "four_fifths")
 CI_COLUMNS = ("selection_rate_lo", "selection_rate_hi", "impact_ratio_lo", "impact_ratio_hi")
+
+
+def known_categories(categories: Iterable[str]) -> np.ndarray:
+    """False for the LL144 unknown category (a code with an ``unknown`` part): it keeps its selection rate but gets
+    no impact ratio and is never the most-selected category (all True when every category is unknown)."""
+    known = np.array([UNKNOWN not in str(c).split("_") for c in categories])
+    return known if known.any() else np.ones_like(known)
 
 
 def impact_ratios(scores: pd.DataFrame, *, ks: Iterable[int] | int, pool: "str | PoolDesign" = "per-group",
@@ -43,13 +55,18 @@ def impact_ratios(scores: pd.DataFrame, *, ks: Iterable[int] | int, pool: "str |
     for data in split_keys(scores, reference=str(scores["group"].iloc[0])):
         quotas = check_quotas(ks, pool_size(design, data), data, design)
         phi = shares(data, design)[0][:, np.asarray(quotas) - 1]
-        columns = {"selection_rate": phi, "impact_ratio": phi / phi.max(axis=0)}
+        known = known_categories(data.groups)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = np.where(known[:, None], phi / phi[known].max(axis=0), np.nan)
+        columns = {"selection_rate": phi, "impact_ratio": ratio}
         if ci is not None:
             draws = share_draws(data, design, n_boot=n_boot, seed=seed)[0][:, :, np.asarray(quotas) - 1]
             with np.errstate(invalid="ignore", divide="ignore"):
-                ratios = draws / draws.max(axis=1, keepdims=True)
-            for name, values in (("selection_rate", draws), ("impact_ratio", ratios)):
-                columns.update(percentile_bounds(name, values, ci))
+                ratios = np.where(known[None, :, None], draws / draws[:, known].max(axis=1, keepdims=True), np.nan)
+            with warnings.catch_warnings():  # the unknown category's ratios are NaN in every replicate
+                warnings.simplefilter("ignore", RuntimeWarning)
+                for name, values in (("selection_rate", draws), ("impact_ratio", ratios)):
+                    columns.update(percentile_bounds(name, values, ci))
         frame = pd.DataFrame({name: values.ravel() for name, values in columns.items()})
         frame.insert(0, "k", np.tile(quotas, len(data.groups)))
         frame.insert(0, "candidates", np.repeat(

@@ -1,7 +1,8 @@
 """The NYC Local Law 144 bias-audit summary of recorded decisions (one row per applicant, ``selected`` 0/1).
 
 For each grouping (sex, race/ethnicity, their intersection) separately, per category: applicants, selected, selection
-rate, impact ratio = rate / the most-selected category's rate with a Katz log-interval, and Fisher's exact test of
+rate, impact ratio = rate / the most-selected category's rate (among those with at least :data:`MIN_APPLICANTS`
+applicants, when any has) with a Katz log-interval, and Fisher's exact test of
 no difference from the most-selected category (two-sided), Holm-adjusted across the grouping's categories. Missing or
 ``unknown`` values form the *unknown category*: counted and reported, left out of that grouping's rates only.
 Categories under 2 % of the grouping's known applicants are flagged; they are excluded from the impact ratios only
@@ -72,7 +73,8 @@ def ll144_table(decisions: pd.DataFrame, groupings: Mapping[str, Sequence[str]],
         excluded = small & (exclude_small is not None)
         rates = counts["sum"] / counts["size"]
         compared = rates[~excluded]
-        best = compared.idxmax() if len(compared) else None
+        enough = compared[counts["size"][~excluded] >= MIN_APPLICANTS]  # a tiny category is never the comparison
+        best = (enough if len(enough) else compared).idxmax() if len(compared) else None
         rows = []
         for cat in counts.index:
             n, s = int(counts.at[cat, "size"]), int(counts.at[cat, "sum"])

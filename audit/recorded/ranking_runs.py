@@ -22,8 +22,8 @@ from audit.errors import AuditError
 
 @dataclass(frozen=True)
 class RankingRuns:
-    """The runs of one folder: ``rows`` (model, job, run, candidate, name, group, rank, pool size; candidate
-    ``<file number>.<position shown>``, files numbered in sorted path order), ``partial``
+    """The runs of one folder: ``rows`` (model, job, run, pool = the file number in sorted path order, position =
+    the place shown, candidate ``<pool>.<position>``, name, group, rank, pool size), ``partial``
     (the run files whose reply leaves some name out), ``digest`` (SHA-256 over each file's path and hash), ``files``
     and the ``created`` date range (ISO dates, UTC)."""
 
@@ -72,8 +72,10 @@ def read_runs(root: str | Path) -> RankingRuns:
         if stamp is not None:
             created.append(stamp)
         for rank, index in enumerate(order, start=1):
-            rows.append((model, job, relative, f"{number}.{index}", names[index], groups[index], rank, len(names)))
-    frame = pd.DataFrame(rows, columns=["model", "job", "run", "candidate_id", "name", "group", "rank", "pool_size"])
+            rows.append((model, job, relative, number, index, f"{number}.{index}", names[index], groups[index], rank,
+                         len(names)))
+    frame = pd.DataFrame(rows, columns=["model", "job", "run", "pool", "position", "candidate_id", "name", "group",
+                                        "rank", "pool_size"])
     dates = [datetime.fromtimestamp(t, timezone.utc).date().isoformat() for t in (min(created), max(created))] \
         if created else ["", ""]
     return RankingRuns(frame, tuple(partial), digest.hexdigest(), len(files), *dates)

@@ -1,10 +1,11 @@
-"""Store imported recorded rankings as a scored system, so every command and page audits them like a model.
+"""Store imported recorded decisions (ranking runs, decision logs) as a system, so every command and page audits
+them like a model.
 
-Each recorded candidate becomes one pointwise result whose score is rank-derived: ``(n − rank) / (n − 1)`` within
-its pool of n (1 for the first, 0 for the last), stored as a one-label result (label ``rank``, relevance 1,
-probability = the score). Candidates are keyed ``<run file number>.<position shown>``, so every pool keeps its own
-candidates. The model's fingerprint is the source: a SHA-256 over every file's path and hash, with the file count,
-row count, partial replies and date range in its details. Everything is written in one transaction.
+Each recorded candidate becomes one decision of the store's recorded tables (outcome ``rank``; read back with the
+rank-derived score ``(n − rank) / (n − 1)`` within its pool of n, see :mod:`audit.recorded.frame`): pool = its run
+file number, position = its place in the order shown, so candidates read back as ``<run file number>.<position>``.
+The model's fingerprint is the source: a SHA-256 over every file's path and hash, with the file count, row count,
+partial replies and date range in its details. Everything is written in one transaction.
 """
 from __future__ import annotations
 
@@ -12,29 +13,16 @@ import hashlib
 import json
 import time
 
-import pandas as pd
-
 from audit.design import AuditDesign, PoolDesign, split_groupings
+from audit.recorded.decision_logs import DecisionLog
 from audit.recorded.ranking_runs import RankingRuns
-from audit.store import SAVE_DESIGN, Store
+from audit.store import SAVE_DESIGN, Store, save_recorded
 
 FINGERPRINT_PREFIX = "rec-"
 LABEL = "rank"
 LABELS = json.dumps([LABEL])
 QUALIFICATION = "every candidate of a pool equally qualified (the study's design)"
-
-
-def recorded_pools(pointwise: pd.DataFrame) -> pd.Series:
-    """The pool of each pointwise row: its run file number for recorded candidates (fingerprint ``rec-…``,
-    candidate ``<file number>.<position>``), missing for scored models."""
-    recorded = pointwise["fingerprint"].astype(str).str.startswith(FINGERPRINT_PREFIX)
-    pools = pointwise["candidate_id"].astype(str).str.partition(".")[0]
-    return pd.to_numeric(pools.where(recorded), errors="coerce").astype("Int64")
-
-
-def rank_score(rank: int, size: int) -> float:
-    """(n − rank) / (n − 1): 1 for the top of a pool of n, 0 for its bottom."""
-    return (size - rank) / (size - 1)
+LOG_QUALIFICATION = "not recorded (an observational decision log)"
 
 
 def import_runs(store: Store, runs: RankingRuns, task: str, reference: str = "W_M",
@@ -52,21 +40,41 @@ def import_runs(store: Store, runs: RankingRuns, task: str, reference: str = "W_
             details = {"kind": "recorded rankings", "source": source, "source_sha256": runs.digest,
                        "runs": int(len(files)), "rows": int(len(part)), "partial_replies": len(partial),
                        "first_date": runs.first_date, "last_date": runs.last_date,
-                       "score": "(n - rank) / (n - 1) within its pool"}
+                       "outcome": "rank", "score": "(n - rank) / (n - 1) within its pool"}
             db.execute("INSERT OR REPLACE INTO models VALUES (?, ?, ?, ?)",
                        (fingerprint, model, json.dumps(details, sort_keys=True), now))
-            prompts = list(part["candidate_id"])
-            scores = [rank_score(r, n) for r, n in zip(part["rank"], part["pool_size"])]
-            db.executemany("INSERT OR IGNORE INTO candidates VALUES (?, ?, ?, ?, 1, ?, '')",
-                           zip([task] * len(part), part["job"], part["candidate_id"], part["group"], part["name"]))
-            db.executemany("INSERT OR REPLACE INTO pointwise_plan VALUES (?, ?, ?, ?, ?, ?, '[1.0]')",
-                           zip([fingerprint] * len(part), [task] * len(part), part["job"], part["candidate_id"],
-                               prompts, [LABELS] * len(part)))
-            db.executemany("INSERT OR REPLACE INTO label_results VALUES (?, ?, ?, ?, 1.0, ?)",
-                           [(fingerprint, key, LABELS, f"[{s:.6g}]", now) for key, s in zip(prompts, scores)])
+            decisions = part.rename(columns={"job": "subtask", "rank": "value"}).assign(applicant=None)
+            save_recorded(db, fingerprint, task, "rank", decisions)
         for job, part in rows.groupby("job", sort=True):
             groups = sorted(part["group"].unique())
             design = AuditDesign(task, job, reference if reference in groups else groups[0], PoolDesign("observed"),
                                  (LABEL,), (1.0,), QUALIFICATION, split_groupings(("race", "gender")), "")
             db.execute(SAVE_DESIGN, design.row())
     return fingerprints
+
+
+def log_fingerprint(log: DecisionLog) -> str:
+    """``rec-`` + SHA-256 of the log file and the spec that reads it."""
+    return FINGERPRINT_PREFIX + hashlib.sha256(f"{log.digest}\0{log.spec.canonical()}".encode()).hexdigest()[:16]
+
+
+def import_log(store: Store, log: DecisionLog, task: str, label: str) -> str:
+    """Write a checked decision log into ``store`` under ``task`` as the system ``label`` (one transaction, with
+    its source as the fingerprint and one audit design per subtask); returns the fingerprint."""
+    fingerprint = log_fingerprint(log)
+    details = {"kind": "decision log", "source": log.path.name, "source_sha256": log.digest, "rows": log.rows,
+               "first_date": log.first_date, "last_date": log.last_date, "outcome": log.outcome,
+               "demographics": list(log.spec.demographics), "unknown": log.unknown, "comparison": log.comparison,
+               "pools": "recorded" if log.spec.pool else "one pool per subtask",
+               "spec": json.loads(log.spec.canonical())}
+    groupings = split_groupings(log.spec.demographics)
+    with store.transaction() as db:
+        store.check_label(fingerprint, label)
+        db.execute("INSERT OR REPLACE INTO models VALUES (?, ?, ?, ?)",
+                   (fingerprint, label, json.dumps(details, sort_keys=True), time.time()))
+        save_recorded(db, fingerprint, task, log.outcome, log.decisions)
+        for subtask, reference in log.references.items():
+            design = AuditDesign(task, subtask, reference, PoolDesign("observed"), (log.outcome,), (1.0,),
+                                 LOG_QUALIFICATION, groupings, "")
+            db.execute(SAVE_DESIGN, design.row())
+    return fingerprint

@@ -1,0 +1,288 @@
+"""Read a decision log (CSV, Parquet or JSONL; one row per applicant) into recorded decisions, checked whole before
+anything is stored. Vectorised (pandas), bounded by :data:`MAX_LOG_BYTES` and :data:`MAX_LOG_ROWS`.
+
+Rows are numbered from 1 without the CSV header (blank lines skipped), as the task loaders number them. Demographic
+values that are missing, blank or ``unknown`` (any case) become the LL144 *unknown category* (``unknown`` in the
+group code); values may not contain ``_`` (it joins the parts of an intersectional code). Outcomes: ``selected``
+0/1, ``score`` a number, ``rank`` 1 … n within each pool of n (each rank once).
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from audit.errors import AuditError
+from audit.metrics.ll144 import UNKNOWN, unknown_mask
+from audit.recorded.frame import OUTCOMES
+from audit.recorded.log_spec import LogSpec
+from audit.tasks.loaders import TABLE_SUFFIXES, check_parquet
+
+MAX_LOG_BYTES = 256 * 2**20
+"""Largest decision log file accepted (256 MiB: a few million applicants of a few short columns)."""
+MAX_LOG_ROWS = 2_000_000
+"""Most applicants one decision log may hold (checked before a Parquet file is decoded)."""
+MAX_LOG_DECODED = 1024 * 2**20
+"""Most bytes a Parquet log's columns may take uncompressed."""
+DEFAULT_SUBTASK = "all"
+
+
+@dataclass(frozen=True)
+class DecisionLog:
+    """A checked log: ``decisions`` (subtask, pool, position, group, value, applicant; pools numbered in sorted
+    order of their names, positions in file order), its ``outcome`` kind, the ``references`` (subtask → reference
+    category, given or most-selected), the ``unknown`` count of each demographic column, the source's SHA-256, row
+    count and date range."""
+
+    path: Path
+    spec: LogSpec
+    outcome: str
+    decisions: pd.DataFrame
+    references: dict[str, str]
+    comparison: str  # "reference" (given in the spec) or "most-selected"
+    unknown: dict[str, int]
+    digest: str
+    rows: int
+    first_date: str
+    last_date: str
+
+
+def read_table(path: Path) -> tuple[pd.DataFrame, str]:
+    """(the log as a frame, SHA-256 of the file): CSV and JSONL cells as text, Parquet as stored."""
+    suffix = path.suffix.lower()
+    if suffix not in TABLE_SUFFIXES:
+        raise AuditError(f"{path}: unsupported file type {suffix or '(none)'!r}; use one of {list(TABLE_SUFFIXES)}")
+    if not path.is_file():
+        raise AuditError(f"{path}: no such file")
+    size = path.stat().st_size
+    if size > MAX_LOG_BYTES:
+        raise AuditError(f"{path}: file is {size / 2**20:.1f} MiB; the limit is {MAX_LOG_BYTES // 2**20} MiB")
+    raw = path.read_bytes()
+    digest = hashlib.sha256(raw).hexdigest()
+    if suffix == ".parquet":
+        check_parquet(path, max_rows=MAX_LOG_ROWS, max_bytes=MAX_LOG_DECODED)
+        try:
+            frame = pd.read_parquet(io.BytesIO(raw))
+        except Exception as exc:  # pyarrow raises several types for damaged files
+            raise AuditError(f"{path}: cannot be read as Parquet ({exc})") from None
+    else:
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            line = raw[: exc.start].count(b"\n") + 1
+            raise AuditError(f"{path}, row {line}: not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+                             "save the file as UTF-8") from None
+        if not text.strip():
+            raise AuditError(f"{path}, row 1: empty file (expected a header row naming the spec's columns)")
+        frame = _read_csv(path, text) if suffix == ".csv" else _read_jsonl(path, text)
+    if len(frame) > MAX_LOG_ROWS:
+        raise AuditError(f"{path}: {len(frame):,} rows; the limit is {MAX_LOG_ROWS:,}")
+    if frame.empty:
+        raise AuditError(f"{path}, row 1: no decisions (the file has a header but no rows)")
+    return frame.reset_index(drop=True), digest
+
+
+def _read_csv(path: Path, text: str) -> pd.DataFrame:
+    header = next(csv.reader([text.split("\n", 1)[0]]), [])
+    repeated = sorted({name.strip() for name in header if header.count(name) > 1})
+    if repeated:
+        raise AuditError(f"{path}, header row, column {repeated[0]!r}: named more than once")
+    try:
+        return pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_filter=False,
+                           skip_blank_lines=True)
+    except pd.errors.ParserError as exc:
+        raise AuditError(f"{path}: not valid CSV ({' '.join(str(exc).split())})") from None
+
+
+def _read_jsonl(path: Path, text: str) -> pd.DataFrame:
+    try:
+        frame = pd.read_json(io.StringIO(text), lines=True, dtype=False)
+    except (ValueError, RecursionError):
+        for number, line in enumerate(filter(str.strip, text.splitlines()), start=1):  # only to name the line
+            try:
+                record = json.loads(line)
+            except (ValueError, RecursionError):
+                raise AuditError(f"{path}, row {number}: not valid JSON") from None
+            if not isinstance(record, dict):
+                raise AuditError(f"{path}, row {number}: expected one JSON object per line")
+        raise AuditError(f"{path}: cannot be read as JSON lines") from None
+    nested = [c for c in frame.columns if frame[c].dtype == object
+              and frame[c].map(lambda v: isinstance(v, (dict, list))).any()]
+    if nested:
+        row = int(np.flatnonzero(frame[nested[0]].map(lambda v: isinstance(v, (dict, list))))[0]) + 1
+        raise AuditError(f"{path}, row {row}, column {nested[0]!r}: nested value; a decision log's cells are text "
+                         "or numbers")
+    return frame
+
+
+def _text(values: pd.Series) -> pd.Series:
+    """Cells as stripped text, in Unicode NFC (so "é" typed two ways is one category); missing values empty. Only
+    the non-ASCII cells are normalised (normalising is per cell)."""
+    text = values.astype("string").fillna("").str.strip()
+    other = ~text.str.isascii()
+    if other.any():
+        text = text.where(~other, text[other].str.normalize("NFC"))
+    return text
+
+
+def _fail(path: Path, index: int, column: str, message: str) -> AuditError:
+    return AuditError(f"{path}, row {index + 1}, column {column!r}: {message}")
+
+
+def _first(mask: pd.Series | np.ndarray) -> int:
+    return int(np.flatnonzero(np.asarray(mask))[0])
+
+
+def read_log(path: str | Path, spec: LogSpec) -> DecisionLog:
+    """The checked decisions of the log at ``path`` read with ``spec``; any bad cell is an :class:`AuditError`
+    naming the file, row and column."""
+    path = Path(path)
+    frame, digest = read_table(path)
+    columns = [str(c) for c in frame.columns]
+    frame.columns = columns
+    kind, outcome_column = _outcome(path, spec, columns)
+    for role, column in (("applicant", spec.applicant), *(("demographic", c) for c in spec.demographics),
+                         ("pool", spec.pool), ("subtask", spec.subtask), ("date", spec.date)):
+        if column is not None and column not in columns:
+            raise AuditError(f"{path}, header row, column {column!r}: the spec's {role} column is not in the log; "
+                             f"columns: {columns}")
+    applicant = _text(frame[spec.applicant])
+    if (applicant == "").any():
+        raise _fail(path, _first(applicant == ""), spec.applicant, "missing applicant id")
+    repeated = applicant.duplicated()
+    if repeated.any():
+        row = _first(repeated)
+        earlier = _first(applicant == applicant.iloc[row])
+        raise _fail(path, row, spec.applicant, f"applicant {applicant.iloc[row]!r} also on row {earlier + 1}")
+    parts, unknown = [], {}
+    for column in spec.demographics:
+        missing = unknown_mask(frame[column]).to_numpy()
+        if missing.all():
+            raise AuditError(f"{path}, rows 1–{len(frame)}, column {column!r}: every value is missing or unknown")
+        values = _text(frame[column]).where(~missing, UNKNOWN)
+        joined = values.str.contains("_", regex=False)
+        if joined.any():
+            raise _fail(path, _first(joined), column, f"value {values[joined].iloc[0]!r} contains '_' (it joins "
+                        "the parts of an intersectional code); rename the category")
+        parts.append(values)
+        unknown[column] = int(missing.sum())
+    group = parts[0].str.cat(parts[1:], sep="_") if len(parts) > 1 else parts[0]
+    subtask = _text(frame[spec.subtask]) if spec.subtask else pd.Series(DEFAULT_SUBTASK, index=frame.index)
+    pool = _text(frame[spec.pool]) if spec.pool else pd.Series("", index=frame.index)
+    for role, column, values in (("subtask", spec.subtask, subtask), ("pool", spec.pool, pool)):
+        if column and (values == "").any():
+            raise _fail(path, _first(values == ""), column, f"missing {role}")
+    value = _values(path, frame[outcome_column], kind, outcome_column)
+    codes = pd.Series(pd.factorize(pool, sort=True)[0], index=frame.index)
+    decisions = pd.DataFrame({"subtask": subtask, "pool": codes, "group": group, "value": value,
+                              "applicant": applicant})
+    decisions["position"] = decisions.groupby(["subtask", "pool"], sort=False).cumcount()
+    if kind == "rank":
+        _check_ranks(path, decisions, pool, outcome_column)
+    first, last = _dates(path, frame, spec.date)
+    references, comparison = _references(path, decisions, kind, spec.reference)
+    return DecisionLog(path, spec, kind, decisions, references, comparison, unknown, digest, len(frame), first, last)
+
+
+def _outcome(path: Path, spec: LogSpec, columns: list[str]) -> tuple[str, str]:
+    """(kind, column) of the log's one outcome."""
+    if spec.outcome is not None:
+        kind, column = spec.outcome
+        if column not in columns:
+            raise AuditError(f"{path}, header row, column {column!r}: the spec's {kind} outcome column is not in the "
+                             f"log; columns: {columns}")
+        return kind, column
+    found = [c for c in OUTCOMES if c in columns]
+    if not found:
+        raise AuditError(f"{path}, header row, column (none): no outcome column; name one of {list(OUTCOMES)} in the "
+                         "log, or give the spec's outcome: {rank: COLUMN} (or selected / score)")
+    if len(found) > 1:
+        raise AuditError(f"{path}, header row, columns {found}: two outcomes; a log has exactly one (give the spec's "
+                         f"outcome: {{{found[0]}: {found[0]}}} to choose)")
+    return found[0], found[0]
+
+
+def _values(path: Path, cells: pd.Series, kind: str, column: str) -> pd.Series:
+    """The outcome of every row as numbers, checked for ``kind``."""
+    text = _text(cells)
+    if (text == "").any():
+        raise _fail(path, _first(text == ""), column, f"missing outcome (the {kind} of every applicant is needed)")
+    numbers = pd.to_numeric(text, errors="coerce").astype(float)
+    bad = ~np.isfinite(numbers.to_numpy())
+    if bad.any():
+        raise _fail(path, _first(bad), column, f"{kind} {text.iloc[_first(bad)]!r} is not a number")
+    if kind == "selected":
+        bad = ~numbers.isin([0.0, 1.0])
+        if bad.any():
+            raise _fail(path, _first(bad), column, f"selected {text[bad].iloc[0]!r} is not 0 or 1")
+    if kind == "rank":
+        bad = (numbers < 1) | (numbers != numbers.round())
+        if bad.any():
+            raise _fail(path, _first(bad), column, f"rank {text[bad].iloc[0]!r} is not a whole number from 1")
+    return numbers
+
+
+def _check_ranks(path: Path, decisions: pd.DataFrame, pool: pd.Series, column: str) -> None:
+    """Each pool of n ranks its applicants 1 … n, each rank once."""
+    keys = decisions[["subtask", "pool", "value"]]
+    twice = keys.duplicated()
+    if twice.any():
+        row = _first(twice)
+        same = (keys == keys.iloc[row]).all(axis=1)
+        where = f"pool {pool.iloc[row]!r}" if pool.iloc[row] else "its subtask (no pool column: one pool per subtask)"
+        raise _fail(path, row, column, f"rank {decisions['value'].iloc[row]:g} appears twice in {where} (also row "
+                    f"{_first(same) + 1})")
+    size = decisions.groupby(["subtask", "pool"], sort=False)["value"].transform("size")
+    beyond = decisions["value"] > size
+    if beyond.any():
+        row = _first(beyond)
+        raise _fail(path, row, column, f"rank {decisions['value'].iloc[row]:g} but its pool holds {size.iloc[row]} "
+                    "applicants (ranks run 1 … n)")
+
+
+def _dates(path: Path, frame: pd.DataFrame, column: str | None) -> tuple[str, str]:
+    """(first, last) decision date as ISO dates; empty without a date column or dates."""
+    if column is None:
+        return "", ""
+    text = _text(frame[column])
+    dates = pd.to_datetime(text.where(text != ""), errors="coerce", format="mixed")
+    bad = dates.isna() & (text != "")
+    if bad.any():
+        raise _fail(path, _first(bad), column, f"date {text[bad].iloc[0]!r} not understood (use YYYY-MM-DD)")
+    known = dates.dropna()
+    return (known.min().date().isoformat(), known.max().date().isoformat()) if len(known) else ("", "")
+
+
+def selected_flags(values: pd.Series, kind: str, *, k: int = 1) -> pd.Series:
+    """0/1 per applicant as LL144 counts it: the recorded selection (``selected``), scoring above the median of
+    the sample (``score``), or rank ≤ ``k`` (``rank``)."""
+    if kind == "selected":
+        return values.astype(int)
+    if kind == "score":
+        return (values > values.median()).astype(int)
+    return (values <= k).astype(int)
+
+
+def _references(path: Path, decisions: pd.DataFrame, kind: str, given: str | None) -> tuple[dict[str, str], str]:
+    """Subtask → reference category: ``given`` (checked against the groups), else the most-selected known group
+    (top-1 share for ranks)."""
+    out = {}
+    for subtask, part in decisions.groupby("subtask", sort=True):
+        groups = sorted(part["group"].unique())
+        if given is not None:
+            if given not in groups:
+                raise AuditError(f"{path}: the spec's reference {given!r} is not a category of subtask {subtask!r}: "
+                                 f"{', '.join(groups)}")
+            out[str(subtask)] = given
+            continue
+        known = part[~part["group"].str.contains(f"(?:^|_){UNKNOWN}(?:_|$)", regex=True)]
+        known = known if len(known) else part
+        rates = selected_flags(known["value"], kind).groupby(known["group"]).mean()
+        out[str(subtask)] = str(rates.sort_index().idxmax())
+    return out, "reference" if given is not None else "most-selected"

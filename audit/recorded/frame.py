@@ -1,0 +1,61 @@
+"""Recorded decisions as the pointwise score rows every audit reads (pure pandas; the store holds the rows).
+
+What each outcome kind becomes as a score, for the quota machinery (top k of each recorded pool):
+
+- ``rank`` (position within its pool of n, 1 = first): score ``(n − rank) / (n − 1)`` (1 for the first, 0 for the
+  last; 1 for a pool of one), so the top k by score are exactly the ranks ≤ k and the quota k applies.
+- ``selected`` (0/1): the observed selection is the score; it has no quota (see :mod:`audit.metrics.ll144`).
+- ``score``: the system's own score; LL144 reads it as the scoring rate (above the sample median).
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+OUTCOMES = ("rank", "selected", "score")
+COLUMNS = ["model", "fingerprint", "task", "subtask", "mode", "candidate_id", "group", "qualified", "label_mass",
+           "created", "score", "pool"]
+
+
+def rank_scores(rank: pd.Series, size: pd.Series) -> pd.Series:
+    """(n − rank) / (n − 1) of each ``rank`` in its pool of ``size`` n (1 where n is 1)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        score = (size - rank) / (size - 1)
+    return score.where(size > 1, 1.0)
+
+
+def decision_scores(raw: pd.DataFrame, systems: pd.DataFrame) -> pd.DataFrame:
+    """The store's recorded decisions (columns of :data:`audit.store.RECORDED_QUERY`) of ``systems`` (columns of
+    :data:`audit.store.RECORDED_SYSTEMS_QUERY`) as pointwise score rows: candidate = the applicant id, else
+    ``<pool>.<position>``; qualified 1, label mass 1, ``pool`` the stored pool."""
+    if raw.empty or systems.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    systems = systems.set_index("system")
+    raw = raw[raw["system"].isin(systems.index)]
+    of = systems.index.get_indexer(raw["system"])  # each row's system, by position (a take, not a merge)
+    size = raw.groupby(["system", "pool"], sort=False)["value"].transform("size")
+    rank = pd.Series(systems["outcome"].to_numpy()[of] == "rank", index=raw.index)
+    score = raw["value"].astype(float)
+    score = score.where(~rank, rank_scores(score, size))
+    fallback = raw["pool"].astype(str) + "." + raw["position"].astype(str)
+    candidate = raw["applicant"].where(raw["applicant"].notna(), fallback).astype(str)
+    own = {name: systems[name].take(of).set_axis(raw.index) for name in ("model", "fingerprint", "task", "subtask",
+                                                                          "created")}
+    return pd.DataFrame({**own, "mode": "pointwise", "candidate_id": candidate, "group": raw["group"].astype(str),
+                         "qualified": 1, "label_mass": 1.0, "score": score,
+                         "pool": raw["pool"].astype("Int64")})[COLUMNS]
+
+
+def legacy_decisions(old: pd.DataFrame) -> pd.DataFrame:
+    """Recorded rankings stored before schema 3 (rows ``model, task, subtask, candidate_id`` = ``<pool>.<position>``,
+    ``group``, ``probs`` = ``[(n − rank) / (n − 1)]``) as decisions with their rank read back."""
+    parts = old["candidate_id"].astype(str).str.partition(".")
+    out = pd.DataFrame({"model": old["model"], "task": old["task"], "subtask": old["subtask"],
+                        "pool": parts[0].astype(int), "position": parts[2].astype(int), "group": old["group"],
+                        "applicant": None})
+    score = old["probs"].map(lambda probs: json.loads(probs)[0])
+    size = out.groupby(["model", "task", "subtask", "pool"])["pool"].transform("size")
+    out["value"] = (size - score * (size - 1)).round().astype(int)
+    return out
