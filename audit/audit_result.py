@@ -151,8 +151,9 @@ def _impact(tables: StoreTables, selection: Selection, design: AuditDesign, grou
 
 def impact_table(tables: StoreTables, selection: Selection, groupings: Sequence[str] = ()) -> pd.DataFrame:
     """Impact ratios of ``selection`` under each of ``groupings`` (default: every one the task declares whose pools
-    hold the selection's largest k), each from its own :func:`compute` (the selection's reference and groups for its
-    own grouping, the stored reference for the others)."""
+    exceed the selection's largest k: at k = pool size every ratio is 1 by construction), each from its own
+    :func:`compute` (the selection's reference and groups for its own grouping, the stored reference for the
+    others)."""
     design = resolved(tables, selection)[0]
     frames = []
     for grouping in groupings or design.groupings:
@@ -161,14 +162,15 @@ def impact_table(tables: StoreTables, selection: Selection, groupings: Sequence[
                          groups=selection.groups if own else (), n_perm=None, ks=())
         result = compute(tables, chosen)
         largest = int(result.table["k"].max())
-        if selection.ks and max(selection.ks) > largest:
+        if selection.ks and max(selection.ks) >= largest:
             if groupings:
-                raise AuditError(f"quota k = {max(selection.ks)} outside 1 … {largest} (the smallest pool of the "
-                                 f"{grouping} grouping)")
+                raise AuditError(f"quota k = {max(selection.ks)} is not below the pool size {largest} of the "
+                                 f"{grouping} grouping")
             continue
         frames.append(result.impact[result.impact["k"].isin(selection.ks or result.impact["k"])])
     if not frames:
-        raise AuditError(f"no grouping of task {selection.task!r} has pools of {max(selection.ks)} candidates")
+        raise AuditError(f"no grouping of task {selection.task!r} has pools of more than {max(selection.ks)} "
+                         "candidates")
     return pd.concat(frames, ignore_index=True)
 
 

@@ -8,7 +8,7 @@ data (models, subtasks, groups) are HTML-escaped, since Plotly renders tags in t
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -53,6 +53,15 @@ def _escaped(table: pd.DataFrame) -> pd.DataFrame:
     """``table`` with its name columns HTML-escaped (Plotly renders tags in names, titles and hover text)."""
     names = [c for c in ("model", "subtask", "group", "scope") if c in table]
     return table.assign(**{c: table[c].astype(str).map(escape) for c in names}) if names else table
+
+
+def _groups(table: pd.DataFrame, column: str, names: Mapping[str, str] | None) -> tuple[pd.DataFrame, dict[str, str]]:
+    """``table`` escaped with the group codes of ``column`` shown by their display name (``names``; the code where
+    none is given), and each shown name's colour, fixed by its code."""
+    colours = group_colours(table[column].astype(str).unique())
+    shown = {code: escape((names or {}).get(code, code)) for code in colours}
+    named = _escaped(table).assign(**{column: table[column].astype(str).map(shown)})
+    return named, {shown[code]: colour for code, colour in colours.items()}
 
 
 def _rgba(colour: str, alpha: float) -> str:
@@ -125,7 +134,7 @@ def excludes_zero(table: pd.DataFrame, column: str) -> pd.Series:
 
 
 def gap_scatter(table: pd.DataFrame, *, k: int, correlations: pd.DataFrame | None = None,
-                reference: str = "", alpha: float = 0.05) -> go.Figure:
+                reference: str = "", alpha: float = 0.05, names: Mapping[str, str] | None = None) -> go.Figure:
     """Each bias metric (columns) against ΔDP and ΔEO (rows) at quota ``k``, one point per (model, subtask, group),
     coloured by group (one trace per panel keeps the figure fast to build; hover names the group).
 
@@ -133,15 +142,14 @@ def gap_scatter(table: pd.DataFrame, *, k: int, correlations: pd.DataFrame | Non
     (columns gap, metric, r, n, optionally r_lo/r_hi), printed on each panel. Points whose adjusted p-value is at
     most ``alpha`` (:func:`significant`, :data:`SIGNIFICANCE_RULE`) are drawn as diamonds; hover adds the CI and
     adjusted p-value (``*_padj``) if present.
-    JSD and EMD have no sign, so they face |gap|, as in validity.
+    JSD and EMD have no sign, so they face |gap|, as in validity. ``names``: group code → display name.
     """
-    table = _escaped(table)
+    table, colours = _groups(table, "group", names)
     titles = [f"{METRIC_NAMES[m]} vs {'|' + GAP_NAMES[g] + '|' if absolute else GAP_NAMES[g]}<br>"
               f"<sup>{_r_text(correlations, g, m)}</sup>"
               for g in PAIRINGS for m, _, absolute in PAIRINGS[g][1]]
     fig = make_subplots(rows=2, cols=len(METRICS), subplot_titles=titles, vertical_spacing=0.2,
                         horizontal_spacing=0.06)
-    colours = group_colours(table["group"].unique())
     extra, extra_hover = _uncertainty_hover(table, 3 + len(HOVER_COLUMNS))
     hover = ("<b>%{customdata[0]}</b> · %{customdata[1]} · %{customdata[2]}<br>"
              + "<br>".join(f"{name} = %{{customdata[{i + 3}]:.3f}}" for i, name in enumerate(HOVER_COLUMNS))
@@ -186,14 +194,14 @@ def _band(part: pd.DataFrame, x: str, column: str, colour: str, name: str) -> go
                       showlegend=False, name=f"{name} band")
 
 
-def gap_curves(table: pd.DataFrame, *, gap: str = "dp", title: str = "") -> go.Figure:
+def gap_curves(table: pd.DataFrame, *, gap: str = "dp", title: str = "", names: Mapping[str, str] | None = None
+               ) -> go.Figure:
     """ΔDP (or ΔEO) against the quota k, one line per group, with its bootstrap band where ``*_lo``/``*_hi`` exist.
 
-    ``table``: metric-table rows of one (model, subtask, mode) for every k.
+    ``table``: metric-table rows of one (model, subtask, mode) for every k; ``names``: group code → display name.
     """
-    table = _escaped(table)
+    table, colours = _groups(table, "group", names)
     column = PAIRINGS[gap][0]
-    colours = group_colours(table["group"].unique())
     fig = go.Figure()
     banded = f"{column}_lo" in table
     for group, part in table.sort_values("k").groupby("group", sort=True, observed=True):
@@ -217,16 +225,16 @@ def _error_bars(table: pd.DataFrame, column: str) -> dict | None:
                 arrayminus=(table[column] - table[f"{column}_lo"]).to_numpy(), thickness=1, width=2)
 
 
-def group_correlation_bars(correlations: pd.DataFrame, *, k: int) -> go.Figure:
+def group_correlation_bars(correlations: pd.DataFrame, *, k: int, names: Mapping[str, str] | None = None
+                           ) -> go.Figure:
     """Per-group Pearson r of each metric with ΔDP (top) and ΔEO (bottom) across models and subtasks (Figure 6).
 
     ``correlations``: :func:`audit.metrics.validity` rows whose ``scope`` is a group; ``r_lo``/``r_hi`` (from
-    :func:`audit.metrics.bands.validity_bands`) become error bars.
+    :func:`audit.metrics.bands.validity_bands`) become error bars; ``names``: group code → display name.
     """
-    correlations = _escaped(correlations)
+    correlations, colours = _groups(correlations, "scope", names)
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12,
                         subplot_titles=[f"correlation with {GAP_NAMES[g]}" for g in PAIRINGS])
-    colours = group_colours(correlations["scope"].unique())
     order = [METRIC_NAMES[m] for m in METRICS]
     for row, gap in enumerate(PAIRINGS, start=1):
         rows = correlations[correlations["gap"] == gap]
@@ -296,12 +304,12 @@ def ndcg_curves(ndcg: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def score_distributions(scores: pd.DataFrame) -> go.Figure:
-    """Box plots of candidate scores per group, one panel per model (pointwise scores of a score table)."""
-    scores = _escaped(scores)
+def score_distributions(scores: pd.DataFrame, names: Mapping[str, str] | None = None) -> go.Figure:
+    """Box plots of candidate scores per group, one panel per model (pointwise scores of a score table; ``names``:
+    group code → display name)."""
+    scores, colours = _groups(scores, "group", names)
     models = sorted(scores["model"].unique())
     fig = make_subplots(rows=1, cols=max(1, len(models)), subplot_titles=models, shared_yaxes=True)
-    colours = group_colours(scores["group"].unique())
     for col, model in enumerate(models, start=1):
         for group, part in scores[scores["model"] == model].groupby("group", sort=True, observed=True):
             fig.add_trace(go.Box(y=part["score"], name=str(group), legendgroup=str(group), showlegend=col == 1,
@@ -416,12 +424,13 @@ def cairo_rankings(ranks: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def comparison_dots(gaps: pd.DataFrame, *, gap: str = "dp", title: str = "") -> go.Figure:
+def comparison_dots(gaps: pd.DataFrame, *, gap: str = "dp", title: str = "", names: Mapping[str, str] | None = None
+                    ) -> go.Figure:
     """ΔGAP(B) − ΔGAP(A) per group with its paired bootstrap interval, one series per subtask.
 
-    ``gaps``: :func:`audit.metrics.compare.compare_gaps` rows of one k.
+    ``gaps``: :func:`audit.metrics.compare.compare_gaps` rows of one k; ``names``: group code → display name.
     """
-    gaps = _escaped(gaps)
+    gaps = _groups(gaps, "group", names)[0]
     column = f"{gap}_diff"
     colours = series_colours(gaps["subtask"].unique())
     fig = go.Figure()
@@ -435,16 +444,18 @@ def comparison_dots(gaps: pd.DataFrame, *, gap: str = "dp", title: str = "") -> 
     fig.add_hline(y=0, line=dict(color="#888888", dash="dot", width=1))
     fig.update_xaxes(title_text="group")
     fig.update_yaxes(title_text=f"{GAP_NAMES[gap]}(B) − {GAP_NAMES[gap]}(A)")
-    fig.update_layout(scattermode="group")
-    return _layout(fig, title or f"{GAP_NAMES[gap]}(B) − {GAP_NAMES[gap]}(A)", 460)
+    fig = _layout(fig, title or f"{GAP_NAMES[gap]}(B) − {GAP_NAMES[gap]}(A)", 460)
+    fig.update_layout(scattermode="group", legend_title_text="subtask")
+    return fig
 
 
-def planner_curve(curve: pd.DataFrame, *, target: float, k: int, title: str = "") -> go.Figure:
+def planner_curve(curve: pd.DataFrame, *, target: float, k: int, title: str = "",
+                  names: Mapping[str, str] | None = None) -> go.Figure:
     """CI half-width of ΔDP at k against candidates per group (log scale), one line per group, with the target.
 
-    ``curve``: rows of :func:`audit.metrics.planner.plan` for one (model, subtask, mode)."""
-    curve = _escaped(curve)
-    colours = group_colours(curve["group"].unique())
+    ``curve``: rows of :func:`audit.metrics.planner.plan` for one (model, subtask, mode); ``names``: group code →
+    display name."""
+    curve, colours = _groups(curve, "group", names)
     fig = go.Figure()
     for group, part in curve.sort_values("n").groupby("group", sort=True, observed=True):
         fig.add_trace(go.Scatter(x=part["n"], y=part["half_width"], mode="lines+markers", name=str(group),

@@ -1,11 +1,14 @@
-"""Allocation gaps: each bias metric against ΔDP and ΔEO at quota k, and ΔDP against k with confidence bands."""
+"""Allocation gaps: the verdict and impact ratios at quota k first, then each bias metric against ΔDP and ΔEO, and ΔDP
+against k with confidence bands."""
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from audit import charts, views
+from audit import charts, readable, views
 from audit.errors import AuditError
-from pages.shared import common, report_panel, uncertainty
+from audit.metrics.inference import METHODS
+from pages.allocation.panels import impact_section, planner_panel, report_buttons
+from pages.shared import common, verdict_panel
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
@@ -13,25 +16,37 @@ def curves(view: views.View, model: str, subtask: str, gap: str, _table: pd.Data
                                                                                                    go.Figure]:
     """Every k of one (model, subtask) and its gap-against-k figure with bootstrap bands."""
     rows = views.shown(_table[(_table["model"] == model) & (_table["subtask"] == subtask)], view)
+    names = common.names(view)
     title = (f"{charts.GAP_NAMES[gap]} against k: {model}, {subtask} ({round(view.ci * 100)} % bootstrap bands, "
-             f"reference {view.reference})")
-    return rows, charts.gap_curves(rows, gap=gap, title=title)
+             f"reference {names.get(view.reference, view.reference)})")
+    return rows, charts.gap_curves(rows, gap=gap, title=title, names=names)
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def scatter_of(view: views.View, k: int, method: str) -> go.Figure:
     """The metrics-against-gaps scatter at quota k (shared, never mutated: building it costs more than a rerun)."""
-    quota = uncertainty.at_quota(view, k, method)
-    return charts.gap_scatter(quota.rows, k=k, correlations=quota.overall(), reference=view.reference)
+    quota, names = common.at_quota(view, k, method), common.names(view)
+    return charts.gap_scatter(quota.rows, k=k, correlations=quota.overall(),
+                              reference=names.get(view.reference, view.reference), names=names)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def read_table(view: views.View, k: int, method: str) -> pd.DataFrame:
+    """The metric rows at quota k as read on the page (names, intervals, formatted p-values); shared, never mutated."""
+    return readable.metric_table(common.at_quota(view, k, method).rows, common.design(view))
 
 
 st.title("Allocation gaps")
 current, table, k = common.metric_view("k_gaps")
+st.header(f"Verdict and impact ratios at k = {k}")
+verdict_panel.verdict(current, k, impact=True)
+
+st.header(f"Bias metrics against allocation gaps at k = {k}")
 st.caption(f"One point per (model, subtask, group). Pools follow the design {current.pool}; the k best-scored are "
            "selected. Gaps are signed against the reference group; JSD and EMD have no sign and face |gap|.")
-method = uncertainty.method_choice()
+method = st.radio("multiple comparisons", list(METHODS), format_func=METHODS.get, key="p_adjust", horizontal=True)
 try:
-    quota = uncertainty.at_quota(current, k, method)
+    quota = common.at_quota(current, k, method)
 except AuditError as exc:
     common.error("No metrics for this selection:", exc)
     st.stop()
@@ -39,13 +54,14 @@ at_k, overall = quota.rows, quota.overall()
 if at_k.empty:
     st.info("No rows for the selected models, subtasks and groups.")
     st.stop()
-st.caption(uncertainty.caption(current, at_k, method))
+st.caption(quota.caption())
 scatter = scatter_of(current, k, method)
 common.chart(scatter, at_k, f"gaps_k{k}")
-st.subheader(f"Metrics and gaps at k = {k}")
-st.dataframe(at_k, hide_index=True, width="stretch", key="gap_table")
+st.dataframe(read_table(current, k, method), hide_index=True, width="stretch", key="gap_table_read")
+with st.expander("every column, with group codes (as in the CSV export)"):
+    st.dataframe(at_k, hide_index=True, width="stretch", key="gap_table")
 
-st.subheader("Gaps against the quota k")
+st.header("Gaps against the quota k")
 keys = at_k[["model", "subtask"]].drop_duplicates()
 labels = [f"{m} · {s}" for m, s in keys.itertuples(index=False)]
 left, right = st.columns([3, 1])
@@ -54,10 +70,10 @@ gap = right.radio("gap", list(charts.GAP_NAMES), format_func=charts.GAP_NAMES.ge
 model, subtask = keys.iloc[labels.index(choice)]
 rows, curve = curves(current, model, subtask, gap, table)
 common.chart(curve, rows, f"{gap}_curves_{model}_{subtask}")
-planner = uncertainty.planner_panel(current, model, subtask, k)
+planner = planner_panel(current, model, subtask, k)
 common.bundle_button("allocation_gaps", {f"gaps_k{k}": scatter, f"{gap}_curves": curve,
                                          **({"planner": planner} if planner else {})},
                      {f"gaps_k{k}": at_k, "correlations": overall, f"{gap}_curves": rows}, current, k=k,
                      curve_model=model, curve_subtask=subtask, p_adjust=method)
-report_panel.impact_section(current, k)
-report_panel.report_buttons(current, k, method)
+impact_section(current, k)
+report_buttons(current, k, method)

@@ -4,12 +4,36 @@ over prompt combinations, and with the best combination (CAIRO) — next to what
 from pathlib import Path
 
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
-from audit.cairo.search import few_models_warning
+from audit import readable
+from audit.cairo import explorer
+from audit.cairo.explorer import MAX_M, SEARCH_LABELS
+from audit.cairo.search import PairResult, few_models_warning
 from audit.errors import AuditError
 from pages.shared import common
-from pages.shared.cairo_views import MAX_M, SEARCH_LABELS, choices, figures, search
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def choices(path: str, version: tuple) -> tuple[list[str], list[str], list[str]]:
+    """:func:`audit.cairo.explorer.choices`, once per store version."""
+    return explorer.choices(path)
+
+
+@st.cache_data(show_spinner="Searching prompt combinations…", max_entries=8)
+def search(path: str, version: tuple, scorer: str, decoding: str, rule: str = "same",
+           paraphraser: str | None = None) -> tuple[list[PairResult], pd.DataFrame]:
+    """:func:`audit.cairo.explorer.search`, once per store version, scorer, decoding, rule and source."""
+    return explorer.search(path, scorer, decoding, rule, paraphraser)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def figures(path: str, version: tuple, scorer: str, decoding: str, rule: str, paraphraser: str | None, dimension: str,
+            pair: tuple[str, str], m: int) -> tuple[dict[str, go.Figure], dict[str, pd.DataFrame]]:
+    """:func:`audit.cairo.explorer.figures` of the cached search (shared, never mutated)."""
+    return explorer.figures(*search(path, version, scorer, decoding, rule, paraphraser), rule, dimension, pair, m)
+
 
 st.title("CAIRO explorer")
 st.caption("CAIRO (Zayed et al.): each metric's bias is Σ over subgroups |mean toxicity of the subgroup − mean "
@@ -35,7 +59,7 @@ if not scorers:
     st.stop()
 left, middle, right = st.columns(3)
 scorer = left.selectbox("toxicity scorer", scorers, key="cairo_scorer")
-decoding = middle.selectbox("decoding", decodings, key="cairo_decoding")
+decoding = middle.selectbox("decoding", decodings, key="cairo_decoding", format_func=readable.json_text)
 rule = right.selectbox("combination search", list(SEARCH_LABELS), format_func=SEARCH_LABELS.get, key="cairo_search")
 paraphraser = left.selectbox("paraphrase sets written by", [None, *writers], key="cairo_paraphraser",
                              format_func=lambda source: "every source" if source is None else source)

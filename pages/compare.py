@@ -5,7 +5,7 @@ from html import escape
 import pandas as pd
 import streamlit as st
 
-from audit import audit_result, charts, views
+from audit import audit_result, charts, readable, views
 from audit.design import PoolKind
 from audit.errors import AuditError
 from pages.shared import common
@@ -45,8 +45,9 @@ first, second = default_pair(models)
 left, right = st.columns(2)
 a = left.selectbox("system A", models, index=first, key="compare_a")
 b = right.selectbox("system B", models, index=second, key="compare_b")
-size = rows["group"].nunique()
-k = st.slider("quota k", 1, size, min(st.session_state.get("quota", common.DEFAULT_K), size), key="compare_k")
+top = rows["group"].nunique() - 1  # below the pool size (per-group pools: one candidate per group)
+k = st.slider("quota k", 1, top, min(st.session_state.get("quota", common.DEFAULT_K), top), key="compare_k") \
+    if top > 1 else 1
 try:
     gaps, flips, correlation = comparison(current, a, b, k)
 except AuditError as exc:
@@ -54,11 +55,14 @@ except AuditError as exc:
     st.stop()
 gap = st.radio("gap", list(charts.GAP_NAMES), format_func=charts.GAP_NAMES.get, key="compare_gap", horizontal=True)
 shown = gaps[gaps["group"].isin(current.groups)]
-figure = charts.comparison_dots(shown, gap=gap, title=f"{charts.GAP_NAMES[gap]}(B) − {charts.GAP_NAMES[gap]}(A) at "
-                                                     f"k = {k}: A = {escape(a)}, B = {escape(b)}")
+name = charts.GAP_NAMES[gap]
+figure = charts.comparison_dots(shown, gap=gap, names=common.names(current),
+                                title=f"{name}(B) − {name}(A) at k = {k}: A = {escape(a)}, B = {escape(b)}")
 common.chart(figure, shown, f"compare_{gap}_k{k}")
 st.subheader("Rank correlation of scores")
-st.dataframe(correlation, hide_index=True, width="stretch", key="compare_correlation")
+st.dataframe(correlation, hide_index=True, width="stretch", key="compare_correlation",
+             column_config=readable.COMPARE_LABELS)
 flipped = flips[flips["flipped"]]
 st.subheader(f"Selection flips at k = {k}: {len(flipped)} of {len(flips)} candidates")
-st.dataframe(flipped, hide_index=True, width="stretch", key="compare_flips")
+st.dataframe(readable.named(flipped, common.design(current)), hide_index=True, width="stretch", key="compare_flips",
+             column_config=readable.COMPARE_LABELS)

@@ -3,14 +3,15 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from audit import charts, formatting, views
-from pages.shared import common, uncertainty
+from pages.shared import common
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def bars(view: views.View, k: int) -> go.Figure:
     """The per-group correlation bars at quota k (shared, never mutated)."""
-    correlations = uncertainty.at_quota(view, k).correlations
-    return charts.group_correlation_bars(correlations[correlations["scope"] != "overall"].reset_index(drop=True), k=k)
+    correlations = common.at_quota(view, k).correlations
+    return charts.group_correlation_bars(correlations[correlations["scope"] != "overall"].reset_index(drop=True), k=k,
+                                         names=common.names(view))
 
 
 st.title("Group correlations")
@@ -18,15 +19,13 @@ st.caption("For each group, the correlation of each bias metric with the allocat
            "models and subtasks (the RABBI paper's Figure 6). Few points give unstable r: read n and p on hover. "
            "Error bars: bootstrap intervals of r (candidates resampled within groups, metrics and gaps recomputed).")
 current, table, k = common.metric_view("k_corr")
-quota = uncertainty.at_quota(current, k)
+quota = common.at_quota(current, k)
 if quota.rows.empty:
     st.info("No rows for the selected models, subtasks and groups.")
     st.stop()
 at_k, correlations = quota.rows, quota.correlations
 fig = bars(current, k)
 common.chart(fig, correlations, f"group_correlations_k{k}")
-design = common.tables(current).design(current.task)
-names = {str(g): design.display_name(str(g)) for g in correlations["scope"].unique()}
-st.dataframe(formatting.correlation_table(correlations, names), hide_index=True, width="stretch")
+st.dataframe(formatting.correlation_table(correlations, common.names(current)), hide_index=True, width="stretch")
 common.bundle_button("group_correlations", {f"group_correlations_k{k}": fig},
                      {"correlations": correlations, f"metrics_k{k}": at_k}, current, k=k)

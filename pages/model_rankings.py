@@ -3,13 +3,13 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from audit import charts, views
-from pages.shared import common, uncertainty
+from pages.shared import common
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def figures(view: views.View, k: int, gap: str) -> tuple[go.Figure, go.Figure]:
     """The bump chart of ``gap`` and the NDCG@N curves at quota k (shared, never mutated)."""
-    rankings, ndcg = uncertainty.at_quota(view, k).rankings
+    rankings, ndcg = common.at_quota(view, k).rankings
     return charts.bump_chart(rankings, gap=gap), charts.ndcg_curves(ndcg)
 
 
@@ -18,7 +18,7 @@ st.caption("Per subtask, models are ranked by the root mean square over groups o
            "(1 = least biased). NDCG@N scores how well a metric's ranking finds the truly fairest models; its "
            "bands are bootstrap intervals (candidates resampled within groups, every ranking recomputed).")
 current, table, k = common.metric_view("k_rank")
-quota = uncertainty.at_quota(current, k)
+quota = common.at_quota(current, k)
 if quota.rows["model"].nunique() < 2:
     st.info("Select at least two models to rank.")
     st.stop()

@@ -1,14 +1,16 @@
 """Run audit: score a task with a model into the result store, through the same engine and store as the CLI."""
 import streamlit as st
 
+from audit import readable
 from audit.backend import DEFAULT_MODEL, QUANTS, REGISTRY, installed_models
 from audit.backend.api import PREFIX
 from audit.scoring import PAIRWISE_METHODS
 from audit.errors import AuditError
+from audit.store_files import run_store
 from audit.tasks import DATA_TASKS, TASKS, get_task, list_subtasks
 from pages.shared import common
-from pages.shared.runner import run_tasks, summary_table
-from pages.shared.task_inputs import task_inputs
+from pages.run.runner import run_tasks
+from pages.run.task_inputs import task_inputs
 
 OTHER = "other: hub id, local path or openai:NAME"
 TASK_TITLES = {"resume": "resume screening (shipped)", "essay": "essay grading (shipped demo essays)",
@@ -75,14 +77,14 @@ if st.button("Run", type="primary", disabled=not name or not tasks, key="run_sta
     st.button("Cancel", key="run_cancel", help="Stops after the batch in flight; finished batches stay stored.")
     summaries = []
     try:
-        summaries = run_tasks(common.run_store(store_path), tasks, name, quant, batch_size=int(batch_size), mode=mode,
+        summaries = run_tasks(run_store(store_path), tasks, name, quant, batch_size=int(batch_size), mode=mode,
                               pairwise_method=method, limit=int(limit) if mode == "pointwise" else None,
                               rounds=int(rounds), truncate=truncate, base_url=base_url, key_env=key_env)
     except AuditError as exc:
         common.error("The run stopped with an error:", exc)
     st.session_state["run_active"] = False
     if summaries:
-        st.session_state["run_summaries"] = summary_table(summaries)
+        st.session_state["run_summaries"] = readable.run_table(summaries)
         common.set_next("store_path", target)
         common.set_next("task", summaries[0].task)
         st.rerun()  # the sidebar shows the store and task just written

@@ -45,7 +45,7 @@ def test_every_page_renders_on_the_demo_store(demo):
 
 def test_demo_store_has_two_models_all_jobs_and_pairwise(demo):
     summary = next(frame.value for frame in demo.dataframe if "candidates / pools" in frame.value.columns)
-    assert summary["model"].nunique() >= 2
+    assert summary["system"].nunique() >= 2
     assert summary.loc[summary["mode"] == "pointwise", "subtask"].nunique() == 4
     assert summary["mode"].str.startswith("pairwise").any()
 
@@ -63,7 +63,7 @@ def test_overview_opens_with_the_verdict_and_reads_without_codes_or_json(demo):
     assert any("**Compare**" in m.value for m in demo.markdown)
     models = next(frame.value for frame in demo.dataframe if "details" in frame.value.columns)
     assert not models["details"].str.contains("{", regex=False).any()
-    assert any("White men (W_M)" in t.value for t in demo.text)
+    assert any("**Reference group:** White men" in m.value for m in demo.markdown)
 
 
 def test_k_slider_changes_the_gaps_shown(demo):
@@ -136,7 +136,8 @@ def test_allocation_page_shows_impact_ratios(demo):
     assert not any("impact_ratio" in frame.value.columns for frame in demo.dataframe)  # on demand only
     demo.toggle(key="impact_on").set_value(True).run()
     impact = next(frame.value for frame in demo.dataframe if "impact_ratio" in frame.value.columns)
-    assert set(impact["grouping"]) == {"race", "gender", "race × gender"}
+    assert set(impact["grouping"]) == {"race", "race × gender"}  # gender pools hold 2: not defined at k = 2
+    assert any(c.value.startswith("gender: not defined at k = pool size") for c in demo.caption)
     assert (impact["four_fifths"] == (impact["impact_ratio"] < 0.8)).all()
 
 
@@ -164,7 +165,7 @@ def test_models_above_the_inconsistency_threshold_are_listed():
 
     path = str(DEMO_STORE)
     base = Selection("resume", "pairwise-likelihood", grouping="race × gender", reference="W_M", ci=0.9, n_boot=50)
-    table, skipped = common.metric_rows(path, common.store_version(path), replace(base, max_inconsistent=0.55))
-    assert len(table) and not skipped
+    found = common.base_rows(path, common.store_version(path), replace(base, max_inconsistent=0.55))
+    assert len(found.table) and not found.skipped
     with pytest.raises(AuditError, match=r"smollm2-135m · resume: excluded, 16% of 168 pairs inconsistent \(> 10%\)"):
-        common.metric_rows(path, common.store_version(path), replace(base, max_inconsistent=0.10))
+        common.base_rows(path, common.store_version(path), replace(base, max_inconsistent=0.10))

@@ -42,8 +42,8 @@ def test_run_page_scores_into_a_temporary_store_and_overview_shows_it(monkeypatc
 
     at.switch_page("pages/overview.py").run()
     assert not at.exception
-    shown = at.dataframe[0].value
-    assert list(shown["model"]) == [DEFAULT_MODEL] and list(shown["subtask"]) == ["retail"]
+    shown = next(frame.value for frame in at.dataframe if "results" in frame.value)
+    assert list(shown["system"]) == [DEFAULT_MODEL] and list(shown["subtask"]) == ["retail"]
     assert int(shown["results"].iloc[0]) == 8
 
 

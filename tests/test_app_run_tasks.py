@@ -50,7 +50,7 @@ def test_uploaded_candidates_with_a_form_spec_are_scored(run_page):
     assert not at.error, [e.value for e in at.error]
     at.button(key="run_start").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    summary = at.dataframe[0].value
+    summary = next(f.value for f in at.dataframe if "scored" in f.value)
     assert summary.loc[0, "task"] == "custom" and summary.loc[0, "scored"] == 4
     assert scored(store) == [("custom", "default", g) for g in ("Blue", "Blue", "Green", "Green")]
 
@@ -97,3 +97,37 @@ def test_paper_folder_lists_its_jobs(run_page):
     at.text_input(key="run_data_paper-resume").set_value(str(PAPER)).run()
     assert not at.error, [e.value for e in at.error]
     assert {"retail", "software_engineer"} <= set(at.selectbox(key="run_subtask").options)
+
+
+def test_nothing_is_flagged_before_anything_is_typed_and_the_upload_is_previewed(run_page):
+    at, store = run_page
+    at.selectbox(key="run_task").set_value("custom").run()
+    assert not at.exception and not at.error and not at.code, [e.value for e in at.error]
+    at.file_uploader(key="run_candidates").set_value(("loans.csv", CSV, "text/csv")).run()
+    assert not at.error and not at.code
+    rows, groups = (next(f.value for f in at.dataframe if column in f.value) for column in ("text", "candidates"))
+    assert len(rows) == 4 and rows["group"].tolist() == ["Blue", "Green", "Blue", "Green"]
+    assert groups.to_dict("list") == {"subtask": ["default"] * 2, "group": ["Blue", "Green"], "candidates": [2, 2],
+                                      "qualified": [1, 1]}
+    assert any("reference group" in i.value for i in at.info) and at.button(key="run_start").disabled
+    at.text_input(key="spec_reference").set_value("Blue").run()
+    spec = next(f.value for f in at.dataframe if "setting" in f.value).set_index("setting")["value"]
+    assert (spec["task name"], spec["reference group"], spec["labels and relevance"]) == ("custom", "Blue",
+                                                                                         "Yes = 1, No = 0")
+    assert not at.button(key="run_start").disabled and not store.exists()  # previewed, nothing written
+
+
+def test_a_task_name_holding_other_data_is_refused_visibly(run_page):
+    at, store = run_page
+    at.selectbox(key="run_task").set_value("custom").run()
+    at.file_uploader(key="run_candidates").set_value(("loans.csv", CSV, "text/csv")).run()
+    at.text_input(key="spec_reference").set_value("Blue").run()
+    at.button(key="run_start").click().run()
+    assert not at.error, [e.value for e in at.error]
+    other = CSV.replace(b"Ana earns", b"Eve earns")
+    at.file_uploader(key="run_candidates").set_value(("loans2.csv", other, "text/csv")).run()
+    at.button(key="run_start").click().run()
+    assert not at.exception
+    assert [e.value for e in at.error] == ["The run stopped with an error:"]
+    assert "task 'custom'" in " ".join(c.value for c in at.code) and "already holds" in " ".join(c.value for c in at.code)
+    assert len(scored(store)) == 4  # the first run's scores only

@@ -46,3 +46,50 @@ def test_empty_store_summary(tmp_path):
         tables = views.StoreTables.read(store)
         assert tables.summary.empty and "last scored" in tables.summary.columns
         assert tables.models.empty and tables.designs == {} and tables.tasks() == []
+
+
+def test_readable_tables_name_groups_and_say_not_defined_at_the_pool_size():
+    from audit.design import AuditDesign, PoolDesign
+    from audit.readable import category_verdicts, group_names, impact_by_grouping, system_verdicts
+
+    design = AuditDesign("t", "s", "W_M", PoolDesign.parse("per-group"), ("Yes", "No"), (1.0, 0.0), "everyone",
+                         groupings=split_groupings(("race", "gender")),
+                         names={"W": "White", "B": "Black", "F": "women", "M": "men"})
+    assert group_names(design, ["B_F", "W_M"]) == {"B_F": "Black women", "W_M": "White men", "B": "Black",
+                                                   "W": "White", "F": "women", "M": "men"}
+    table = pd.DataFrame({"model": "m", "task": "t", "subtask": "s", "mode": "pointwise", "grouping": "race",
+                          "category": ["B", "W"], "name": ["Black", "White"], "k": 1, "candidates": [4, 4],
+                          "selection_rate": [0.25, 0.75], "impact_ratio": [1 / 3, 1.0], "impact_ratio_lo": [0.0, 1.0],
+                          "impact_ratio_hi": [0.9, 1.0], "p_adj": [0.0004, float("nan")],
+                          "verdict": ["adverse impact", "inconclusive"], "needed_per_group": [None, 1240.0],
+                          "more_per_group": [None, 1236.0]})
+    rows = category_verdicts(table)
+    assert rows["verdict"].tolist() == ["adverse impact",
+                                        "inconclusive — about 1,236 more candidates per group needed"]
+    assert rows["adjusted p"].tolist() == ["< 0.001", "most selected"]
+    assert rows["impact ratio [interval]"].tolist() == ["0.33 [0.00, 0.90]", "1.00 [1.00, 1.00]"]
+    assert system_verdicts(table).loc[0, "groups carrying the verdict"] == "race: Black"
+    shown = impact_by_grouping(table, {"race × gender": 2, "race": 4, "gender": 2}, k=2)
+    assert shown["race"]["group"].tolist() == ["Black", "White"]
+    assert shown["gender"].startswith("gender: not defined at k = pool size — its pools hold 2 candidates")
+
+
+def test_upload_preview_counts_groups_as_a_run_joins_them(tmp_path):
+    from audit.tasks.preview import preview
+
+    data = tmp_path / "c.csv"
+    data.write_text("text,race,gender,qualified\na,W,M,1\nb,B,F,0\nc,B,F,yes\n", "utf-8")
+    rows, groups, count = preview(data, ["race", "gender"])
+    assert count == 3 and rows.columns.tolist() == ["text", "race", "gender", "qualified"]
+    assert groups.to_dict("list") == {"subtask": ["default"] * 2, "group": ["B_F", "W_M"], "candidates": [2, 1],
+                                      "qualified": [1, 1]}
+    assert preview(data, ["group"])[1] is None
+
+
+def test_page_glue_stays_small_and_the_library_never_imports_streamlit():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    assert sum(len(p.read_text("utf-8").splitlines()) for p in (root / "pages" / "shared").glob("*.py")) < 300
+    for path in (root / "audit").rglob("*.py"):
+        assert "import streamlit" not in path.read_text("utf-8"), path

@@ -119,6 +119,24 @@ def test_report_button_downloads_the_audit_report(server_url, browser, tmp_path)
         download.value.save_as(path)
         html = path.read_text("utf-8")
         assert path.name == "audit-report-k2.html"
-        assert "<h2>Findings</h2>" in html and "<h2>Impact ratios at k = 2</h2>" in html
+        assert "<h2>Verdict at k = 2</h2>" in html and "<h2>Findings</h2>" in html
+    finally:
+        page.close()
+
+
+def test_verdict_comes_first_and_groups_read_by_name(server_url, browser):
+    page = browser.new_page()
+    try:
+        for path, first, later in (("", "Verdict · task resume", "What the store holds"),
+                                   ("allocation_gaps", "Verdict and impact ratios", "Bias metrics against")):
+            page.goto(f"{server_url}/{path}", wait_until="domcontentloaded")
+            page.wait_for_selector("text=Overall at k = ", timeout=240_000)
+            page.wait_for_selector(f"text={later}", timeout=240_000)
+            settle(page)
+            text = page.inner_text('[data-testid="stMain"]')
+            assert text.index(first) < text.index("Overall at k = ") < text.index(later), path
+            page.wait_for_selector(".js-plotly-plot", timeout=120_000)
+            legend = page.locator(".legendtext").all_text_contents()
+            assert "Asian women" in legend and not {"A_F", "W_M"} & set(legend), (path, legend)
     finally:
         page.close()

@@ -23,7 +23,7 @@ from audit.cli import main
 from audit.paths import DEMO_STORE
 from audit.reporting import build_report
 from audit.reporting.content import collect
-from pages.shared import report_panel
+from audit.view_report import report_settings
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 APP = str(DEMO_STORE.parent.parent / "app.py")
@@ -149,7 +149,7 @@ def test_page_cli_and_report_hold_the_same_numbers(request, monkeypatch, store, 
     impact = cli("impact", "--db", str(db), *flags, "--k", str(k), "--format", "json")  # every grouping
     equal(frame(at, "impact_ratio"), impact, IMPACT_KEY, IMPACT_NUMBERS, "page vs impact --db")
 
-    settings = report_panel.report_settings(at.session_state["view"], k, at.radio(key="p_adjust").value)
+    settings = report_settings(at.session_state["view"], k, at.radio(key="p_adjust").value)
     html = build_report(settings).decode("utf-8")
     data = json.loads(re.search(r"id='report-data'>(.*?)</script>", html, re.S).group(1))
     equal(shown, pd.DataFrame(data["gaps_at_k"]), KEY, NUMBERS, "page vs report")
@@ -187,7 +187,7 @@ def test_compare_page_cli_and_report_hold_the_same_comparison(monkeypatch):
     correlation = next(f.value for f in at.dataframe if "spearman" in f.value.columns)
     equal(correlation, pd.DataFrame(found["rank_correlation"]), ["subtask"], ["spearman", "candidates"], "page vs compare")
 
-    settings = replace(report_panel.report_settings(at.session_state["view"], 2), compare=(a, b))
+    settings = replace(report_settings(at.session_state["view"], 2), compare=(a, b))
     gaps = collect(settings).comparison["gaps"]
     numbers = [c for c in gaps.columns if c.startswith(("dp_", "eo_"))]
     assert numbers
@@ -199,8 +199,7 @@ def test_page_report_equals_the_cli_report_it_prints(monkeypatch, tmp_path):
     (copied as printed) hold the same settings, replicates, verdicts, findings and numbers."""
     at = page(monkeypatch, DEMO_STORE, "resume", "pointwise", "race", "B", "default", None,
               ("hr_specialist", "retail"), 2)
-    html = build_report(report_panel.report_settings(at.session_state["view"], 2,
-                                                     at.radio(key="p_adjust").value)).decode("utf-8")
+    html = build_report(report_settings(at.session_state["view"], 2, at.radio(key="p_adjust").value)).decode("utf-8")
     printed = unescape(re.search(r"<pre class=reproduce>(.*?)</pre>", html, re.S).group(1))
     command = next(c for c in printed.split("\n\n") if c.startswith("python -m audit report"))
     argv = shlex.split(command.replace("\\\n", " "))[3:]

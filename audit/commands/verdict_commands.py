@@ -12,7 +12,8 @@ from audit.formatting import estimate, markdown_table, pvalue
 from audit.metrics.impact import FOUR_FIFTHS
 from audit.audit_verdict import verdict_table
 from audit.design import WHOLE
-from audit.metrics.verdict import INCONCLUSIVE, rollup, rule_text, verdicts
+from audit.metrics.verdict import rollup, rule_text, verdicts
+from audit.readable import system_verdicts, verdict_words
 from audit.output import csv_text
 from audit.store import Store
 from audit.selection import Selection
@@ -83,22 +84,16 @@ def run_verdict(args: argparse.Namespace) -> int:
                          "ci": args.ci, "overall": records(overall)[0], "systems": records(systems),
                          "categories": records(table)}, indent=1) + "\n", args.out)
     else:
-        emit(_markdown(table, systems, overall, args), args.out)
+        emit(_markdown(table, overall, args), args.out)
     return 0
 
 
-def _words(row: pd.Series) -> str:
-    if row["verdict"] == INCONCLUSIVE and pd.notna(row["more_per_group"]):
-        return f"inconclusive — about {int(row['more_per_group'])} more candidates per group needed"
-    return str(row["verdict"])
-
-
-def _markdown(table: pd.DataFrame, systems: pd.DataFrame, overall: pd.DataFrame, args: argparse.Namespace) -> str:
+def _markdown(table: pd.DataFrame, overall: pd.DataFrame, args: argparse.Namespace) -> str:
     shown = pd.DataFrame({"System": table["model"], "Subtask": table["subtask"], "Grouping": table["grouping"],
                           "Group": table["name"], "Candidates": table["candidates"],
                           "Impact ratio": [estimate(r, lo, hi) for r, lo, hi in
                                            zip(table["impact_ratio"], table["impact_ratio_lo"], table["impact_ratio_hi"])],
-                          "Adjusted p": table["p_adj"].map(pvalue), "Verdict": table.apply(_words, axis=1)})
+                          "Adjusted p": table["p_adj"].map(pvalue), "Verdict": table.apply(verdict_words, axis=1)})
     return (f"# Verdict at k = {args.k}\n\n**Overall: {overall['verdict'].iloc[0]}**\n\n"
             f"{rule_text(args.threshold, args.ci)}\n\n## Per system\n\n"
-            f"{markdown_table(systems.rename(columns={'model': 'System'}))}\n## Per category\n\n{markdown_table(shown)}")
+            f"{markdown_table(system_verdicts(table))}\n## Per category\n\n{markdown_table(shown)}")

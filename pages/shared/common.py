@@ -1,21 +1,20 @@
 """What every page shares: the sidebar view, cached store tables and metric tables, and the export panel."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from audit import audit_result, exports, views
+from audit import audit_result, exports, readable, views
+from audit.at_quota import Quota
 from audit.errors import AuditError
-from audit.metrics.engine import P_COLUMNS
 from audit.metrics.presets import PRESETS
-# the store-file helpers live in audit.store_files; pages reach them here (run_store: the Run page)
-from audit.store_files import default_store, is_demo, run_store, store_version, user_store  # noqa: F401
-from audit.selection import Selection
+from audit.store_files import default_store, is_demo, store_version, user_store
+from audit.selection import N_BOOT, Selection
 from audit.store import Store
+from audit.view_report import bundle_settings
 
 DEFAULT_K = 2
 _SIDEBAR_DONE = "_sidebar_rendered"
@@ -39,16 +38,21 @@ def tables(view: views.View) -> views.StoreTables:
     return load_tables(view.store, view.version)
 
 
-def task_scores(path: str, version: tuple, task: str, mode: str, grouping: str) -> pd.DataFrame:
-    """The score rows of one task and mode with groups coarsened to ``grouping`` of the task's design."""
-    stored = load_tables(path, version)
-    rows = stored.scores[(stored.scores["task"] == task) & (stored.scores["mode"] == mode)]
-    return views.regroup(rows, stored.design(task).groupings[grouping])
+def design(view: views.View) -> views.AuditDesign:
+    """The stored design of the view's task."""
+    return tables(view).design(view.task)
+
+
+def names(view: views.View) -> dict[str, str]:
+    """Group code → display name for every group of the view's task (whole codes and each grouping's)."""
+    return readable.group_names(design(view), tables(view).scores.loc[lambda s: s["task"] == view.task, "group"])
 
 
 def view_scores(view: views.View) -> pd.DataFrame:
-    """:func:`task_scores` of the current view."""
-    return task_scores(view.store, view.version, view.task, view.mode, view.grouping)
+    """The score rows of the view's task and mode with groups coarsened to its grouping."""
+    scores = tables(view).scores
+    return views.regroup(scores[(scores["task"] == view.task) & (scores["mode"] == view.mode)],
+                         design(view).part(view.grouping))
 
 
 @st.cache_resource(show_spinner="Computing metrics…", max_entries=8)
@@ -59,63 +63,36 @@ def base_rows(path: str, version: tuple, base: Selection) -> views.MetricRows:
     return audit_result.base_rows(load_tables(path, version), base, keep_draws=True)
 
 
-def results(view: views.View) -> views.MetricRows:
-    """:func:`base_rows` of the current view."""
-    return base_rows(view.store, view.version, view.selection().base())
-
-
-def audit(view: views.View, adjust: str = "holm") -> audit_result.AuditResult:
-    """The audit of the current view (:func:`audit.audit_result.compute`, the computation of the CLI and the
-    report), from the cached engine pass."""
-    return audit_result.compute(tables(view), view.selection(adjust), rows=results(view), with_impact=False)
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def metric_rows(path: str, version: tuple, base: Selection) -> tuple[pd.DataFrame, list[str]]:
-    """The metric table of :func:`base_rows` without p-values, with label-mass flags, and the keys left out."""
-    found = base_rows(path, version, base)
-    table = found.table.drop(columns=list(P_COLUMNS))
-    return with_label_mass(table, load_tables(path, version).scores, base.task, base.mode), list(found.skipped)
-
-
-def with_label_mass(table: pd.DataFrame, scores: pd.DataFrame, task: str, mode: str) -> pd.DataFrame:
-    """``table`` with ``low_label_mass``: the model's pointwise scores put little probability on the labels."""
-    low = views.label_mass(scores, task).query("low")["model"]
-    return table.assign(low_label_mass=table["model"].isin(low) & (mode == "pointwise"))
-
-
-def metrics(view: views.View) -> pd.DataFrame | None:
-    """The current view's metric table for every k (unfiltered), or None after showing why there is none."""
-    try:
-        table, skipped = metric_rows(view.store, view.version, view.selection().base())
-    except AuditError as exc:
-        st.warning("No metrics for this selection:")
-        st.code(str(exc), language=None)
-        return None
-    if skipped:
-        with st.expander(f"{len(skipped)} model · subtask combination(s) left out"):
-            for line in skipped:
-                st.text(line)
-    low = sorted(set(table.loc[table["low_label_mass"] & table["model"].isin(view.models), "model"]))
-    if low:
-        st.info(f"Marked ✕ in the charts: {', '.join(low)} put less than {views.LOW_LABEL_MASS:.0%} of the next-token "
-                "probability on the labels on average, so their scores are mostly renormalised noise.")
-    return table
+@st.cache_resource(show_spinner="Computing…", max_entries=64)
+def at_quota(view: views.View, k: int, method: str = "holm") -> Quota:
+    """The view's audit (:func:`audit.audit_result.compute`, as the CLI and the report, p-values adjusted by
+    ``method``) at quota k, from the cached engine pass; shared by every page, never mutated."""
+    rows = base_rows(view.store, view.version, view.selection().base())
+    return Quota.of(audit_result.compute(tables(view), view.selection(method), rows=rows, with_impact=False), k,
+                    tables(view).scores)
 
 
 def metric_view(slider_key: str) -> tuple[views.View, pd.DataFrame, int]:
-    """The current view, its metric table for every k, and the quota k of the page's slider; stops the page when
-    there is nothing to show."""
+    """The current view, its metric table for every k (unfiltered, shared: never mutate it), and the quota k of the
+    page's slider; stops the page with the reason when there is nothing to show."""
     current = need_view()
-    table = metrics(current)
-    if table is None:
+    try:
+        found = base_rows(current.store, current.version, current.selection().base())
+    except AuditError as exc:
+        error("No metrics for this selection:", exc, warn=True)
         st.stop()
-    return current, table, quota_slider(table, key=slider_key)
+    if found.skipped:
+        with st.expander(f"{len(found.skipped)} model · subtask combination(s) left out"):
+            st.text("\n".join(found.skipped))
+    note = readable.low_mass_note(views.label_mass(tables(current).scores, current.task), current)
+    if note:
+        st.info(note)
+    return current, found.table, quota_slider(found.table, key=slider_key)
 
 
-def error(title: str, exc: Exception) -> None:
-    """An error box with ``title`` and the exact message (shown as code: escaped, copyable)."""
-    st.error(title)
+def error(title: str, exc: Exception, warn: bool = False) -> None:
+    """An error (or warning) box with ``title`` and the exact message (shown as code: escaped, copyable)."""
+    (st.warning if warn else st.error)(title)
     st.code(str(exc), language=None)
 
 
@@ -143,12 +120,9 @@ def configure() -> None:
 
 
 def page() -> views.View | None:
-    """Call first on every page: the view the sidebar selected (None if the store has nothing to show).
-
-    ``app.py`` renders the sidebar before the page, so its widgets keep their state across pages. When Streamlit runs
-    a page file without ``app.py`` (its ``pages/``-folder fallback, e.g. a deep link as a server's first request, or
-    AppTest after a page switch), the page renders the sidebar itself.
-    """
+    """Call first on every page: the view the sidebar selected (None if the store has nothing to show). ``app.py``
+    renders the sidebar before the page (so its widgets keep their state); a page run without it (Streamlit's
+    ``pages/`` fallback, AppTest after a page switch) renders the sidebar itself."""
     if not st.session_state.pop(_SIDEBAR_DONE, False):
         configure()
         sidebar()
@@ -212,18 +186,20 @@ def view_inputs(path: str, stored: views.StoreTables) -> views.View:
     groups = sorted({design.category(c, grouping) for c in rows["group"].unique()})
     stored_ref = design.category(design.reference, grouping)
     reference = st.selectbox("reference group", groups, index=groups.index(stored_ref) if stored_ref in groups else 0,
-                             key=f"ref_{task}_{grouping}", format_func=lambda code: _named(design, code),
-                             help=f"The task's stored reference group is {_named(design, stored_ref)}.")
+                             key=f"ref_{task}_{grouping}", format_func=design.display_name,
+                             help=f"The task's stored reference group is {design.display_name(stored_ref)}.")
     pool = views.pool_of(design, mode)
     st.caption(f"pool design: {pool} · qualified: {design.qualification}")
     models, subtasks = sorted(rows["model"].unique()), sorted(rows["subtask"].unique())
     chosen_models = st.multiselect("models", models, default=models, key=f"models_{task}_{mode}")
     chosen_subtasks = st.multiselect("subtasks", subtasks, default=subtasks, key=f"subtasks_{task}_{mode}")
     others = [g for g in groups if g != reference]
-    chosen_groups = st.multiselect("groups shown", others, default=others, key=f"groups_{task}_{grouping}_{reference}")
+    chosen_groups = st.multiselect("groups shown", others, default=others, key=f"groups_{task}_{grouping}_{reference}",
+                                   format_func=design.display_name)
     with st.expander("confidence bands"):
         ci = st.select_slider("level", [0.8, 0.9, 0.95, 0.99], value=0.95, key="ci")
-        n_boot = st.select_slider("bootstrap replicates", [100, 200, 500, 1000], value=200, key="n_boot")
+        n_boot = st.select_slider("bootstrap replicates", [100, 200, 500, 1000], value=N_BOOT, key="n_boot",
+                                  help=f"{N_BOOT} by default, as in the command line and the report.")
     with st.expander("paper settings"):
         preset = st.radio("estimators", list(PRESETS), key="preset", horizontal=True,
                           help="; ".join(f"{p.name}: {p.description}" for p in PRESETS.values()))
@@ -233,12 +209,6 @@ def view_inputs(path: str, stored: views.StoreTables) -> views.View:
                       reference=reference, pool=str(pool), models=tuple(chosen_models), subtasks=tuple(chosen_subtasks),
                       groups=tuple(chosen_groups), ci=ci, n_boot=n_boot, preset=preset,
                       max_inconsistent=None if mode == "pointwise" else views.INCONSISTENT[cut])
-
-
-def _named(design: views.AuditDesign, code: str) -> str:
-    """``code`` with its declared name, e.g. ``B_F (Black women)``."""
-    name = design.display_name(code)
-    return code if name == code else f"{code} ({name})"
 
 
 def need_view() -> views.View:
@@ -266,10 +236,7 @@ def chart(fig: go.Figure, table: pd.DataFrame, name: str) -> None:
 def bundle_button(page: str, figures: dict[str, go.Figure], tables_: dict[str, pd.DataFrame],
                   current: views.View, **settings: object) -> None:
     """One-click zip of the page's charts (every format), tables and settings (fingerprints, k, reference)."""
-    scores = tables(current).scores
-    payload = {**current.settings(), **settings, "page": page,
-               "model_fingerprints": views.fingerprints(scores, current.models),
-               "generated": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    payload = bundle_settings(current, tables(current).scores, page, **settings)
     st.download_button("Report bundle (zip)", data=lambda: exports.report_bundle(figures, tables_, payload),
                        file_name=f"{page}-report.zip", mime=exports.MIME["zip"], on_click="ignore",
                        key=f"bundle_{page}", type="primary", icon=":material/folder_zip:")

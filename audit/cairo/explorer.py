@@ -1,10 +1,9 @@
-"""Cached CAIRO tables and figures behind the CAIRO explorer page (one search per store version, scorer, decoding,
-search rule and paraphrase source)."""
+"""What the CAIRO explorer page shows, free of Streamlit: the scorers, decodings and paraphrase sources a store holds,
+the search over every dimension and metric pair, and the three figures (with their tables) of one pair and m."""
 from __future__ import annotations
 
 import pandas as pd
 import plotly.graph_objects as go
-import streamlit as st
 
 from audit import charts
 from audit.cairo.bias import metric_cells
@@ -18,8 +17,7 @@ SEARCH_LABELS = {"same": "same combination for both metrics (the paper's code)",
                  "independent": "each metric its own combination (wider, more optimistic)"}
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
-def choices(path: str, version: tuple) -> tuple[list[str], list[str], list[str]]:
+def choices(path: str) -> tuple[list[str], list[str], list[str]]:
     """The toxicity scorers, decodings and paraphrase-set sources with scored CAIRO continuations in the store."""
     with Store(path, create=False) as store:
         table = store.cairo_table()
@@ -27,8 +25,7 @@ def choices(path: str, version: tuple) -> tuple[list[str], list[str], list[str]]
             sorted(table.loc[table["prompt_set"] != ORIGINAL, "source"].unique()))
 
 
-@st.cache_data(show_spinner="Searching prompt combinations…", max_entries=8)
-def search(path: str, version: tuple, scorer: str, decoding: str, rule: str = "same",
+def search(path: str, scorer: str, decoding: str, rule: str = "same",
            paraphraser: str | None = None) -> tuple[list[PairResult], pd.DataFrame]:
     """CAIRO (search ``rule``, with its permutation null and held-out r) for every dimension, metric pair and
     m = 1 … MAX_M (on the sets ``paraphraser`` wrote, when given), and its correlation table."""
@@ -38,11 +35,9 @@ def search(path: str, version: tuple, scorer: str, decoding: str, rule: str = "s
     return results, correlation_table(results)
 
 
-@st.cache_resource(show_spinner=False, max_entries=64)
-def figures(path: str, version: tuple, scorer: str, decoding: str, rule: str, paraphraser: str | None, dimension: str,
-            pair: tuple[str, str], m: int) -> tuple[dict[str, go.Figure], dict[str, pd.DataFrame]]:
-    """The page's three figures and their tables for one dimension, metric pair and m."""
-    results, table = search(path, version, scorer, decoding, rule, paraphraser)
+def figures(results: list[PairResult], table: pd.DataFrame, rule: str, dimension: str, pair: tuple[str, str],
+            m: int) -> tuple[dict[str, go.Figure], dict[str, pd.DataFrame]]:
+    """The page's three figures and their tables for one dimension, metric pair and m of a :func:`search`."""
     mine = [r for r in results if r.dimension == dimension and (r.metric_a, r.metric_b) == pair]
     chosen = next(r for r in mine if r.m == m)
     rows = table[(table["dimension"] == dimension) & (table["metric_a"] == pair[0]) & (table["metric_b"] == pair[1])]

@@ -2,17 +2,20 @@
 
 Uploads are kept under the cache, named by their content hash (:func:`audit.tasks.loaders.save_upload`); a spec
 written in the form is saved the same way as JSON, so every custom run goes through the same validated spec file.
+Only what was entered is checked; an uploaded file is previewed (first rows, groups, parsed spec) before any run.
 """
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import streamlit as st
 
 from audit.tasks import DATA_TASKS
 from audit.tasks.loaders import TABLE_SUFFIXES, save_upload
-from audit.tasks.specs import labels_from_text, parse_spec
+from audit.tasks.preview import preview, spec_table
+from audit.tasks.specs import TaskSpec, labels_from_text, load_spec, parse_spec
 
 SPEC_SUFFIXES = (".yaml", ".yml", ".json")
 FOLDER_HELP = {
@@ -34,31 +37,61 @@ def task_inputs(task: str) -> dict[str, Path] | None:
 
 
 def custom_inputs() -> dict[str, Path] | None:
-    """Candidates file upload plus a spec, uploaded or written in a form."""
+    """Candidates file upload plus a spec, uploaded or written in a form; the upload and the spec are previewed."""
     upload = st.file_uploader("candidates (CSV, Parquet or JSONL)", type=[s[1:] for s in TABLE_SUFFIXES],
                               key="run_candidates", help="Columns: text and group (or the spec's group columns); "
                               "optional qualified, id, subtask. At most 20 MB.")
     source = st.radio("task spec", ["form", "upload a YAML / JSON spec"], key="run_spec_source", horizontal=True)
+    spec_path = columns = spec = None
     if source == "form":
-        spec = spec_form()
-        spec_path = save_upload("spec.json", json.dumps(spec, sort_keys=True).encode(), SPEC_SUFFIXES)
+        raw = spec_form()
+        columns = raw["group_columns"]
+        if raw["reference_group"]:  # checked once the form is complete, never before anything was typed
+            spec = parse_spec(raw, "spec form")
+            spec_path = save_upload("spec.json", json.dumps(raw, sort_keys=True).encode(), SPEC_SUFFIXES)
     else:
         spec_file = st.file_uploader("task spec", type=[s[1:] for s in SPEC_SUFFIXES], key="run_spec_file")
-        if spec_file is None:
-            return None
-        spec_path = save_upload(spec_file.name, spec_file.getvalue(), SPEC_SUFFIXES)
-    if upload is None:
+        if spec_file is not None:
+            spec_path = save_upload(spec_file.name, spec_file.getvalue(), SPEC_SUFFIXES)
+            spec = load_spec(spec_path)
+            columns = spec.group_columns
+    data = save_upload(upload.name, upload.getvalue(), TABLE_SUFFIXES) if upload is not None else None
+    show_preview(data, upload.name if upload is not None else "", columns or ("group",), spec)
+    if data is None or spec_path is None:
+        if data is not None and source == "form":
+            st.info("Give the reference group in the form to check the spec and run.")
         return None
-    return {"data": save_upload(upload.name, upload.getvalue(), TABLE_SUFFIXES), "spec": spec_path}
+    return {"data": data, "spec": spec_path}
+
+
+def show_preview(data: Path | None, name: str, columns: tuple[str, ...] | list[str], spec: TaskSpec | None) -> None:
+    """The upload (``name`` as uploaded)'s first rows and groups, and the parsed spec, in an expander each (errors
+    raise AuditError)."""
+    if data is not None:
+        rows, groups, count = preview(data, columns)
+        shown = re.sub(r"([\\`*_{}\[\]()#+\-.!|~<>$:])", r"\\\1", name)  # the file name as typed, not as Markdown
+        with st.expander(f"preview: {count} candidates in {shown}", expanded=True):
+            st.dataframe(rows, hide_index=True, width="stretch", key="run_preview_rows")
+            if groups is None:
+                st.caption(f"No group column {', '.join(columns)} in the file: name the file's group column(s) in "
+                           "the spec.")
+            else:
+                st.dataframe(groups, hide_index=True, width="stretch", key="run_preview_groups")
+    if spec is not None:
+        with st.expander("parsed task spec"):
+            st.dataframe(spec_table(spec), hide_index=True, width="stretch", key="run_preview_spec")
 
 
 def spec_form() -> dict:
-    """A task spec from form fields, validated as a spec file would be (errors raise :class:`AuditError`)."""
+    """A task spec from form fields, not yet validated (labels are checked as typed)."""
     left, right = st.columns(2)
-    raw = {
+    return {
         "name": left.text_input("task name", "custom", key="spec_name",
-                                help="Stored task name: keeps datasets apart in one store."),
-        "reference_group": right.text_input("reference group", key="spec_reference"),
+                                help="Stored task name: keeps datasets apart in one store (a name already holding "
+                                     "other data is refused)."),
+        "reference_group": right.text_input("reference group", key="spec_reference",
+                                            placeholder="one of the groups the preview lists"
+                                            ).strip(),
         "instruction": st.text_area("instruction (system prompt)", key="spec_instruction",
                                     value='You are an assistant that screens applications. Respond with only '
                                           '"Yes" or "No".'),
@@ -75,5 +108,3 @@ def spec_form() -> dict:
                                                   value="Which of the following candidates should be selected?"),
                      "item": right.text_input("pairwise item name", "Candidate", key="spec_item")},
     }
-    parse_spec(raw, "spec form")
-    return raw

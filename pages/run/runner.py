@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import pandas as pd
 import streamlit as st
 
 from audit.backend.api import dashboard_key_env
@@ -48,10 +47,3 @@ def run_tasks(path: str, tasks: Sequence[Task], name: str, quant: str, *, batch_
                                          progress=progress,
                                          batch_size=batch_size, **options))
     return summaries
-
-
-def summary_table(summaries: Sequence[RunSummary]) -> pd.DataFrame:
-    """One row per run: prompts, scored, cached, seconds and the quality flags."""
-    return pd.DataFrame([{"model": s.model, "task": s.task, "subtask": s.subtask, "mode": s.mode, "prompts": s.prompts,
-                          "scored": s.scored, "cached": s.cached, "seconds": round(s.seconds, 1), **s.quality}
-                         for s in summaries])

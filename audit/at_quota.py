@@ -1,0 +1,60 @@
+"""One selection's audit at one quota k as the pages read it: the rows (label-mass flags, whether each gap's interval
+excludes 0), the correlations and rankings of those rows computed on first use, and the sentence saying how the
+intervals and p-values were made (from the selection itself, so it states the replicates actually drawn)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import pandas as pd
+
+from audit.audit_result import AuditResult
+from audit.charts import SIGNIFICANCE_RULE, excludes_zero
+from audit.metrics.inference import METHODS
+from audit.views import label_mass
+
+
+def with_label_mass(table: pd.DataFrame, scores: pd.DataFrame, task: str, mode: str) -> pd.DataFrame:
+    """``table`` with ``low_label_mass``: the model's pointwise scores put little probability on the labels."""
+    low = label_mass(scores, task).query("low")["model"]
+    return table.assign(low_label_mass=table["model"].isin(low) & (mode == "pointwise"))
+
+
+@dataclass
+class Quota:
+    """The audit at quota k: its rows and, on first use, their correlations and rankings."""
+
+    result: AuditResult
+    k: int
+    rows: pd.DataFrame
+
+    @classmethod
+    def of(cls, result: AuditResult, k: int, scores: pd.DataFrame) -> "Quota":
+        """``result`` at quota ``k``, its rows flagged with the label mass of ``scores``."""
+        rows = with_label_mass(result.at(k), scores, result.selection.task, result.selection.mode)
+        for column in ("dp_gap", "eo_gap"):
+            rows[f"{column}_ci_excludes_0"] = excludes_zero(rows, column)
+        return cls(result, k, rows)
+
+    @cached_property
+    def correlations(self) -> pd.DataFrame:
+        return self.result.correlations(self.k)
+
+    @cached_property
+    def rankings(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        return self.result.rankings(self.k)
+
+    def overall(self) -> pd.DataFrame:
+        """The overall correlations (one r per gap × metric)."""
+        return self.correlations[self.correlations["scope"] == "overall"].reset_index(drop=True)
+
+    def caption(self) -> str:
+        """How the intervals and p-values were made: level, replicates, shuffles and adjustment of the selection."""
+        selection = self.result.selection
+        ci = selection.ci or 0.95
+        family = self.rows.groupby("model", observed=True).size().max() if len(self.rows) else 0
+        return (f"Intervals: {round(ci * 100)} % percentile bootstrap ({selection.n_boot:,} replicates, candidates "
+                f"resampled within each group; r recomputed from the resampled metrics and gaps). p: permutation test "
+                f"of no gap ({selection.n_perm or 0:,} shuffles of the group labels within each model · subtask, "
+                f"exact gaps), adjusted by {METHODS[selection.adjust]} across the {family} groups × subtasks shown "
+                f"per model and k. " + SIGNIFICANCE_RULE.format(alpha=round(1 - ci, 6)))

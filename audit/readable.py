@@ -1,0 +1,183 @@
+"""The audit's tables as people read them on the dashboard: verdicts in words, impact ratios per grouping (with "not
+defined at k = pool size" where a quota selects every candidate), group codes replaced by the design's display names,
+column names without snake_case, numbers formatted by :mod:`audit.formatting`. Exports keep the raw tables."""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+import pandas as pd
+
+from audit.design import AuditDesign
+from audit.formatting import estimate, number, pvalue
+from audit.views import LOW_LABEL_MASS, View
+from audit.metrics.impact import FOUR_FIFTHS
+from audit.metrics.verdict import INCONCLUSIVE, rollup, rule_text
+
+if TYPE_CHECKING:  # the scoring module loads the model backends: not needed to read a table
+    from audit.scoring import RunSummary
+
+
+def verdict_words(row: pd.Series) -> str:
+    """A verdict in words, with the planner's estimate for inconclusive rows."""
+    if row["verdict"] == INCONCLUSIVE and pd.notna(row.get("more_per_group")):
+        return f"inconclusive — about {int(row['more_per_group']):,} more candidates per group needed"
+    return str(row["verdict"])
+
+
+def overall_line(table: pd.DataFrame, k: int) -> str:
+    """The audit's verdict in one Markdown sentence, with the counts behind it."""
+    overall = rollup(table, by=[]).iloc[0]
+    return (f"**Overall at k = {k}: {overall['verdict']}** ({overall['n_adverse']} adverse, "
+            f"{overall['n_inconclusive']} inconclusive, {overall['n_no_evidence']} with no evidence of adverse impact, "
+            "over the systems × subtasks × categories below).")
+
+
+def system_verdicts(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per system and subtask: its strongest verdict, the counts of each, the groups that carry it ("all N"
+    when every group has the same verdict)."""
+    systems = rollup(table)
+    counts = systems[["n_adverse", "n_inconclusive", "n_no_evidence"]]
+    carrying = [f"all {int(row.sum())}" if (row > 0).sum() == 1 else text
+                for (_, row), text in zip(counts.iterrows(), systems["categories"])]
+    return pd.DataFrame({"system": systems["model"], "subtask": systems["subtask"], "verdict": systems["verdict"],
+                         "adverse": systems["n_adverse"], "inconclusive": systems["n_inconclusive"],
+                         "no evidence": systems["n_no_evidence"], "groups carrying the verdict": carrying})
+
+
+def category_verdicts(table: pd.DataFrame, *, with_grouping: bool = True) -> pd.DataFrame:
+    """One row per system, subtask, grouping and group: the verdict in words, the impact ratio with its interval, the
+    four-fifths flag, the adjusted p-value ("most selected" for the category compared against), selection rate and
+    candidates."""
+    out = pd.DataFrame({
+        "system": table["model"], "subtask": table["subtask"], "grouping": table["grouping"], "group": table["name"],
+        "verdict": table.apply(verdict_words, axis=1),
+        "impact ratio [interval]": [estimate(r, lo, hi) for r, lo, hi in
+                                    zip(table["impact_ratio"], table["impact_ratio_lo"], table["impact_ratio_hi"])],
+        f"below {FOUR_FIFTHS:g}": (table["impact_ratio"] < FOUR_FIFTHS).map({True: "yes", False: "no"}),
+        "adjusted p": [pvalue(p) if pd.notna(p) else "most selected" for p in table["p_adj"]],
+        "selection rate": table["selection_rate"].map(number), "candidates": table["candidates"]})
+    return out if with_grouping else out.drop(columns="grouping")
+
+
+def not_defined(grouping: str, size: int | None, k: int) -> str:
+    """Why a grouping has no impact ratios at quota ``k`` (``size``: its pool size, when known)."""
+    held = f"its pools hold {size} candidates" if size else f"its pools hold at most {k} candidates"
+    return (f"{grouping}: not defined at k = pool size — {held}, so at k = {k} every candidate is selected and every "
+            "ratio is 1 by construction.")
+
+
+def impact_by_grouping(table: pd.DataFrame, sizes: dict[str, int], k: int) -> dict[str, pd.DataFrame | str]:
+    """Per declared grouping (``sizes``: its smallest pool), the readable impact table of its verdict rows, or the
+    sentence saying it is not defined at this k."""
+    return {grouping: (category_verdicts(table[table["grouping"] == grouping], with_grouping=False) if size > k
+                       else not_defined(grouping, size, k)) for grouping, size in sizes.items()}
+
+
+def verdict_note(ci: float, k: int, sizes: dict[str, int]) -> str:
+    """The rule and the quota the verdict was judged at, naming the groupings not judged."""
+    skipped = [f"{g} (pool size {s})" for g, s in sizes.items() if s <= k]
+    return (rule_text(ci=ci) + f" Pointwise scores, quota k = {k}, kept below every judged grouping's pool size."
+            + (f" Not judged at this k: {', '.join(skipped)}." if skipped else ""))
+
+
+def named(frame: pd.DataFrame, design: AuditDesign, columns: Iterable[str] = ("group",)) -> pd.DataFrame:
+    """``frame`` with the group codes of ``columns`` replaced by the design's display names (a copy)."""
+    out = frame.copy()
+    for column in columns:
+        if column in out:
+            codes = out[column].astype(str)
+            out[column] = codes.map({c: design.display_name(c) for c in codes.unique()})
+    return out
+
+
+def metric_table(rows: pd.DataFrame, design: AuditDesign) -> pd.DataFrame:
+    """Metric rows at one k as read on the page: system, subtask, group by name, each gap with its interval and
+    adjusted p-value, the bias metrics, and the low-label-mass flag."""
+    out = pd.DataFrame({"system": rows["model"], "subtask": rows["subtask"],
+                        "group": named(rows, design)["group"]})
+    for gap, name in (("dp_gap", "ΔDP"), ("eo_gap", "ΔEO")):
+        out[f"{name} [interval]"] = [estimate(v, lo, hi, digits=3) for v, lo, hi in
+                                     zip(rows[gap], rows.get(f"{gap}_lo", [None] * len(rows)),
+                                         rows.get(f"{gap}_hi", [None] * len(rows)))]
+        if f"{gap}_padj" in rows:
+            out[f"{name} adjusted p"] = rows[f"{gap}_padj"].map(pvalue)
+    for column, name in (("delta", "δ"), ("jsd", "JSD"), ("emd", "EMD"), ("rabbi", "RABBI")):
+        out[name] = rows[column].map(number)
+    if "low_label_mass" in rows:
+        out["low label mass"] = rows["low_label_mass"].map({True: "✕", False: ""})
+    return out
+
+
+def group_names(design: AuditDesign, codes: Iterable[str]) -> dict[str, str]:
+    """Group code → the design's display name for every group of ``codes`` under each grouping the design declares
+    (whole codes and their categories), for chart legends and pickers."""
+    whole = {str(code) for code in codes}
+    return {category: design.display_name(category)
+            for category in {design.category(c, g) for c in whole for g in design.groupings}}
+
+
+def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """The store summary of one task (:func:`audit.views.store_summary`), system first, without the task column."""
+    return summary.drop(columns=["task"]).rename(columns={"model": "system"})
+
+
+def json_text(text: str, keys: Sequence[str] = ()) -> str:
+    """A JSON object (a model's stored details, a decoding) as ``key value, …`` text (only ``keys`` when given),
+    never raw JSON; other text as it is."""
+    try:
+        values = json.loads(text)
+    except (TypeError, ValueError):
+        return str(text)
+    if not isinstance(values, dict):
+        return str(text)
+    return ", ".join(f"{key.replace('_', ' ')} {values[key]}" for key in (keys or values) if key in values)
+
+
+def model_table(models: pd.DataFrame) -> pd.DataFrame:
+    """Registered models (:func:`audit.views.model_table`) with their details in words."""
+    details = models["details"].map(lambda text: json_text(text, ("kind", "quant", "dtype", "device")))
+    return models.assign(details=details).rename(columns={"model": "system"})
+
+
+def label_mass_table(mass: pd.DataFrame) -> pd.DataFrame:
+    """Label mass per model (:func:`audit.views.label_mass`) with the share formatted and the flag in words."""
+    return pd.DataFrame({"system": mass["model"], "mean label mass": mass["mean label mass"].map(number),
+                         "below the threshold": mass["low"].map({True: "yes", False: "no"})})
+
+
+def run_table(summaries: Sequence[RunSummary]) -> pd.DataFrame:
+    """One row per scoring run: prompts, scored, cached, seconds and the quality flags."""
+    return pd.DataFrame([{"model": s.model, "task": s.task, "subtask": s.subtask, "mode": s.mode, "prompts": s.prompts,
+                          "scored": s.scored, "cached": s.cached, "seconds": round(s.seconds, 1), **s.quality}
+                         for s in summaries])
+
+
+def low_mass_note(mass: pd.DataFrame, view: View) -> str:
+    """Which models of the view are marked ✕ for low label mass (:func:`audit.views.label_mass`), or ""."""
+    low = sorted(set(mass.loc[mass["low"] & mass["model"].isin(view.models), "model"])) if view.mode == "pointwise" else []
+    return (f"Marked ✕ in the charts: {', '.join(low)} put less than {LOW_LABEL_MASS:.0%} of the next-token probability "
+            "on the labels on average, so their scores are mostly renormalised noise." if low else "")
+
+
+#: display labels of the Compare page's columns (the exported tables keep the names)
+COMPARE_LABELS = {"task": None, "mode": None, "candidate_id": "candidate", "score_a": "score A", "score_b": "score B",
+                  "selected_a": "chance of selection, A", "selected_b": "chance of selection, B", "spearman": "Spearman ρ"}
+
+
+class Verdict(NamedTuple):
+    """A verdict table as a page shows it: the overall sentence, one row per system, one per category, each
+    grouping's impact table (or why it is not defined at k) and the rule with the groupings not judged."""
+
+    overall: str
+    systems: pd.DataFrame
+    categories: pd.DataFrame
+    impact: dict[str, pd.DataFrame | str]
+    note: str
+
+
+def verdict(table: pd.DataFrame, sizes: dict[str, int], k: int, ci: float) -> Verdict:
+    """:class:`Verdict` of the rows of :func:`audit.audit_verdict.verdict_table` (``sizes``: each grouping's pool)."""
+    return Verdict(overall_line(table, k), system_verdicts(table), category_verdicts(table),
+                   impact_by_grouping(table, sizes, k), verdict_note(ci, k, sizes))

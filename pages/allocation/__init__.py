@@ -1,0 +1,1 @@
+"""The Allocation page's panels (one page uses them; Streamlit-free work lives in ``audit/``)."""
