@@ -25,7 +25,7 @@ from audit.errors import AuditError
 from audit.metrics.impact import FOUR_FIFTHS, impact_ratios
 from audit.metrics.inference import adjust, gap_pvalues
 from audit.metrics.keys import split_keys
-from audit.metrics.planner import plan_at, plan_curves
+from audit.metrics.planner import needed, plan_curves
 from audit.metrics.pools import pool_size
 from audit.metrics.schema import KEY
 
@@ -106,9 +106,10 @@ def _needed(pooled: pd.DataFrame, table: pd.DataFrame, pool: "str | PoolDesign",
         whole = table[np.logical_and.reduce([table[c].astype(str) == str(v) for c, v in zip(KEY, key)])]
         top = whole.loc[whole["selection_rate"].idxmax()]
         curves = plan_curves(rows, reference=str(top["category"]), pool=pool, n_boot=n_boot, level=level, seed=seed)
+        widest = curves[curves["k"] == k].groupby("n")["half_width"].max()  # as plan_at reads it, once per system
         for index, row in part.iterrows():
             target = decision_target(row["selection_rate"], top["selection_rate"], row["impact_ratio"], threshold)
-            out.loc[index] = plan_at(curves, k=k, target=target)[1]["needed_n"].iloc[0]
+            out.loc[index] = needed(widest.index, widest.to_numpy(), target)[0]
     return out
 
 
