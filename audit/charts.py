@@ -1,7 +1,7 @@
 """Plotly figure builders over metric tables: the same figure is shown in the dashboard and exported for reports.
 
-Colours are colour-blind safe (Okabe–Ito) and fixed per group code, so a group looks the same on every page and in
-every grouping (race × gender, race, gender). Figures use a neutral template; the dashboard re-themes them for light
+Colours are colour-blind safe (Okabe–Ito); the colours a task definition fixes for its group codes
+(:data:`audit.tasks.GROUP_COLOURS`) keep a group looking the same on every page and in every grouping. Figures use a neutral template; the dashboard re-themes them for light
 and dark mode. Nothing here computes a metric: inputs are tables from :mod:`audit.metrics`. Names that come from
 data (models, subtasks, groups) are HTML-escaped, since Plotly renders tags in titles, legends and hover text.
 """
@@ -16,13 +16,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from audit.metrics.validity import PAIRINGS
+from audit.tasks import GROUP_COLOURS
 
 OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#999999")
-GROUP_COLOURS = {
-    "W_F": "#E69F00", "W_M": "#999999", "B_F": "#56B4E9", "B_M": "#0072B2",
-    "A_F": "#CC79A7", "A_M": "#D55E00", "H_F": "#F0E442", "H_M": "#009E73",
-    "W": "#999999", "B": "#0072B2", "A": "#D55E00", "H": "#009E73", "F": "#CC79A7", "M": "#E69F00",
-}
 #: Paul Tol's "bright" scheme (colour-blind safe) for models and metrics, kept apart from the group colours.
 SERIES_COLOURS = ("#4477AA", "#EE6677", "#228833", "#CCBB44", "#66CCEE", "#AA3377", "#BBBBBB")
 METRIC_NAMES = {"true": "true gap", "delta": "δ", "jsd": "JSD", "emd": "EMD", "rabbi": "RABBI"}
@@ -34,7 +30,7 @@ HOVER_COLUMNS = ("delta", "jsd", "emd", "rabbi", "delta_qualified", "jsd_qualifi
 
 
 def group_colours(groups: Sequence[str]) -> dict[str, str]:
-    """A fixed colour for each group code; codes outside the known set get the palette in sorted order."""
+    """A fixed colour for each group code: the one its task declares, else the palette in sorted order."""
     unknown = sorted(g for g in set(groups) if g not in GROUP_COLOURS)
     return {g: GROUP_COLOURS.get(g) or OKABE_ITO[unknown.index(g) % len(OKABE_ITO)] for g in groups}
 
