@@ -64,7 +64,7 @@ def test_pointwise_and_pairwise_equal_the_in_process_backend(url, kind, smollm, 
     pairs = [task.pairwise_prompt(first, second), task.pairwise_prompt(second, first)]
     assert backend.generate(pairs) == smollm.generate(pairs)
     server = "test-server-1" if kind == "builtin" else "vllm-0.32.0-"
-    assert ref.content_id.startswith(f"{url}|{NAME}|{server}") and ref.engine == "openai"
+    assert ref.content_id.startswith(f"{url}|{NAME}|{server}") and ref.runtime == "openai"
     assert api_ref(f"openai:{NAME}", url.replace("127.0.0.1", "localhost"), "AUDIT_TEST_KEY").fingerprint != (
         ref.fingerprint)
 
@@ -164,3 +164,4 @@ def test_run_page_takes_an_api_model_and_reports_an_unreachable_url(monkeypatch,
     if (tmp_path / "run.db").exists():  # the sidebar may open the store; the run must not have written to it
         with Store(tmp_path / "run.db") as store:
             assert store.row_counts().get("label_results", 0) == 0
+

@@ -278,7 +278,7 @@ def api_ref(model: str, base_url: str | None, key_env: str | None = None, *, nee
     served_id = probe.get("model") or name
     server = probe.get("system_fingerprint") or ""
     content = "|".join((client.base_url, served_id, server))
-    return ModelRef(PREFIX + name, "api", client.base_url, content, "none", "server", "remote", engine="openai")
+    return ModelRef(PREFIX + name, "api", client.base_url, content, "none", "server", "remote", runtime="openai")
 
 
 class ApiBackend:

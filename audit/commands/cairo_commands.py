@@ -14,7 +14,7 @@ from audit.cairo.continuations import Decoding, generate_continuations, score_to
 from audit.cairo.bias import metric_cells
 from audit.cairo.paraphrase import paraphrase_sets
 from audit.cairo.prompts import load_prompts, read_json, save_prompts
-from audit.cairo.results import scored_continuations, unify_subgroups
+from audit.cairo.scored import scored_continuations, unify_subgroups
 from audit.cairo.search import SEARCHES, Options, correlation_table, few_models_warning, search_all
 from audit.cairo.toxicity import DEFAULT_SCORER, get_scorer
 from audit.commands.api_options import add_api_arguments, model_options

@@ -10,7 +10,7 @@ import pandas as pd
 from audit.commands.io import emit, emit_table
 from audit.errors import AuditError
 from audit.metrics.ll144 import ll144_table
-from audit.results import score_table
+from audit.store_tables import score_table
 from audit.store import Store
 
 GROUPINGS = {"sex": ["sex"], "race/ethnicity": ["race"], "intersection": ["race", "sex"]}

@@ -1,4 +1,4 @@
-"""Impact ratios (NYC Local Law 144 bias-audit summary; EEOC four-fifths rule) from the engine's exact selection rates.
+"""Impact ratios (NYC Local Law 144 bias-audit summary; EEOC four-fifths rule) from the suite's exact selection rates.
 
 For a grouping of the task's groups into categories (race, gender, or the intersection itself), the candidates are
 pooled into the categories and pools hold one candidate per category (``per-group``) or are drawn at random, as the
@@ -7,8 +7,8 @@ dashboard's groupings do. Then, at quota k:
     selection rate(C) = φ(C, k)  (the expected share of C's pool members selected, :mod:`audit.metrics.allocation`)
     impact ratio(C)   = φ(C, k) / max_D φ(D, k)      flagged when below 0.8 (the four-fifths rule)
 
-Confidence intervals are percentile bootstrap intervals of the same replicates as the engine's gap bounds; the ratio
-is recomputed in every replicate against that replicate's most-selected category.
+Confidence intervals are percentile bootstrap intervals of the same replicates as the suite's gap bounds; the ratio is
+recomputed in every replicate against that replicate's most-selected category.
 """
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from audit.design import AuditDesign
 from audit.errors import AuditError
 from audit.metrics.inference import METHODS
 from audit.metrics.schema import is_pairwise
-from audit.results import answer_table, pair_table, score_table
+from audit.store_tables import answer_table, pair_table, score_table
 from audit.selection import N_BOOT, N_PERM, Selection
 from audit.store import Store
 from audit.views import StoreTables, regroup
@@ -132,7 +132,7 @@ def _models(store: Store, scores: pd.DataFrame) -> pd.DataFrame:
         rows.append({"model": label, "fingerprint": fingerprint, "source": info.get("location", ""),
                      "kind": info.get("kind", ""), "content hash": info.get("content_id", ""),
                      "quantisation": info.get("quant", ""), "dtype": info.get("dtype", ""),
-                     "device": info.get("device", ""), "backend": info.get("engine", "transformers")})
+                     "device": info.get("device", ""), "backend": info.get("runtime", info.get("engine", "transformers"))})
     return pd.DataFrame(rows).sort_values("model", ignore_index=True)
 
 

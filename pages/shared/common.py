@@ -10,7 +10,7 @@ import streamlit as st
 
 from audit import audit_result, exports, views
 from audit.errors import AuditError
-from audit.metrics.engine import P_COLUMNS
+from audit.metrics.suite import P_COLUMNS
 from audit.metrics.presets import PRESETS
 # the store-file helpers live in audit.store_files; pages reach them here (run_store: the Run page)
 from audit.store_files import default_store, is_demo, run_store, store_version, user_store  # noqa: F401
@@ -53,7 +53,7 @@ def view_scores(view: views.View) -> pd.DataFrame:
 
 @st.cache_resource(show_spinner="Computing metrics…", max_entries=8)
 def base_rows(path: str, version: tuple, base: Selection) -> views.MetricRows:
-    """The engine pass of a base selection (every model, subtask and k, with permutation p-values and bootstrap
+    """The metric pass of a base selection (every model, subtask and k, with permutation p-values and bootstrap
     draws; see :func:`audit.audit_result.base_rows`); shared, never mutated (the draws are large: a cached copy per
     rerun would cost more than the slider's budget)."""
     return audit_result.base_rows(load_tables(path, version), base, keep_draws=True)
@@ -66,7 +66,7 @@ def results(view: views.View) -> views.MetricRows:
 
 def audit(view: views.View, adjust: str = "holm") -> audit_result.AuditResult:
     """The audit of the current view (:func:`audit.audit_result.compute`, the computation of the CLI and the
-    report), from the cached engine pass."""
+    report), from the cached metric pass."""
     return audit_result.compute(tables(view), view.selection(adjust), rows=results(view), with_impact=False)
 
 
