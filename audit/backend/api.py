@@ -291,7 +291,6 @@ class ApiBackend:
         self.ref = ref
         self.name = ref.label.removeprefix(PREFIX)
         self.concurrency = concurrency
-        self.batch_size = concurrency * 2  # prompts per engine batch (CAIRO reads it)
         self.tokenizer = None  # no local tokenizer: prompts go as chat messages
         self.client = ApiClient(ref.location, key_env, retries=retries, max_requests=max_requests, backoff=backoff)
 
