@@ -56,8 +56,8 @@ def _rgba(colour: str, alpha: float) -> str:
     return f"rgba({red}, {green}, {blue}, {alpha})"
 
 
-def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
-    fig.update_layout(template=TEMPLATE, title=escape(title), height=height, legend_title_text="group",
+def _layout(fig: go.Figure, title: str, height: int, legend: str = "group") -> go.Figure:
+    fig.update_layout(template=TEMPLATE, title=escape(title), height=height, legend_title_text=legend,
                       margin=dict(l=60, r=20, t=90, b=50))
     return fig
 
@@ -263,9 +263,7 @@ def bump_chart(rankings: pd.DataFrame, *, gap: str = "dp") -> go.Figure:
                 row=1, col=col)
         fig.update_xaxes(categoryorder="array", categoryarray=order, row=1, col=col)
     fig.update_yaxes(autorange="reversed", dtick=1, title_text="fairness rank", row=1, col=1)
-    fig = _layout(fig, f"Model fairness ranking by {GAP_NAMES[gap]} and by each bias metric", 460)
-    fig.update_layout(legend_title_text="model")
-    return fig
+    return _layout(fig, f"Model fairness ranking by {GAP_NAMES[gap]} and by each bias metric", 460, legend="model")
 
 
 def ndcg_curves(ndcg: pd.DataFrame) -> go.Figure:
@@ -287,9 +285,7 @@ def ndcg_curves(ndcg: pd.DataFrame) -> go.Figure:
                 hovertemplate=f"{METRIC_NAMES[metric]}<br>NDCG@%{{x}} = %{{y:.3f}}<extra></extra>"), row=1, col=col)
         fig.update_xaxes(title_text="N (top models)", dtick=1, row=1, col=col)
     fig.update_yaxes(title_text="NDCG@N", range=[0, 1.05], row=1, col=1)
-    fig = _layout(fig, "How well each metric's model ranking matches the true-gap ranking", 420)
-    fig.update_layout(legend_title_text="metric")
-    return fig
+    return _layout(fig, "How well each metric's model ranking matches the true-gap ranking", 420, legend="metric")
 
 
 def score_distributions(scores: pd.DataFrame) -> go.Figure:
@@ -320,9 +316,7 @@ def score_shape_scatter(shape: pd.DataFrame) -> go.Figure:
                           "skewness %{x:.2f}, kurtosis %{y:.2f}<extra></extra>"))
     fig.update_xaxes(title_text="skewness")
     fig.update_yaxes(title_text="excess kurtosis")
-    fig = _layout(fig, "Shape of each group's score distribution", 400)
-    fig.update_layout(legend_title_text="model")
-    return fig
+    return _layout(fig, "Shape of each group's score distribution", 400, legend="model")
 
 
 # ---- CAIRO ---------------------------------------------------------------------------------------------------------
@@ -358,9 +352,7 @@ def cairo_correlation_curves(table: pd.DataFrame, *, title: str = "") -> go.Figu
                                  hovertemplate=f"{name}<br>m = %{{x}}<br>r = %{{y:.3f}}<extra></extra>"))
     fig.update_xaxes(title_text="prompt sets in the combination (m)", dtick=1)
     fig.update_yaxes(title_text="Pearson r across models", range=[-1.05, 1.05])
-    fig = _layout(fig, title or "Correlation between metrics against combination size", 420)
-    fig.update_layout(legend_title_text="prompts")
-    return fig
+    return _layout(fig, title or "Correlation between metrics against combination size", 420, legend="prompts")
 
 
 def cairo_source_bars(sources: pd.DataFrame) -> go.Figure:
@@ -382,9 +374,7 @@ def cairo_source_bars(sources: pd.DataFrame) -> go.Figure:
         fig.update_xaxes(title_text="m", dtick=1, row=1, col=col)
     fig.update_yaxes(title_text="prompt sets in the best combination", row=1, col=1)
     fig.update_layout(barmode="stack")
-    fig = _layout(fig, "Who wrote the prompt sets of the best combination", 420)
-    fig.update_layout(legend_title_text="source")
-    return fig
+    return _layout(fig, "Who wrote the prompt sets of the best combination", 420, legend="source")
 
 
 def cairo_rankings(ranks: pd.DataFrame) -> go.Figure:
@@ -407,9 +397,8 @@ def cairo_rankings(ranks: pd.DataFrame) -> go.Figure:
                           row=1, col=col)
         fig.update_xaxes(title_text="bias / largest bias", range=[0, 1.05], row=1, col=col)
     fig.update_layout(barmode="group")
-    fig = _layout(fig, "Model bias with and without CAIRO", 120 + 60 * max(1, ranks["model"].nunique()))
-    fig.update_layout(legend_title_text="prompts")
-    return fig
+    return _layout(fig, "Model bias with and without CAIRO", 120 + 60 * max(1, ranks["model"].nunique()),
+                   legend="prompts")
 
 
 def comparison_dots(gaps: pd.DataFrame, *, gap: str = "dp", title: str = "") -> go.Figure:
