@@ -82,7 +82,7 @@ def resolved(tables: StoreTables, selection: Selection) -> tuple[AuditDesign, st
 
 
 def base_rows(tables: StoreTables, selection: Selection, *, keep_draws: bool = False) -> MetricRows:
-    """The engine pass of ``selection.base()`` over every model and subtask of the task (cache this on the base)."""
+    """The metric pass of ``selection.base()`` over every model and subtask of the task (cache this on the base)."""
     _, grouping, reference = resolved(tables, selection)
     return metric_rows(tables, task=selection.task, mode=selection.mode, grouping=grouping, reference=reference,
                        ci=selection.ci, n_boot=selection.n_boot, preset=selection.preset,

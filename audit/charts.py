@@ -1,7 +1,7 @@
 """Plotly figure builders over metric tables: the same figure is shown in the dashboard and exported for reports.
 
-Colours are colour-blind safe (Okabe–Ito) and fixed per group code, so a group looks the same on every page and in
-every grouping (race × gender, race, gender). Figures use a neutral template; the dashboard re-themes them for light
+Colours are colour-blind safe (Okabe–Ito); the colours a task definition fixes for its group codes
+(:data:`audit.tasks.GROUP_COLOURS`) keep a group looking the same on every page and in every grouping. Figures use a neutral template; the dashboard re-themes them for light
 and dark mode. Nothing here computes a metric: inputs are tables from :mod:`audit.metrics`. Names that come from
 data (models, subtasks, groups) are HTML-escaped, since Plotly renders tags in titles, legends and hover text.
 """
@@ -16,13 +16,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from audit.metrics.validity import PAIRINGS
+from audit.tasks import GROUP_COLOURS
 
 OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#999999")
-GROUP_COLOURS = {
-    "W_F": "#E69F00", "W_M": "#999999", "B_F": "#56B4E9", "B_M": "#0072B2",
-    "A_F": "#CC79A7", "A_M": "#D55E00", "H_F": "#F0E442", "H_M": "#009E73",
-    "W": "#999999", "B": "#0072B2", "A": "#D55E00", "H": "#009E73", "F": "#CC79A7", "M": "#E69F00",
-}
 #: Paul Tol's "bright" scheme (colour-blind safe) for models and metrics, kept apart from the group colours.
 SERIES_COLOURS = ("#4477AA", "#EE6677", "#228833", "#CCBB44", "#66CCEE", "#AA3377", "#BBBBBB")
 METRIC_NAMES = {"true": "true gap", "delta": "δ", "jsd": "JSD", "emd": "EMD", "rabbi": "RABBI"}
@@ -34,7 +30,7 @@ HOVER_COLUMNS = ("delta", "jsd", "emd", "rabbi", "delta_qualified", "jsd_qualifi
 
 
 def group_colours(groups: Sequence[str]) -> dict[str, str]:
-    """A fixed colour for each group code; codes outside the known set get the palette in sorted order."""
+    """A fixed colour for each group code: the one its task declares, else the palette in sorted order."""
     unknown = sorted(g for g in set(groups) if g not in GROUP_COLOURS)
     return {g: GROUP_COLOURS.get(g) or OKABE_ITO[unknown.index(g) % len(OKABE_ITO)] for g in groups}
 
@@ -69,8 +65,8 @@ def _rgba(colour: str, alpha: float) -> str:
     return f"rgba({red}, {green}, {blue}, {alpha})"
 
 
-def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
-    fig.update_layout(template=TEMPLATE, title=escape(title), height=height, legend_title_text="group",
+def _layout(fig: go.Figure, title: str, height: int, legend: str = "group") -> go.Figure:
+    fig.update_layout(template=TEMPLATE, title=escape(title), height=height, legend_title_text=legend,
                       margin=dict(l=60, r=20, t=90, b=50))
     return fig
 
@@ -275,9 +271,7 @@ def bump_chart(rankings: pd.DataFrame, *, gap: str = "dp") -> go.Figure:
                 row=1, col=col)
         fig.update_xaxes(categoryorder="array", categoryarray=order, row=1, col=col)
     fig.update_yaxes(autorange="reversed", dtick=1, title_text="fairness rank", row=1, col=1)
-    fig = _layout(fig, f"Model fairness ranking by {GAP_NAMES[gap]} and by each bias metric", 460)
-    fig.update_layout(legend_title_text="model")
-    return fig
+    return _layout(fig, f"Model fairness ranking by {GAP_NAMES[gap]} and by each bias metric", 460, legend="model")
 
 
 def ndcg_curves(ndcg: pd.DataFrame) -> go.Figure:
@@ -299,9 +293,7 @@ def ndcg_curves(ndcg: pd.DataFrame) -> go.Figure:
                 hovertemplate=f"{METRIC_NAMES[metric]}<br>NDCG@%{{x}} = %{{y:.3f}}<extra></extra>"), row=1, col=col)
         fig.update_xaxes(title_text="N (top models)", dtick=1, row=1, col=col)
     fig.update_yaxes(title_text="NDCG@N", range=[0, 1.05], row=1, col=1)
-    fig = _layout(fig, "How well each metric's model ranking matches the true-gap ranking", 420)
-    fig.update_layout(legend_title_text="metric")
-    return fig
+    return _layout(fig, "How well each metric's model ranking matches the true-gap ranking", 420, legend="metric")
 
 
 def score_distributions(scores: pd.DataFrame, names: Mapping[str, str] | None = None) -> go.Figure:
@@ -332,9 +324,7 @@ def score_shape_scatter(shape: pd.DataFrame) -> go.Figure:
                           "skewness %{x:.2f}, kurtosis %{y:.2f}<extra></extra>"))
     fig.update_xaxes(title_text="skewness")
     fig.update_yaxes(title_text="excess kurtosis")
-    fig = _layout(fig, "Shape of each group's score distribution", 400)
-    fig.update_layout(legend_title_text="model")
-    return fig
+    return _layout(fig, "Shape of each group's score distribution", 400, legend="model")
 
 
 # ---- CAIRO ---------------------------------------------------------------------------------------------------------
@@ -370,9 +360,7 @@ def cairo_correlation_curves(table: pd.DataFrame, *, title: str = "") -> go.Figu
                                  hovertemplate=f"{name}<br>m = %{{x}}<br>r = %{{y:.3f}}<extra></extra>"))
     fig.update_xaxes(title_text="prompt sets in the combination (m)", dtick=1)
     fig.update_yaxes(title_text="Pearson r across models", range=[-1.05, 1.05])
-    fig = _layout(fig, title or "Correlation between metrics against combination size", 420)
-    fig.update_layout(legend_title_text="prompts")
-    return fig
+    return _layout(fig, title or "Correlation between metrics against combination size", 420, legend="prompts")
 
 
 def cairo_source_bars(sources: pd.DataFrame) -> go.Figure:
@@ -394,9 +382,7 @@ def cairo_source_bars(sources: pd.DataFrame) -> go.Figure:
         fig.update_xaxes(title_text="m", dtick=1, row=1, col=col)
     fig.update_yaxes(title_text="prompt sets in the best combination", row=1, col=1)
     fig.update_layout(barmode="stack")
-    fig = _layout(fig, "Who wrote the prompt sets of the best combination", 420)
-    fig.update_layout(legend_title_text="source")
-    return fig
+    return _layout(fig, "Who wrote the prompt sets of the best combination", 420, legend="source")
 
 
 def cairo_rankings(ranks: pd.DataFrame) -> go.Figure:
@@ -419,9 +405,8 @@ def cairo_rankings(ranks: pd.DataFrame) -> go.Figure:
                           row=1, col=col)
         fig.update_xaxes(title_text="bias / largest bias", range=[0, 1.05], row=1, col=col)
     fig.update_layout(barmode="group")
-    fig = _layout(fig, "Model bias with and without CAIRO", 120 + 60 * max(1, ranks["model"].nunique()))
-    fig.update_layout(legend_title_text="prompts")
-    return fig
+    return _layout(fig, "Model bias with and without CAIRO", 120 + 60 * max(1, ranks["model"].nunique()),
+                   legend="prompts")
 
 
 def comparison_dots(gaps: pd.DataFrame, *, gap: str = "dp", title: str = "", names: Mapping[str, str] | None = None

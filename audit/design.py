@@ -60,7 +60,8 @@ class AuditDesign:
     e.g. race × gender → None, race → 0, gender → 1. ``prompt_hash`` is a SHA-256 of the task's prompt templates
     (empty when unknown, e.g. for a task recorded before designs were stored). ``names`` maps each part of a group
     code to its display name (``W`` → White, ``F`` → women); ``counterfactual``: groups differ only by the name on
-    otherwise identical documents (else the design is observational).
+    otherwise identical documents (else the design is observational). ``undeclared``: what the design had to assume
+    because its task declared none (results stored before designs were recorded), said plainly; empty otherwise.
     """
 
     task: str
@@ -76,12 +77,13 @@ class AuditDesign:
     # still equals the one its task derives today
     names: dict[str, str] = field(default_factory=dict, compare=False)
     counterfactual: bool = field(default=False, compare=False)
+    undeclared: str = field(default="", compare=False)
 
     def part(self, grouping: str) -> int | None:
         """The part of a group code that ``grouping`` keeps (an AuditError for a grouping the design lacks)."""
         if grouping not in self.groupings:
             raise AuditError(f"grouping {grouping!r} not declared by task {self.task!r}; choose from "
-                             f"{list(self.groupings)}")
+                             f"{list(self.groupings)}" + (f" ({self.undeclared})" if self.undeclared else ""))
         return self.groupings[grouping]
 
     def category(self, code: str, grouping: str) -> str:
@@ -113,7 +115,8 @@ class AuditDesign:
     def row(self) -> tuple:
         """The store's ``designs`` row (display names and the counterfactual flag ride in the groupings column, so
         the table keeps its columns and older rows still load)."""
-        groupings = {"groupings": self.groupings, "names": self.names, "counterfactual": self.counterfactual}
+        groupings = {"groupings": self.groupings, "names": self.names, "counterfactual": self.counterfactual,
+                     **({"undeclared": self.undeclared} if self.undeclared else {})}
         return (self.task, self.subtask, self.reference, str(self.pools), json.dumps(list(self.labels)),
                 json.dumps(list(self.relevance)), self.qualification, json.dumps(groupings), self.prompt_hash)
 
@@ -123,7 +126,8 @@ class AuditDesign:
         stored = json.loads(groupings)
         extra = {}
         if isinstance(stored.get("groupings"), dict):  # written with names (a grouping's part is never a dict)
-            extra = {"names": dict(stored.get("names", {})), "counterfactual": bool(stored.get("counterfactual"))}
+            extra = {"names": dict(stored.get("names", {})), "counterfactual": bool(stored.get("counterfactual")),
+                     "undeclared": str(stored.get("undeclared", ""))}
             stored = stored["groupings"]
         return cls(task, subtask, reference, PoolDesign.parse(pools), tuple(json.loads(labels)),
                    tuple(json.loads(relevance)), qualification, stored, prompt_hash, **extra)

@@ -205,16 +205,9 @@ def _pointwise(store, task, ref, executor, limit, batch_size, progress, truncate
         prompts, by_key, missing = plan(candidates)
     store.check_label(ref.fingerprint, ref.label)
 
-    def record() -> None:
-        store.register_model(ref.fingerprint, ref.label, ref.describe())
-        store.save_plan(
-            candidates=_candidate_rows(task, candidates),
-            prompts=_prompt_rows(by_key),
-            design=design_of(task),
-            dataset=task.dataset,
-            pointwise=[(ref.fingerprint, task.name, task.subtask, cid, p.key(), labels, relevance)
-                       for cid, p in prompts.items()],
-        )
+    record = _recorder(store, ref, task, candidates, by_key,
+                       pointwise=[(ref.fingerprint, task.name, task.subtask, cid, p.key(), labels, relevance)
+                                  for cid, p in prompts.items()])
 
     summary = RunSummary(ref.label, task.name, task.subtask, "pointwise", len(by_key), len(by_key) - len(missing))
     job = BatchJob("labels", tuple(task.label_set.labels))
@@ -226,6 +219,16 @@ def _pointwise(store, task, ref, executor, limit, batch_size, progress, truncate
     if len(mine):
         summary.quality = {"mean label mass": float(mine["label_mass"].mean())}
     return summary
+
+
+def _recorder(store: Store, ref: ModelRef, task: Task, candidates: list[Candidate], by_key: dict[str, ChatPrompt],
+              **plan: list[tuple]) -> Callable[[], None]:
+    """What records a run when it is called: the model, then the design, candidates, prompts and ``plan`` rows."""
+    def record() -> None:
+        store.register_model(ref.fingerprint, ref.label, ref.describe())
+        store.save_plan(candidates=_candidate_rows(task, candidates), prompts=_prompt_rows(by_key),
+                        design=design_of(task), dataset=task.dataset, **plan)
+    return record
 
 
 def _pairwise(store, task, ref, executor, method, limit, rounds, batch_size, progress, truncate) -> RunSummary:
@@ -252,10 +255,7 @@ def _pairwise(store, task, ref, executor, method, limit, rounds, batch_size, pro
         rows, by_key, missing = plan(pools)
     store.check_label(ref.fingerprint, ref.label)
 
-    def record() -> None:
-        store.register_model(ref.fingerprint, ref.label, ref.describe())
-        store.save_plan(candidates=_candidate_rows(task, members), prompts=_prompt_rows(by_key), pairwise=rows,
-                        design=design_of(task), dataset=task.dataset)
+    record = _recorder(store, ref, task, members, by_key, pairwise=rows)
 
     mode = "pairwise" if method == "generate" else "pairwise-likelihood"
     summary = RunSummary(ref.label, task.name, task.subtask, mode, len(by_key), len(by_key) - len(missing))

@@ -34,6 +34,6 @@ class Selection:
     seed: int = 0
 
     def base(self) -> "Selection":
-        """The part that decides the expensive engine pass: this selection with every filter cleared (models,
+        """The part that decides the expensive metric pass: this selection with every filter cleared (models,
         subtasks, groups, ks, adjust), so a cache keyed on it survives a change of filter."""
         return replace(self, models=(), subtasks=(), groups=(), ks=(), adjust="holm")

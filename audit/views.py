@@ -13,10 +13,10 @@ import pandas as pd
 
 from audit.design import AuditDesign, PoolDesign, PoolKind, regroup_code
 from audit.errors import AuditError
-from audit.metrics import MetricEngine
+from audit.metrics import MetricSuite
 from audit.metrics.pairwise import drop_unreliable
 from audit.metrics.schema import is_pairwise
-from audit.results import pairs_of, pairwise_mode, scores_of
+from audit.store_tables import pairs_of, pairwise_mode, scores_of
 from audit.selection import Selection
 from audit.store import Store
 from audit.tasks.designs import completed
@@ -127,7 +127,7 @@ def metric_parts(scores: pd.DataFrame, designs: dict[tuple[str, str], AuditDesig
 @dataclass(frozen=True)
 class MetricRows:
     """A task's metric table, the (model, subtask) keys left out with the reason, and the bootstrap draws of every
-    row (index, {column: (rows, n_boot)}; None unless kept, see :class:`audit.metrics.MetricEngine`)."""
+    row (index, {column: (rows, n_boot)}; None unless kept, see :class:`audit.metrics.MetricSuite`)."""
 
     table: pd.DataFrame
     skipped: list[str]
@@ -142,7 +142,7 @@ def metric_rows(tables: StoreTables, *, task: str, mode: str, grouping: str, ref
     stored pool design and the metric ``preset``, with bootstrap bounds, and the (model, subtask) keys left out with
     the reason (e.g. a partial run lacking a group or a qualified candidate, or a pairwise model above
     ``max_inconsistent`` inconsistent pairs). ``n_perm`` adds permutation p-values and ``keep_draws`` (with ``ci``)
-    keeps the bootstrap replicates behind the bounds, all from the same engine pass; ``pool`` overrides the stored
+    keeps the bootstrap replicates behind the bounds, all from the same metric pass; ``pool`` overrides the stored
     pool design. Callers go through :func:`audit.audit_result.compute`."""
     part = tables.design(task).part(grouping)
     chosen = (tables.scores["task"] == task) & (tables.scores["mode"] == mode)
@@ -170,10 +170,10 @@ def metric_rows(tables: StoreTables, *, task: str, mode: str, grouping: str, ref
 
 def _part_tables(rows: pd.DataFrame, **options) -> tuple[list[tuple[pd.DataFrame, tuple | None]], list[str]]:
     """([(metric table for every k up to the pool size, draws)], keys left out with the reason) of ``rows``: one
-    engine over all its (model, subtask) keys, or, when that fails, one engine per key (``options``: the engine's)."""
+    suite over all its (model, subtask) keys, or, when that fails, one suite per key (``options``: the suite's)."""
     def tables(part: pd.DataFrame) -> tuple[pd.DataFrame, tuple | None]:
-        engine = MetricEngine(part, **options)
-        return engine.table(range(1, min(engine.pool_sizes.values()) + 1)), engine.draws
+        suite = MetricSuite(part, **options)
+        return suite.table(range(1, min(suite.pool_sizes.values()) + 1)), suite.draws
 
     try:
         return [tables(rows)], []
@@ -189,7 +189,7 @@ def _part_tables(rows: pd.DataFrame, **options) -> tuple[list[tuple[pd.DataFrame
 
 
 def joined(draws: list[tuple[pd.DataFrame, dict[str, np.ndarray]]]) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
-    """Several (index, draws) pairs of :class:`audit.metrics.MetricEngine` as one."""
+    """Several (index, draws) pairs of :class:`audit.metrics.MetricSuite` as one."""
     return (pd.concat([index for index, _ in draws], ignore_index=True),
             {name: np.concatenate([values[name] for _, values in draws]) for name in draws[0][1]})
 

@@ -1,9 +1,9 @@
-"""Benchmark of the metrics engine against naive baselines, run side by side; prints ratios from one run.
+"""Benchmark of the metric suite against naive baselines, run side by side; prints ratios from one run.
 
 (a) exact gaps for k = 1..8 on 10 models × 4 subtasks × 8 groups × 600 candidates vs a paper-style per-round pandas
     simulation (timed on a few hundred rounds, scaled linearly to 12,000 rounds per setting);
 (b) RABBI on 10^5 × 10^5 scores vs the pair loop (timed on a subsample, scaled to 10^10 pairs);
-(c) one quota k over the whole table (the dashboard slider) with a prebuilt MetricEngine.
+(c) one quota k over the whole table (the dashboard slider) with a prebuilt MetricSuite.
 
 Usage: python bench/metrics.py [--rounds 300]
 """
@@ -20,7 +20,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from audit.metrics import MetricEngine, allocation_gaps, metric_table, rabbi, rabbi_test  # noqa: E402
+from audit.metrics import MetricSuite, allocation_gaps, metric_table, rabbi, rabbi_test  # noqa: E402
 
 GROUPS = ["W_M", "W_F", "B_M", "B_F", "A_M", "A_F", "H_M", "H_F"]
 PAPER_ROUNDS = 12_000
@@ -102,16 +102,16 @@ def main() -> None:
           f"pair loop ≈ {loop:,.0f} s (timed on {sub}×{sub}); ratio {loop / fast:,.0f}×")
 
     start = time.perf_counter()
-    engine = MetricEngine(scores, reference="W_M")
+    suite = MetricSuite(scores, reference="W_M")
     build = time.perf_counter() - start
-    slider = np.median([best_of(1, lambda k=k: engine.table([k])) for k in list(range(1, 9)) * 5])
+    slider = np.median([best_of(1, lambda k=k: suite.table([k])) for k in list(range(1, 9)) * 5])
     cold = best_of(1, lambda: metric_table(scores, reference="W_M", ks=[3]))
-    print(f"(c) one k over the whole table ({len(engine.table([3]))} rows): {slider * 1e3:.2f} ms per slider move "
-          f"(MetricEngine built once in {build:.2f} s; a cold metric_table call {cold:.2f} s); "
+    print(f"(c) one k over the whole table ({len(suite.table([3]))} rows): {slider * 1e3:.2f} ms per slider move "
+          f"(MetricSuite built once in {build:.2f} s; a cold metric_table call {cold:.2f} s); "
           f"budget 50 ms: {'met' if slider < 0.05 else 'MISSED'}")
 
     one = scores[(scores.model == "model0") & (scores.subtask == "job0")]
-    boot = best_of(1, lambda: MetricEngine(one, reference="W_M", ci=0.95, n_boot=200))
+    boot = best_of(1, lambda: MetricSuite(one, reference="W_M", ci=0.95, n_boot=200))
     print(f"(d) bootstrap CIs, 200 replicates, one setting of {len(one):,} candidates: {boot:.2f} s")
 
 

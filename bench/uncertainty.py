@@ -2,7 +2,7 @@
 
     PYTHONPATH=. python bench/uncertainty.py [--boot 1000] [--perm 1000] [--sample 20]
 
-Engine: for every mode of the store, one ``MetricEngine`` with bootstrap CIs (``--boot`` replicates) and permutation
+Engine: for every mode of the store, one ``MetricSuite`` with bootstrap CIs (``--boot`` replicates) and permutation
 p-values (``--perm`` label shuffles) for every (model, subtask, group) and every k, then Holm adjustment; timed apart,
 the bootstrap bands on every Pearson r (overall and per group) at every k. Baseline: the same statistics by a Python loop
 that rebuilds a resampled (or relabelled) score table per replicate and calls ``allocation_gaps`` on it, timed on
@@ -21,11 +21,11 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from audit.errors import AuditError  # noqa: E402
-from audit.metrics import MetricEngine, allocation_gaps  # noqa: E402
+from audit.metrics import MetricSuite, allocation_gaps  # noqa: E402
 from audit.metrics.bands import draws_table, validity_bands  # noqa: E402
 from audit.metrics.inference import adjusted  # noqa: E402
 from audit.paths import DEMO_STORE  # noqa: E402
-from audit.results import score_table  # noqa: E402
+from audit.store_tables import score_table  # noqa: E402
 from audit.store import Store  # noqa: E402
 
 MODES = {"pointwise": "per-group", "pairwise-likelihood": "observed", "pairwise": "observed"}
@@ -42,8 +42,8 @@ def gap_tests(scores: pd.DataFrame, boot: int, perm: int) -> pd.DataFrame:
     """CIs + permutation p-values + Holm for every (model, subtask, mode, group) and every k, over every mode."""
     tables = []
     for mode, rows in scores.groupby("mode", observed=True):
-        engine = MetricEngine(rows, reference="W_M", pool=MODES[mode], ci=0.95, n_boot=boot, n_perm=perm)
-        tables.append(adjusted(engine.table(range(1, min(engine.pool_sizes.values()) + 1)), "holm"))
+        suite = MetricSuite(rows, reference="W_M", pool=MODES[mode], ci=0.95, n_boot=boot, n_perm=perm)
+        tables.append(adjusted(suite.table(range(1, min(suite.pool_sizes.values()) + 1)), "holm"))
     return pd.concat(tables, ignore_index=True)
 
 
@@ -92,7 +92,7 @@ def main() -> None:
     per_replicate_cpu = (time.process_time() - cpu) / args.sample
     naive = per_replicate * (args.boot + args.perm) * keys
     print(f"demo store: {keys} (model, subtask, mode) keys, {len(table)} rows (every group ≠ W_M and every k)")
-    print(f"engine: 95 % CIs ({args.boot} bootstrap replicates) + permutation p-values ({args.perm} shuffles) + Holm, "
+    print(f"suite: 95 % CIs ({args.boot} bootstrap replicates) + permutation p-values ({args.perm} shuffles) + Holm, "
           f"every row: {seconds:.2f} s ({cpu:.2f} s CPU)   target < 2 s")
     print(f"naive loop: {per_replicate * 1000:.1f} ms per replicate (timed on {args.sample}), "
           f"× {args.boot + args.perm} replicates × {keys} keys ≈ {naive:.0f} s")

@@ -1,4 +1,4 @@
-"""Run audit: score a task with a model into the result store, through the same engine and store as the CLI."""
+"""Run audit: score a task with a model into the result store, through the same scoring run and store as the CLI."""
 import streamlit as st
 
 from audit import readable

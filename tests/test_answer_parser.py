@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from audit.answer_parser import parse_choice
-from audit.results import answer_table, score_table
+from audit.store_tables import answer_table, score_table
 from audit.store import Store
 from audit.tasks.base import ChatPrompt
 

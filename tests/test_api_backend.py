@@ -64,7 +64,7 @@ def test_pointwise_and_pairwise_equal_the_in_process_backend(url, kind, smollm, 
     pairs = [task.pairwise_prompt(first, second), task.pairwise_prompt(second, first)]
     assert backend.generate(pairs) == smollm.generate(pairs)
     server = "test-server-1" if kind == "builtin" else "vllm-0.32.0-"
-    assert ref.content_id.startswith(f"{url}|{NAME}|{server}") and ref.engine == "openai"
+    assert ref.content_id.startswith(f"{url}|{NAME}|{server}") and ref.runtime == "openai"
     assert api_ref(f"openai:{NAME}", url.replace("127.0.0.1", "localhost"), "AUDIT_TEST_KEY").fingerprint != (
         ref.fingerprint)
 
@@ -164,3 +164,37 @@ def test_run_page_takes_an_api_model_and_reports_an_unreachable_url(monkeypatch,
     if (tmp_path / "run.db").exists():  # the sidebar may open the store; the run must not have written to it
         with Store(tmp_path / "run.db") as store:
             assert store.row_counts().get("label_results", 0) == 0
+
+
+def test_run_page_audits_pairwise_by_generation_against_an_endpoint_without_logprobs(monkeypatch, tmp_path):
+    from streamlit.testing.v1 import AppTest
+
+    csv = (b"text,group\n\"Ana earns 80,000 a year and has no debt.\",Blue\n"
+           b"\"Bo earns 20,000 a year and missed two payments.\",Green\n")
+    db = tmp_path / "run.db"
+    monkeypatch.setenv("AUDIT_DB", str(db))
+    with served("builtin", ENV, logprobs=False) as (bare, _):
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600)
+        at.run()
+        at.switch_page("pages/run_audit.py").run()
+        at.selectbox(key="run_model").set_value(at.selectbox(key="run_model").options[-1]).run()
+        at.text_input(key="run_model_path").set_value(f"openai:{NAME}").run()
+        at.text_input(key="run_base_url").set_value(bare)
+        at.selectbox(key="run_task").set_value("custom").run()
+        at.file_uploader(key="run_candidates").set_value(("loans.csv", csv, "text/csv")).run()
+        at.text_input(key="spec_reference").set_value("Blue")
+        at.radio(key="run_mode").set_value("pairwise").run()
+        at.radio(key="run_method").set_value("generate")
+        at.number_input(key="run_rounds").set_value(1)
+        at.button(key="run_start").click().run()
+        assert not at.exception, at.exception
+        assert not at.error, [e.value for e in at.error] + [c.value for c in at.code]
+        summary = at.dataframe[0].value
+        at.radio(key="run_mode").set_value("pointwise").run()  # the same endpoint cannot score pointwise
+        at.button(key="run_start").click().run()
+        assert any("returns no log-probabilities" in c.value for c in at.code), [c.value for c in at.code]
+    assert (summary.loc[0, "mode"], summary.loc[0, "scored"]) == ("pairwise", 2)  # one pool of 2: both orders
+    with Store(db, create=False) as store:
+        pairs = store.pairwise_table()
+    assert len(pairs) == 2 and set(pairs["first_group"]) == {"Blue", "Green"}
+    assert pairs["answer"].notna().all() and pairs["choice"].isin(["first", "second", "tie", "none"]).all()

@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from audit import charts
-from audit.metrics import MetricEngine, model_rankings, ndcg_table, validity
+from audit.metrics import MetricSuite, model_rankings, ndcg_table, validity
 from audit.paths import DEMO_STORE
-from audit.results import score_table
+from audit.store_tables import score_table
 from audit.store import Store
 
 
@@ -19,7 +19,7 @@ def table() -> pd.DataFrame:
     with Store(DEMO_STORE, create=False) as store:
         scores = score_table(store)
     scores = scores[scores["mode"] == "pointwise"]
-    return MetricEngine(scores, reference="W_M", ci=0.9, n_boot=50).table(range(1, 9))
+    return MetricSuite(scores, reference="W_M", ci=0.9, n_boot=50).table(range(1, 9))
 
 
 def test_every_group_keeps_one_distinct_colour():

@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from audit.backend import DEFAULT_MODEL, installed_models
 from audit.paths import DEMO_STORE
-from audit.results import score_table
+from audit.store_tables import score_table
 from audit.store import Store
 
 os.environ["HF_HUB_OFFLINE"] = "1"

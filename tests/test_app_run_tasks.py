@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from audit.backend import DEFAULT_MODEL, installed_models
-from audit.results import score_table
+from audit.store_tables import score_table
 from audit.store import Store
 from loan_spec import loan_spec
 

@@ -12,7 +12,7 @@ import pytest
 from audit.cairo.bias import MetricCells, metric_cells
 from audit.cairo.correlation import best_combination, best_pair, best_same
 from audit.cairo.optimism import half_split, model_permutations, null_best, permutation_test
-from audit.cairo.results import unify_subgroups
+from audit.cairo.scored import unify_subgroups
 from audit.cairo.search import Options, few_models_warning, search_all, search_pair
 from audit.errors import AuditError
 

@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from audit import charts
 from audit.cairo.bias import metric_cells
-from audit.cairo.results import scored_continuations
+from audit.cairo.scored import scored_continuations
 from audit.cairo.search import Options, ranking_table, search_all, source_table
 from audit.paths import DEMO_STORE
 from audit.store import Store

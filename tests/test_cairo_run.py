@@ -15,7 +15,7 @@ from audit.cairo.bias import combination_bias, combination_weights, metric_cells
 from audit.cairo.continuations import Decoding, generate_continuations, score_toxicity
 from audit.cairo.paraphrase import clean, paraphrase_sets
 from audit.cairo.prompts import PromptSets
-from audit.cairo.results import scored_continuations
+from audit.cairo.scored import scored_continuations
 from audit.cairo.toxicity import ProfanityScorer
 from audit.errors import AuditError
 from audit.store import Store

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from audit.metrics import MetricEngine, allocation_gaps, bias_metrics, simulate_gaps
+from audit.metrics import MetricSuite, allocation_gaps, bias_metrics, simulate_gaps
 
 
 def table(sizes, seed, levels=3, mode="pointwise", model="m", subtask="s"):
@@ -130,16 +130,16 @@ def test_monte_carlo_is_seeded():
     assert not one.equals(simulate_gaps(scores, reference="R", ks=[1], rounds=500, seed=4))
 
 
-def test_engine_table_joins_bias_metrics_and_gaps_for_every_key():
+def test_suite_table_joins_bias_metrics_and_gaps_for_every_key():
     scores = pd.concat([table((4, 5, 3), seed=13, model="m1"), table((4, 5, 3), seed=14, model="m2"),
                         table((4, 5, 3), seed=15, model="m1", mode="pairwise")], ignore_index=True)
-    engine = MetricEngine(scores, reference="R")
-    one = engine.table([2])
+    suite = MetricSuite(scores, reference="R")
+    one = suite.table([2])
     assert list(one.columns) == ["model", "task", "subtask", "mode", "group", "k", "delta", "jsd", "emd", "rabbi",
                                  "rabbi_pvalue", "delta_qualified", "jsd_qualified", "emd_qualified",
                                  "rabbi_qualified", "dp_gap", "eo_gap"]
     assert len(one) == 3 * 2 and set(one.k) == {2}
-    both = engine.table([1, 2, 3])
+    both = suite.table([1, 2, 3])
     assert len(both) == 3 * 2 * 3
     gaps = allocation_gaps(scores, reference="R", ks=[2])
     bias = bias_metrics(scores, reference="R")

@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from audit.metrics import MetricEngine, PoolDesign, rabbi
+from audit.metrics import MetricSuite, PoolDesign, rabbi
 from audit.metrics.allocation import shares
 from audit.metrics.bootstrap import replicates, resampled_counts, weighted_rabbi
 from audit.metrics.keys import split_keys
@@ -49,7 +49,7 @@ def test_pool_laws_with_the_original_counts_are_exact(pool):
 
 
 def bounds(scores, **options):
-    return MetricEngine(scores, reference="R", ci=0.9, n_boot=300, seed=5, **options).table([1, 2])
+    return MetricSuite(scores, reference="R", ci=0.9, n_boot=300, seed=5, **options).table([1, 2])
 
 
 def test_intervals_bracket_the_estimates_and_are_seeded():
@@ -58,7 +58,7 @@ def test_intervals_bracket_the_estimates_and_are_seeded():
         assert (out[f"{name}_lo"] <= out[f"{name}_hi"]).all()
         assert ((out[f"{name}_lo"] <= out[name]) & (out[name] <= out[f"{name}_hi"])).all()
     assert out.equals(bounds(table(60, shift=0.15, seed=2)))
-    assert not out.equals(MetricEngine(table(60, shift=0.15, seed=2), reference="R", ci=0.9, n_boot=300,
+    assert not out.equals(MetricSuite(table(60, shift=0.15, seed=2), reference="R", ci=0.9, n_boot=300,
                                        seed=6).table([1, 2]))
 
 

@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from audit.errors import AuditError
-from audit.metrics import MetricEngine, allocation_gaps, bias_metrics, jsd, metric_table, rabbi, simulate_gaps
+from audit.metrics import MetricSuite, allocation_gaps, bias_metrics, jsd, metric_table, rabbi, simulate_gaps
 from audit.commands.io import parse_quotas, read_table_file
 
 
@@ -68,9 +68,9 @@ def test_quota_larger_than_the_pool():
     fails(r"quota k=4 is larger than the pool \(3 candidates, pool design per-group\) for model=m", ks=[1, 4])
     fails(r"quota k=0 must be at least 1", ks=[0])
     fails(r"pool random:12 is larger than the 9 candidates of model=m", pool="random:12")
-    engine = MetricEngine(scores(), reference="W_M")
+    suite = MetricSuite(scores(), reference="W_M")
     with pytest.raises(AuditError, match="k=5 is larger than the pool"):
-        engine.table([5])
+        suite.table([5])
 
 
 def test_bad_pool_design_and_missing_pool_ids():

@@ -5,7 +5,7 @@ import pytest
 from scipy import stats
 
 from audit.errors import AuditError
-from audit.metrics import MetricEngine, allocation_gaps
+from audit.metrics import MetricSuite, allocation_gaps
 from audit.metrics.bands import draws_table, ndcg_bands, validity_bands
 from audit.metrics.bias_table import key_bias
 from audit.metrics.inference import adjust, adjusted, gap_pvalues
@@ -49,10 +49,10 @@ def sample(laws: dict[str, np.ndarray], n: int, rng, model: str, subtask: str) -
 @pytest.fixture(scope="module")
 def simulated():
     """(population metric table at k = 2, 200 seeded audits of 100 candidates per group, their table with 95 % CIs)."""
-    truth = MetricEngine(population(LAWS), reference="R").table(2).set_index("group")
+    truth = MetricSuite(population(LAWS), reference="R").table(2).set_index("group")
     rng = np.random.default_rng(8)
     audits = pd.concat([sample(LAWS, 100, rng, "m", f"audit{i}") for i in range(200)], ignore_index=True)
-    return truth, audits, MetricEngine(audits, reference="R", ci=0.95, n_boot=200, seed=1).table(2)
+    return truth, audits, MetricSuite(audits, reference="R", ci=0.95, n_boot=200, seed=1).table(2)
 
 
 def test_gap_cis_cover_the_exact_population_gap_in_200_simulated_audits(simulated):
@@ -104,14 +104,14 @@ def test_permutation_pvalues_find_a_real_gap_and_match_a_python_loop():
     assert abs(observed) > np.max(np.abs(null))
 
 
-def test_engine_permutation_columns_and_their_checks():
+def test_suite_permutation_columns_and_their_checks():
     rng = np.random.default_rng(5)
     scores = pd.concat([frame("m", "s", g, rng.random(12), np.arange(12) % 2) for g in "RAB"], ignore_index=True)
-    table = MetricEngine(scores, reference="R", n_perm=99).table([1, 2])
+    table = MetricSuite(scores, reference="R", n_perm=99).table([1, 2])
     assert table[["dp_gap_p", "eo_gap_p"]].notna().all().all()
     assert ((table["dp_gap_p"] >= 0.01) & (table["dp_gap_p"] <= 1)).all()
     with pytest.raises(AuditError, match="permutations"):
-        MetricEngine(scores, reference="R", n_perm=0)
+        MetricSuite(scores, reference="R", n_perm=0)
 
 
 def test_holm_and_benjamini_hochberg_by_hand():
@@ -146,7 +146,7 @@ def test_bands_on_a_small_table_and_ndcg_bands():
     rng = np.random.default_rng(9)
     scores = pd.concat([sample({"R": law(0.5, 0), "A": law(a, 0), "B": law(1 - a, 0)}, 30, rng, f"m{i}", s)
                         for i, a in enumerate([0.1, 0.4, 0.8]) for s in ("s1", "s2")], ignore_index=True)
-    table = MetricEngine(scores, reference="R").table([1, 2])
+    table = MetricSuite(scores, reference="R").table([1, 2])
     index, draws = draws_table(scores, reference="R", n_boot=50)
     bands = validity_bands(table, index, draws)
     assert {"r_lo", "r_hi"} <= set(bands.columns)
@@ -165,20 +165,20 @@ def test_pvalues_do_not_depend_on_memory_chunking(monkeypatch):
     pd.testing.assert_frame_equal(whole, chunked)
 
 
-def test_engine_keeps_the_draws_behind_its_intervals():
+def test_suite_keeps_the_draws_behind_its_intervals():
     rng = np.random.default_rng(11)
     scores = pd.concat([frame("m", s, g, rng.random(15), np.arange(15) % 2) for s in ("s1", "s2") for g in "RAB"],
                        ignore_index=True)
-    engine = MetricEngine(scores, reference="R", ci=0.9, n_boot=60, seed=4, keep_draws=True)
-    index, draws = engine.draws
+    suite = MetricSuite(scores, reference="R", ci=0.9, n_boot=60, seed=4, keep_draws=True)
+    index, draws = suite.draws
     alone_index, alone = draws_table(scores, reference="R", n_boot=60, seed=4)
     pd.testing.assert_frame_equal(index.reset_index(drop=True), alone_index)
     for name in alone:
         np.testing.assert_array_equal(draws[name], alone[name])
-    table = engine.table(range(1, 4))
+    table = suite.table(range(1, 4))
     assert np.allclose(np.quantile(draws["dp_gap"], 0.05, axis=1), table["dp_gap_lo"])
     with pytest.raises(AuditError, match="confidence level"):
-        MetricEngine(scores, reference="R", keep_draws=True)
+        MetricSuite(scores, reference="R", keep_draws=True)
 
 
 @pytest.mark.parametrize("pool", ["per-group", "random:4"])

@@ -13,7 +13,7 @@ import pytest
 
 from audit.scoring import run_scoring
 from audit.errors import AuditError
-from audit.results import score_table
+from audit.store_tables import score_table
 from audit.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 
 from audit.cli import main
-from audit.metrics import MetricEngine
+from audit.metrics import MetricSuite
 from audit.paths import DEMO_STORE
-from audit.results import score_table
+from audit.store_tables import score_table
 from audit.store import SCHEMA_VERSION, Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,7 +57,7 @@ def test_v1_demo_store_migrates_in_place_keeping_every_row(v1_store):
         ("resume", "W_M", "per-group")}
 
     point = scores[scores["mode"] == "pointwise"]
-    expected = MetricEngine(point, reference="W_M", pool="per-group").table(range(1, 8))  # k below the pool of 8
+    expected = MetricSuite(point, reference="W_M", pool="per-group").table(range(1, 8))  # k below the pool of 8
     out = io.StringIO()
     with redirect_stdout(out):
         assert main(["metrics", "--db", str(v1_store), "--task", "resume", "--k", "1-7", "--format", "json"]) == 0

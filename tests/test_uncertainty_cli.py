@@ -7,7 +7,7 @@ import pytest
 
 from audit.cli import main
 from audit.paths import DEMO_STORE
-from audit.results import score_table
+from audit.store_tables import score_table
 from audit.store import Store
 
 

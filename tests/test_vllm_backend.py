@@ -1,5 +1,6 @@
 """The optional vLLM backend: a one-line refusal where it cannot run, its own fingerprint, and — run for real on CPU
-in the vLLM virtualenv (`make vllm-env`) — the store's row shapes with the transformers backend's numbers."""
+in the vLLM virtualenv (`make vllm-env`) — the store's row shapes with the transformers backend's numbers, and a
+CAIRO run (seeded sampling) cached like the transformers backend's."""
 from __future__ import annotations
 
 import importlib.util
@@ -19,6 +20,7 @@ from audit.errors import AuditError
 from audit.store import Store
 from audit.tasks import get_task
 from served import VLLM_PYTHON, needs_vllm
+from test_cairo_run import toy_run
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
@@ -81,3 +83,33 @@ def test_vllm_scores_like_transformers_in_the_store_shapes(tmp_path, smollm_ref,
         assert found["scored"] == [8, 56] and len(store.pointwise_table()) == 8
         assert store.pairwise_table()["choice"].isin(["first", "second", "tie", "none"]).all()
         assert set(store.pointwise_table()["model"]) == {"smollm2-135m+vllm"}
+
+
+@pytest.mark.skipif(VLLM_HERE, reason="vllm is installed in the test environment")
+def test_cairo_on_vllm_without_vllm_is_one_line_and_writes_nothing(tmp_path):
+    db, args = toy_run(tmp_path)
+    result = subprocess.run([sys.executable, "-m", "audit", *args, "--backend", "vllm"], cwd=ROOT, env=ENV,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2 and result.stderr.startswith("error: --backend vllm needs"), result.stderr
+    assert result.stderr.strip().count("\n") == 0 and not db.exists()
+
+
+@needs_vllm
+def test_cairo_runs_on_the_vllm_cpu_backend_and_caches_each_seed(tmp_path, smollm_ref):
+    from audit.cairo.scored import scored_continuations
+
+    db, args = toy_run(tmp_path)
+    command = [str(VLLM_PYTHON), "-m", "audit", *args, "--backend", "vllm", "--seeds", "2"]
+    env = {**ENV, "VLLM_CPU_KVCACHE_SPACE": "1"}
+    first = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
+    assert first.returncode == 0, first.stderr[-3000:]
+    for seed in (0, 1):
+        assert f"smollm2-135m+vllm: 4 continuations, 4 generated, 0 cached (seed {seed})" in first.stdout, first.stdout
+    second = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0 and second.stdout.count("4 continuations, 0 generated, 4 cached") == 2
+    with Store(db) as store:
+        table = scored_continuations(store, average_seeds=True)
+        fingerprints = set(store.cairo_table()["fingerprint"])
+    assert set(table["model"]) == {"smollm2-135m+vllm"} and len(table) == 8 and sorted(table["run"].unique()) == [0, 1]
+    assert table["toxicity"].between(0, 1).all()
+    assert fingerprints == {vllm_ref(smollm_ref).fingerprint}

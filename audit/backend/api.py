@@ -278,7 +278,7 @@ def api_ref(model: str, base_url: str | None, key_env: str | None = None, *, nee
     served_id = probe.get("model") or name
     server = probe.get("system_fingerprint") or ""
     content = "|".join((client.base_url, served_id, server))
-    return ModelRef(PREFIX + name, "api", client.base_url, content, "none", "server", "remote", engine="openai")
+    return ModelRef(PREFIX + name, "api", client.base_url, content, "none", "server", "remote", runtime="openai")
 
 
 class ApiBackend:
@@ -291,7 +291,6 @@ class ApiBackend:
         self.ref = ref
         self.name = ref.label.removeprefix(PREFIX)
         self.concurrency = concurrency
-        self.batch_size = concurrency * 2  # prompts per engine batch (CAIRO reads it)
         self.tokenizer = None  # no local tokenizer: prompts go as chat messages
         self.client = ApiClient(ref.location, key_env, retries=retries, max_requests=max_requests, backoff=backoff)
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import copy
 from collections import OrderedDict
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
-from audit.backend.chat import render_ids
+from audit.backend.chat import render_ids, sampling_ids
 from audit.backend.loading import load
 from audit.backend.sources import ModelRef
 from audit.errors import AuditError
@@ -71,21 +71,8 @@ class CausalLM:
         The first token may not end the turn (``min_new_tokens=1``): small models often close the turn right
         after "Answer:", which says nothing about whom they prefer.
         """
-        import torch
-
         seqs = [render_ids(self.tokenizer, p) for p in prompts]
-        answers: list[str] = []
-        for start in range(0, len(seqs), self.batch_size):
-            chunk = seqs[start : start + self.batch_size]
-            ids, mask, _ = self._left_pad(chunk, prefix_len=0)
-            with torch.inference_mode():
-                out = self.model.generate(
-                    input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens, min_new_tokens=1, do_sample=False,
-                    pad_token_id=self.pad_id,
-                )
-            new = out[:, ids.shape[1]:]
-            answers.extend(self.tokenizer.decode(row, skip_special_tokens=True).strip() for row in new)
-        return answers
+        return [answer.strip() for answer in self._generated(seqs, max_new_tokens, 1)]
 
     def sample(self, prompts: Sequence[str | ChatPrompt], seeds: Sequence[int], *, max_new_tokens: int = 20,
                min_new_tokens: int = 1, temperature: float = 1.0, top_p: float = 1.0) -> list[str]:
@@ -97,28 +84,25 @@ class CausalLM:
         floating-point effect of padding): at each step, p(t) ∝ softmax(logits / temperature) restricted to the
         top-p nucleus, then t ~ p.
         """
+        seqs = sampling_ids(self.tokenizer, prompts, seeds, max_new_tokens, min_new_tokens, temperature, top_p)
+        return self._generated(seqs, max_new_tokens, min_new_tokens, lambda start: {"logits_processor": [
+            _RowSampler(seeds[start : start + self.batch_size], temperature, top_p)]})
+
+    def _generated(self, seqs: list[list[int]], max_new_tokens: int, min_new_tokens: int,
+                   extra: Callable[[int], dict[str, Any]] = lambda start: {}) -> list[str]:
+        """The decoded new tokens of each sequence, generated greedily batch by batch; ``extra(start)``: more
+        ``generate`` arguments for the batch starting at ``start`` (a sampler)."""
         import torch
 
-        if len(seeds) != len(prompts):
-            raise AuditError(f"sample() needs one seed per prompt, got {len(seeds)} seeds for {len(prompts)} prompts")
-        if temperature <= 0 or not 0 < top_p <= 1 or not 0 <= min_new_tokens <= max_new_tokens:
-            raise AuditError(f"bad decoding settings: temperature {temperature} (> 0), top_p {top_p} (0 < p ≤ 1), "
-                             f"min/max new tokens {min_new_tokens}/{max_new_tokens} (0 ≤ min ≤ max)")
-        seqs = [render_ids(self.tokenizer, p) if isinstance(p, ChatPrompt)
-                else list(self.tokenizer(p)["input_ids"]) for p in prompts]
-        out_texts: list[str] = []
+        texts: list[str] = []
         for start in range(0, len(seqs), self.batch_size):
-            chunk = seqs[start : start + self.batch_size]
-            ids, mask, _ = self._left_pad(chunk, prefix_len=0)
-            sampler = _RowSampler(seeds[start : start + self.batch_size], temperature, top_p)
+            ids, mask, _ = self._left_pad(seqs[start : start + self.batch_size], prefix_len=0)
             with torch.inference_mode():
-                out = self.model.generate(
-                    input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens, min_new_tokens=min_new_tokens,
-                    do_sample=False, logits_processor=[sampler], pad_token_id=self.pad_id,
-                )
-            new = out[:, ids.shape[1]:]
-            out_texts.extend(self.tokenizer.decode(row, skip_special_tokens=True) for row in new)
-        return out_texts
+                out = self.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens,
+                                          min_new_tokens=min_new_tokens, do_sample=False, pad_token_id=self.pad_id,
+                                          **extra(start))
+            texts.extend(self.tokenizer.decode(row, skip_special_tokens=True) for row in out[:, ids.shape[1]:])
+        return texts
 
     # ---- helpers -----------------------------------------------------------------------------------------
 

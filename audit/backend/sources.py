@@ -32,15 +32,15 @@ class ModelRef:
     quant: str  # resolved: "none", "4bit" or "8bit"
     dtype: str
     device: str
-    engine: str = "transformers"  # what computes the numbers: "transformers" or "vllm" (own kernels, own results)
+    runtime: str = "transformers"  # what computes the numbers: "transformers" or "vllm" (own kernels, own results)
 
     @property
     def fingerprint(self) -> str:
-        """16 hex digits identifying source content, quantisation, dtype and, unless transformers, the engine
+        """16 hex digits identifying source content, quantisation, dtype and, unless transformers, the runtime
         (left out for transformers so that fingerprints of existing stores stay valid)."""
         identity = {"kind": self.kind, "content": self.content_id, "quant": self.quant, "dtype": self.dtype}
-        if self.engine != "transformers":
-            identity["engine"] = self.engine
+        if self.runtime != "transformers":
+            identity["engine"] = self.runtime  # the key stores were fingerprinted with
         return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
 
     def describe(self) -> dict[str, str]:

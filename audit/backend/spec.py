@@ -1,4 +1,4 @@
-"""Which inference engine runs a model, as a small picklable recipe: the CLI, the Run page, CAIRO and Ray workers load
+"""Which runtime runs a model, as a small picklable recipe: the CLI, the Run page, CAIRO and Ray workers load
 from it.
 
 ``transformers`` (the default, :class:`~audit.backend.causal_lm.CausalLM`) runs anywhere; ``vllm``
@@ -23,10 +23,10 @@ KEPT = 2  # loaded local models kept per process (a model and one alternative; e
 
 @dataclass(frozen=True)
 class BackendSpec:
-    """A resolved model plus the engine and options to load it with."""
+    """A resolved model plus the runtime and options to load it with."""
 
     ref: ModelRef
-    engine: str = "transformers"
+    runtime: str = "transformers"  # the inference library: a key of BACKENDS
     batch_size: int = 8
     trust_remote_code: bool = False
     api_key_env: str | None = None  # openai: the variable holding the key (the key itself never travels)
@@ -34,8 +34,8 @@ class BackendSpec:
     max_requests: int | None = None  # openai: request budget (None: no cap)
 
     def __post_init__(self) -> None:
-        if self.engine not in BACKENDS:
-            raise AuditError(f"unknown backend {self.engine!r}; choose one of {list(BACKENDS)}")
+        if self.runtime not in BACKENDS:
+            raise AuditError(f"unknown backend {self.runtime!r}; choose one of {list(BACKENDS)}")
 
     def load(self) -> Backend:
         return load_backend(self)
@@ -48,7 +48,7 @@ class ModelOptions:
     quant: str = "auto"
     revision: str | None = None
     device: str | None = None  # None: this machine's (a Ray cluster passes its workers')
-    backend: str = "transformers"  # local engine: transformers or vllm; openai:NAME models ignore it
+    backend: str = "transformers"  # local runtime: transformers or vllm; openai:NAME models ignore it
     batch_size: int = 8
     trust_remote_code: bool = False
     base_url: str | None = None  # openai:NAME only
@@ -60,7 +60,7 @@ class ModelOptions:
 
 def spec_for(name: str, options: ModelOptions = ModelOptions()) -> BackendSpec:
     """The one place a model name becomes a :class:`BackendSpec`: a registry name, file, folder or hub id resolved
-    and fingerprinted for its engine, or ``openai:NAME`` checked against its endpoint (before anything is written)."""
+    and fingerprinted for its runtime, or ``openai:NAME`` checked against its endpoint (before anything is written)."""
     if name.startswith(API_PREFIX):
         from audit.backend.api import api_ref
 
@@ -91,13 +91,13 @@ def load_backend(spec: BackendSpec, needs: Sequence[str] = ()) -> Backend:
 
     Local models are loaded once per process and spec (the :data:`KEPT` most recent stay); an API client is built
     afresh each time, so each run gets its own request budget."""
-    if spec.engine == "openai":
+    if spec.runtime == "openai":
         from audit.backend.api import ApiBackend
 
         return require(ApiBackend(spec.ref, spec.api_key_env, concurrency=spec.concurrency,
                                   max_requests=spec.max_requests), needs)
     if spec not in _LOADED:
-        if spec.engine == "vllm":
+        if spec.runtime == "vllm":
             from audit.backend.vllm_backend import VLLMBackend
 
             backend: Backend = VLLMBackend.load(spec.ref, trust_remote_code=spec.trust_remote_code)

@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import Any, Sequence
 
 from audit.backend.causal_lm import CausalLM
-from audit.backend.chat import render_ids
+from audit.backend.chat import render_ids, sampling_ids
 from audit.backend.loading import converted_dir
 from audit.backend.sources import ModelRef
 from audit.errors import AuditError
@@ -58,7 +58,7 @@ def vllm_ref(ref: ModelRef) -> ModelRef:
     """``ref`` as computed by vLLM: same weights, device and dtype, its own label and fingerprint."""
     if ref.quant == "8bit":
         raise AuditError("--backend vllm quantises on load to 4-bit only; use --quant 4bit or --quant none")
-    return replace(ref, label=ref.label + TAG, engine="vllm")
+    return replace(ref, label=ref.label + TAG, runtime="vllm")
 
 
 class VLLMBackend:
@@ -128,13 +128,8 @@ class VLLMBackend:
         (the tokenizer's usual special tokens, no chat template), a :class:`ChatPrompt` with the chat template."""
         from vllm import SamplingParams
 
-        if len(seeds) != len(prompts):
-            raise AuditError(f"sample() needs one seed per prompt, got {len(seeds)} seeds for {len(prompts)} prompts")
-        if temperature <= 0 or not 0 < top_p <= 1 or not 0 <= min_new_tokens <= max_new_tokens:
-            raise AuditError(f"bad decoding settings: temperature {temperature} (> 0), top_p {top_p} (0 < p ≤ 1), "
-                             f"min/max new tokens {min_new_tokens}/{max_new_tokens} (0 ≤ min ≤ max)")
-        requests = [{"prompt_token_ids": render_ids(self.tokenizer, p) if isinstance(p, ChatPrompt)
-                     else list(self.tokenizer(p)["input_ids"])} for p in prompts]
+        ids = sampling_ids(self.tokenizer, prompts, seeds, max_new_tokens, min_new_tokens, temperature, top_p)
+        requests = [{"prompt_token_ids": seq} for seq in ids]
         params = [SamplingParams(max_tokens=max_new_tokens, min_tokens=min_new_tokens, temperature=temperature,
                                  top_p=top_p, seed=seed, skip_special_tokens=True) for seed in seeds]
         return [o.outputs[0].text for o in self.llm.generate(requests, params, use_tqdm=False)]

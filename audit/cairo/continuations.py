@@ -12,7 +12,8 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Callable, Sequence
 
-from audit.backend import CausalLM, ModelRef
+from audit.backend import ModelRef
+from audit.backend.protocol import Sampling
 from audit.cairo.prompts import PromptSets
 from audit.cairo.toxicity import ToxicityScorer
 from audit.errors import AuditError
@@ -78,9 +79,10 @@ class ContinuationSummary:
 
 
 def generate_continuations(store: Store, prompt_sets: Sequence[PromptSets], ref: ModelRef,
-                           load_backend: Callable[[], CausalLM], decoding: Decoding, *,
+                           load_backend: Callable[[], Sampling], decoding: Decoding, *, batch_size: int = 8,
                            progress: Progress | None = None) -> ContinuationSummary:
-    """Continue every planned prompt ``decoding.samples`` times with ``ref``; the model loads only if work remains."""
+    """Continue every planned prompt ``decoding.samples`` times with ``ref``, ``batch_size`` prompts per ``sample``
+    call (each batch stored as it comes); the model loads only if work remains."""
     rows = plan_rows(prompt_sets)
     store.save_cairo_plan(rows)
     store.register_model(ref.fingerprint, ref.label, ref.describe())
@@ -94,8 +96,8 @@ def generate_continuations(store: Store, prompt_sets: Sequence[PromptSets], ref:
     if not todo:
         return summary
     backend = load_backend()
-    for start in range(0, len(todo), backend.batch_size):
-        batch = todo[start : start + backend.batch_size]
+    for start in range(0, len(todo), batch_size):
+        batch = todo[start : start + batch_size]
         outputs = backend.sample([texts[key] for key, _ in batch],
                                  [decoding.seed_for(key, sample) for key, sample in batch],
                                  max_new_tokens=decoding.max_new_tokens, min_new_tokens=decoding.min_new_tokens,

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from audit import charts
 from audit.cairo.bias import metric_cells
 from audit.cairo.prompts import ORIGINAL
-from audit.cairo.results import scored_continuations
+from audit.cairo.scored import scored_continuations
 from audit.cairo.search import Options, PairResult, correlation_table, ranking_table, search_all, source_table
 from audit.store import Store
 

@@ -14,7 +14,7 @@ from audit.backend import CausalLM
 from audit.cairo.continuations import Decoding
 from audit.cairo.prompts import ORIGINAL, PromptSets
 from audit.errors import AuditError
-from audit.tasks.base import ChatPrompt
+from audit.prompts import ChatPrompt
 
 CHAT_INSTRUCTION = "Paraphrase each of the following while not writing the original sentences: {prompt}"
 COMPLETION_TEMPLATE = '"{prompt}" can be paraphrased as "'

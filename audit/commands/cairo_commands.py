@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Callable
 
 from audit.backend.protocol import Backend
-from audit.backend.spec import BackendSpec, load_backend, spec_for
+from audit.backend.spec import BACKENDS, BackendSpec, load_backend, spec_for
 from audit.cairo.continuations import Decoding, generate_continuations, score_toxicity
 from audit.cairo.bias import metric_cells
 from audit.cairo.paraphrase import paraphrase_sets
 from audit.cairo.prompts import load_prompts, read_json, save_prompts
-from audit.cairo.results import scored_continuations, unify_subgroups
+from audit.cairo.scored import scored_continuations, unify_subgroups
 from audit.cairo.search import SEARCHES, Options, correlation_table, few_models_warning, search_all
 from audit.cairo.toxicity import DEFAULT_SCORER, get_scorer
 from audit.commands.api_options import add_api_arguments, model_options
@@ -39,6 +39,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--toxicity", default=DEFAULT_SCORER,
                      help=f"{DEFAULT_SCORER!r} (alt-profanity-check) or a local text-classification model folder")
     run.add_argument("--batch-size", type=int, default=8)
+    run.add_argument("--backend", choices=BACKENDS[:2], default="transformers",
+                     help="inference backend of local models: transformers (default) or vllm (optional extra)")
     run.add_argument("--seeds", type=int, default=1,
                      help="generation runs with seeds --seed … --seed + N − 1, each cached (the paper uses 5)")
     add_api_arguments(run)
@@ -108,6 +110,10 @@ def run_cairo(args: argparse.Namespace) -> int:
     specs = [spec_for(name.strip(), model_options(args)) for name in args.models.split(",") if name.strip()]
     if not specs:
         raise AuditError("--models names no model")
+    if args.backend == "vllm":
+        from audit.backend.vllm_backend import check_available
+
+        check_available()  # one line before anything is written
     scorer = get_scorer(args.toxicity)
     with Store(args.db) as store:
         for spec in specs:
@@ -118,7 +124,8 @@ def run_cairo(args: argparse.Namespace) -> int:
                         bar.total, bar.n = total, done
                         bar.refresh()
 
-                    summary = generate_continuations(store, prompt_sets, ref, load, run, progress=progress)
+                    summary = generate_continuations(store, prompt_sets, ref, load, run, batch_size=spec.batch_size,
+                                                     progress=progress)
                 print(summary.line() + (f" (seed {run.seed})" if len(runs) > 1 else ""))
         scored = score_toxicity(store, scorer)
     print(f"toxicity ({scorer.name}): {scored} new continuations scored")

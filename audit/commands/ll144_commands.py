@@ -15,7 +15,7 @@ from audit.commands.io import emit, emit_table
 from audit.errors import AuditError
 from audit.metrics.ll144 import ll144_table
 from audit.recorded.outcomes import ll144_groupings, recorded_decisions
-from audit.results import score_table
+from audit.store_tables import score_table
 from audit.store import Store
 
 #: what "selected" means for each outcome kind (see :func:`audit.recorded.decision_logs.selected_flags`)

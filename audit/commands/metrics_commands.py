@@ -10,7 +10,7 @@ import pandas as pd
 from audit.commands.io import emit, emit_table, parse_quotas, read_table_file, records
 from audit.errors import AuditError
 from audit.metrics.bands import draws_table, ndcg_bands, validity_bands
-from audit.metrics.engine import MetricEngine
+from audit.metrics.suite import MetricSuite
 from audit.metrics.inference import METHODS, adjusted
 from audit.metrics.pairwise import drop_unreliable
 from audit.metrics.presets import PRESETS
@@ -171,14 +171,14 @@ def run_metrics(args: argparse.Namespace) -> int:
         emit_table(table, args.format, args.out)
         return 0
     parts, pairs, quotas = _inputs(args)
-    engines = [MetricEngine(scores, reference=reference, pool=pool, pairs=pairs, ci=args.ci, n_boot=args.bootstrap,
+    suites = [MetricSuite(scores, reference=reference, pool=pool, pairs=pairs, ci=args.ci, n_boot=args.bootstrap,
                             seed=args.seed, preset=args.preset, n_perm=args.permutations)
                for scores, reference, pool in parts]
-    smallest = min(size for engine in engines for size in engine.pool_sizes.values())
+    smallest = min(size for suite in suites for size in suite.pool_sizes.values())
     if max(quotas) >= smallest:
         raise AuditError(f"quota k={max(quotas)} is not below the pool size {smallest}: at k = pool size everyone "
                          "is selected and every gap is 0 by construction; choose a smaller k")
-    table = pd.concat([engine.table(quotas) for engine in engines], ignore_index=True)
+    table = pd.concat([suite.table(quotas) for suite in suites], ignore_index=True)
     if args.permutations is not None:
         table = adjusted(table, args.adjust)
     _note_missing_pairs(parts, pairs)
@@ -208,7 +208,7 @@ def run_validity(args: argparse.Namespace) -> int:
         tasks = scores["task"].astype(str) if "task" in scores else pd.Series("", index=scores.index)
         for task in sorted(tasks.unique()):
             rows = scores[tasks == task]
-            table = MetricEngine(rows, reference=reference, pool=pool, pairs=pairs, preset=args.preset).table(quotas)
+            table = MetricSuite(rows, reference=reference, pool=pool, pairs=pairs, preset=args.preset).table(quotas)
             correlations, ndcg = validity(table), ndcg_table(table)
             if args.ci is not None:
                 index, draws = draws_table(rows, reference=reference, pool=pool, n_boot=args.bootstrap,

@@ -10,7 +10,7 @@ from audit.errors import AuditError
 from audit.output import csv_text
 from audit.commands.io import emit, read_table_file, records
 from audit.metrics.planner import SIZES, plan
-from audit.results import score_table
+from audit.store_tables import score_table
 from audit.store import Store
 
 

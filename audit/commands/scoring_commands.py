@@ -16,7 +16,7 @@ from audit.commands.api_options import add_api_arguments, model_options
 from audit.scoring import MODES, PAIRWISE_METHODS, check_options, run_scoring
 from audit.errors import AuditError
 from audit.output import check_target, csv_text, write_atomic
-from audit.results import answer_table, design_table, pair_table, score_table
+from audit.store_tables import answer_table, design_table, pair_table, score_table
 from audit.store import Store
 from audit.tasks import TASKS, get_task, list_subtasks
 
@@ -53,7 +53,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                        help="inference backend: transformers (default) or vllm (optional extra); "
                             "--model openai:NAME uses an API")
     add_api_arguments(score)
-    score.add_argument("--executor", "--engine", dest="executor", choices=EXECUTORS, default="local",
+    score.add_argument("--executor", dest="executor", choices=EXECUTORS, default="local",
                        help="local: this process; ray: an actor pool on a Ray cluster, one model replica per worker")
     score.add_argument("--address", help="Ray cluster to join: auto, HOST:PORT or ray://HOST:PORT "
                                          "(default: start a local one); only with --executor ray")

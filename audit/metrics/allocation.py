@@ -14,7 +14,7 @@ converges; pools are always drawn from all candidates, qualified or not.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -74,10 +74,17 @@ def allocation_gaps(scores: pd.DataFrame, *, reference: str, ks: Iterable[int] |
     Columns: model, subtask, mode, group, k, dp_gap, eo_gap. ``pool`` is ``per-group`` (one uniform draw from each
     group), ``random:N`` (N drawn without replacement from the subtask) or ``observed`` (the table's ``pool`` ids).
     """
-    design = PoolDesign.parse(pool)
     frames = []
-    for data in split_keys(scores, reference=reference):
-        quotas = check_quotas(ks, pool_size(design, data), data, design)
+    for data, design, quotas in quota_keys(scores, reference, pool, ks):
         rows = gap_rows(data, *shares(data, design))
         frames.append(rows[rows["k"].isin(quotas)])
     return pd.concat(frames, ignore_index=True)
+
+
+def quota_keys(scores: pd.DataFrame, reference: str, pool: "str | PoolDesign",
+               ks: Iterable[int] | int) -> Iterator[tuple[KeyData, PoolDesign, list[int]]]:
+    """Each (model, subtask, mode) key of ``scores``, with the pool design and the quotas ``ks`` checked against
+    the key's pool size."""
+    design = PoolDesign.parse(pool)
+    for data in split_keys(scores, reference=reference):
+        yield data, design, check_quotas(ks, pool_size(design, data), data, design)

@@ -1,4 +1,4 @@
-"""Impact ratios (NYC Local Law 144 bias-audit summary; EEOC four-fifths rule) from the engine's exact selection rates.
+"""Impact ratios (NYC Local Law 144 bias-audit summary; EEOC four-fifths rule) from the suite's exact selection rates.
 
 For a grouping of the task's groups into categories (race, gender, or the intersection itself), the candidates are
 pooled into the categories and pools hold one candidate per category (``per-group``) or are drawn at random, as the
@@ -10,7 +10,7 @@ dashboard's groupings do. Then, at quota k:
 Categories with an ``unknown`` part (the LL144 unknown category of imported decision logs) keep their selection
 rate but get no impact ratio and are never the most-selected category.
 
-Confidence intervals are percentile bootstrap intervals of the same replicates as the engine's gap bounds; the ratio
+Confidence intervals are percentile bootstrap intervals of the same replicates as the suite's gap bounds; the ratio
 is recomputed in every replicate against that replicate's most-selected category.
 """
 from __future__ import annotations

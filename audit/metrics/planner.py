@@ -2,7 +2,7 @@
 
 From a pilot run's scores, each group's pilot candidates stand in for its score law: a planned audit with n candidates
 per group is simulated by drawing n per group with replacement from the pilot (``n_boot`` times, as grid counts), and
-the exact engine (:func:`audit.metrics.pools.rank_laws`) gives ΔDP at k for every draw. The CI half-width at n is half
+the exact rank laws (:func:`audit.metrics.pools.rank_laws`) give ΔDP at k for every draw. The CI half-width at n is half
 the spread between the (1 ± level)/2 quantiles of those gaps — the percentile-bootstrap interval an audit of that
 size would report — so no normal rule of thumb is involved. The number needed for a target half-width is the first
 size on the grid whose widest group reaches it, refined between grid points (or beyond the grid) by the 1/√n law.
@@ -79,7 +79,7 @@ def _check(pool: "str | PoolDesign", target: float | None, level: float, n_boot:
 def plan_curves(scores: pd.DataFrame, *, reference: str, pool: "str | PoolDesign" = "per-group",
                 sizes: Sequence[int] = SIZES, n_boot: int = 200, level: float = 0.95, seed: int = 0) -> pd.DataFrame:
     """Half-widths for every quota at once: model, subtask, mode, group, k, n, half_width, pilot_n (the smallest
-    pilot group, always on the grid) — one run of the engine per size serves every k."""
+    pilot group, always on the grid) — one run of the rank laws per size serves every k."""
     design, sizes = _check(pool, None, level, n_boot, sizes)
     frames = []
     for data in split_keys(scores, reference=reference):

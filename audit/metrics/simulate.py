@@ -14,8 +14,8 @@ import pandas as pd
 
 from audit.design import PoolDesign, PoolKind
 from audit.errors import AuditError
-from audit.metrics.allocation import check_quotas
-from audit.metrics.keys import KeyData, split_keys
+from audit.metrics.allocation import quota_keys
+from audit.metrics.keys import KeyData
 from audit.metrics.pools import pool_size
 from audit.metrics.schema import KEY
 
@@ -67,10 +67,8 @@ def simulate_gaps(scores: pd.DataFrame, *, reference: str, ks: Iterable[int], po
     dp_gap_se, eo_gap_se. Converges to :func:`audit.metrics.allocation.allocation_gaps` as ``rounds`` grows."""
     if rounds < 2:
         raise AuditError(f"Monte Carlo needs at least 2 rounds, got {rounds}")
-    design = PoolDesign.parse(pool)
     frames = []
-    for data in split_keys(scores, reference=reference):
-        quotas = check_quotas(ks, pool_size(design, data), data, design)
+    for data, design, quotas in quota_keys(scores, reference, pool, ks):
         result = simulate_key(data, design, rounds=rounds, seed=seed)
         others = [g for g in range(len(data.groups)) if g != data.ref]
         frame = pd.DataFrame({"group": np.repeat(np.asarray(data.groups)[others], len(quotas)),

@@ -19,7 +19,7 @@ from audit.metrics.inference import METHODS
 from audit.metrics.schema import is_pairwise
 from audit.reporting import provenance
 from audit.reporting.ll144_section import ll144_section
-from audit.results import answer_table, pair_table, score_table
+from audit.store_tables import answer_table, pair_table, score_table
 from audit.selection import N_BOOT, N_PERM, Selection
 from audit.store import Store
 from audit.views import StoreTables, regroup

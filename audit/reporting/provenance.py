@@ -35,10 +35,14 @@ def systems(store: Store, scores: pd.DataFrame, task: str, mode: str) -> pd.Data
             f"SELECT MIN(r.created), MAX(r.created) FROM {plan} p JOIN {table} r ON r.model = p.model AND "
             f"r.prompt = p.prompt AND {match} WHERE p.model = ? AND p.task = ?", (fingerprint, task)).fetchone()
         precision = "/".join(str(v) for v in (info.get("quant", ""), info.get("dtype", "")) if v)
-        rows.append({"model": label, "fingerprint": fingerprint, "content hash": info.get("content_id", ""),
-                     "source": info.get("location", ""), "kind": info.get("kind", ""), "precision": precision,
-                     "device": info.get("device", ""), "backend": info.get("engine", "transformers"),
-                     "first scored": _date(first), "last scored": _date(last)})
+        recorded = "source_sha256" in info  # imported decisions: dated by the decisions, hashed by their source
+        rows.append({"model": label, "fingerprint": fingerprint,
+                     "content hash": info.get("source_sha256" if recorded else "content_id", ""),
+                     "source": info.get("source" if recorded else "location", ""), "kind": info.get("kind", ""),
+                     "precision": precision, "device": info.get("device", ""),
+                     "backend": "imported" if recorded else info.get("runtime", info.get("engine", "transformers")),
+                     "first scored": info.get("first_date", "") if recorded else _date(first),
+                     "last scored": info.get("last_date", "") if recorded else _date(last)})
     return pd.DataFrame(rows).sort_values("model", ignore_index=True)
 
 

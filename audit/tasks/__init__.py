@@ -27,6 +27,8 @@ TASKS = {
     "resume": TaskEntry(lambda subtask: ResumeTask(subtask=subtask), resume.subtasks),
     "essay": TaskEntry(essay.demo_task, essay.subtasks),
 }
+#: the colours task definitions fix for their group codes (others get the palette in order)
+GROUP_COLOURS = dict(resume.COLOURS)
 DATA_TASKS = {
     "icnale": TaskEntry(icnale.icnale_task, icnale.subtasks, ("data",)),
     "paper-resume": TaskEntry(lambda subtask, data: paper_resume.PaperResumeTask(subtask=subtask, data_dir=data),

@@ -46,7 +46,8 @@ def completed(design: AuditDesign) -> AuditDesign:
 def derived_design(task: str, subtask: str, groups: Sequence[str], labels: str | None) -> AuditDesign:
     """The design of results stored without one: the shipped task's own when ``task`` and ``subtask`` are known, else
     its module's, else (a custom task) the stored labels (``labels``: JSON ``{label: relevance}``, None for pairwise
-    results only), per-group pools, the first group as reference and ``_``-joined codes split into their parts."""
+    results only) and per-group pools, with no groupings beyond whole codes (none was declared, so none is guessed
+    from the codes) and the first group as reference, both said in ``undeclared``."""
     if task in TASKS:
         try:
             return design_of(get_task(task, subtask))
@@ -56,7 +57,9 @@ def derived_design(task: str, subtask: str, groups: Sequence[str], labels: str |
         template = MODULE_DESIGNS[task]
         return replace(template, task=task, subtask=subtask, groupings=dict(template.groupings))
     stored = json.loads(labels) if labels else {"Yes": 1.0, "No": 0.0}
-    split = bool(groups) and all(len(str(g).split("_")) == 2 for g in groups)
-    groupings = {WHOLE: None, "part 1": 0, "part 2": 1} if split else {WHOLE: None}
-    return AuditDesign(task, subtask, sorted(groups)[0], PoolDesign(PoolKind.PER_GROUP), tuple(stored),
-                       tuple(float(v) for v in stored.values()), custom.QUALIFICATION, groupings)
+    reference = sorted(groups)[0]
+    undeclared = (f"task {task!r} was stored without a declared design, so its groups are compared as whole codes "
+                  f"against the first, {reference!r}; score it again from its task spec to declare its groupings")
+    return AuditDesign(task, subtask, reference, PoolDesign(PoolKind.PER_GROUP), tuple(stored),
+                       tuple(float(v) for v in stored.values()), custom.QUALIFICATION, {WHOLE: None},
+                       undeclared=undeclared)

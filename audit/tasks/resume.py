@@ -28,6 +28,12 @@ GROUPS = tuple(f"{race}_{gender}" for race in RACES for gender in GENDERS)
 GROUPINGS = split_groupings(("race", "gender"))
 #: display names of the parts of a group code (``A_F`` → Asian women)
 NAMES = {**RACES, "F": "women", "M": "men"}
+#: a fixed Okabe–Ito colour per group code and per race / gender, so a group looks the same in every grouping
+COLOURS = {
+    "W_F": "#E69F00", "W_M": "#999999", "B_F": "#56B4E9", "B_M": "#0072B2",
+    "A_F": "#CC79A7", "A_M": "#D55E00", "H_F": "#F0E442", "H_M": "#009E73",
+    "W": "#999999", "B": "#0072B2", "A": "#D55E00", "H": "#009E73", "F": "#CC79A7", "M": "#E69F00",
+}
 QUALIFICATION = "resume template with a high chance of being hired"
 
 POINTWISE_SYSTEM = (

@@ -57,7 +57,7 @@ def view_scores(view: views.View) -> pd.DataFrame:
 
 @st.cache_resource(show_spinner="Computing metrics…", max_entries=8)
 def base_rows(path: str, version: tuple, base: Selection) -> views.MetricRows:
-    """The engine pass of a base selection (every model, subtask and k, with permutation p-values and bootstrap
+    """The metric pass of a base selection (every model, subtask and k, with permutation p-values and bootstrap
     draws; see :func:`audit.audit_result.base_rows`); shared, never mutated (the draws are large: a cached copy per
     rerun would cost more than the slider's budget)."""
     return audit_result.base_rows(load_tables(path, version), base, keep_draws=True)

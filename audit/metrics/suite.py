@@ -1,8 +1,8 @@
 """The metric table: bias metrics and allocation gaps per (model, subtask, mode, group, k), with a fast path for k.
 
 Everything that does not depend on the quota (bias metrics, the laws of pool positions, and hence the gaps and their
-bootstrap bounds for every k up to the pool size) is computed once when a :class:`MetricEngine` is built;
-``engine.table(ks)`` then only selects rows, so a quota slider costs well under a millisecond per move.
+bootstrap bounds for every k up to the pool size) is computed once when a :class:`MetricSuite` is built;
+``suite.table(ks)`` then only selects rows, so a quota slider costs well under a millisecond per move.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ CI_COLUMNS = tuple(f"{name}_{end}" for name in ("rabbi", "rabbi_qualified", "dp_
 P_COLUMNS = ("dp_gap_p", "eo_gap_p")
 
 
-class MetricEngine:
+class MetricSuite:
     """Precomputed metrics of one score table; :meth:`table` returns the rows for any quotas.
 
     ``pool``: ``per-group`` | ``random:N`` | ``observed``. ``pairs``: pair outcomes for pairwise δ (NaN without).
@@ -101,7 +101,7 @@ def metric_table(scores: pd.DataFrame, *, reference: str, ks: Iterable[int] | in
                  bins: int | None = None, n_perm: int | None = None) -> pd.DataFrame:
     """One row per (model, subtask, mode, group ≠ reference, k) with δ, JSD, EMD, RABBI and its p-value, qualified δ,
     JSD, EMD and RABBI, ΔDP and ΔEO (+ ``*_lo``/``*_hi`` bounds when ``ci`` is set, permutation p-values ``*_p`` when
-    ``n_perm`` is). For repeated calls with other quotas build a :class:`MetricEngine` once and call
-    ``engine.table(ks)``."""
-    return MetricEngine(scores, reference=reference, pool=pool, pairs=pairs, ci=ci, n_boot=n_boot, seed=seed,
+    ``n_perm`` is). For repeated calls with other quotas build a :class:`MetricSuite` once and call
+    ``suite.table(ks)``."""
+    return MetricSuite(scores, reference=reference, pool=pool, pairs=pairs, ci=ci, n_boot=n_boot, seed=seed,
                         preset=preset, bins=bins, n_perm=n_perm).table(ks)
