@@ -6,7 +6,6 @@ import pandas as pd
 import streamlit as st
 
 from audit import audit_result, charts, readable, views
-from audit.design import PoolKind
 from audit.errors import AuditError
 from pages.shared import common
 
@@ -33,8 +32,8 @@ st.caption("B against A on the same candidates: each group's gap difference with
            "same resampled candidates for both systems), the candidates whose selection flips, and the rank "
            "correlation of their scores.")
 current = common.need_view()
-if current.pool == PoolKind.OBSERVED:
-    st.info("Comparisons pair candidates across systems; choose a pointwise scoring mode in the sidebar.")
+if current.mode != "pointwise":
+    st.info("Comparisons read pointwise scores; choose the pointwise scoring mode in the sidebar.")
     st.stop()
 rows = common.view_scores(current)
 models = sorted(rows["model"].unique())
@@ -45,20 +44,25 @@ first, second = default_pair(models)
 left, right = st.columns(2)
 a = left.selectbox("system A", models, index=first, key="compare_a")
 b = right.selectbox("system B", models, index=second, key="compare_b")
-top = rows["group"].nunique() - 1  # below the pool size (per-group pools: one candidate per group)
-k = st.slider("quota k", 1, top, min(st.session_state.get("quota", common.DEFAULT_K), top), key="compare_k") \
-    if top > 1 else 1
 try:
+    k = common.quota_slider(common.base_rows(current.store, current.version, current.selection().base()).table,
+                            "compare_k")
     gaps, flips, correlation = comparison(current, a, b, k)
 except AuditError as exc:
     common.error("Cannot compare these systems:", exc)
     st.stop()
+paired = bool(gaps["paired"].all()) if "paired" in gaps else True
+if not paired:
+    st.caption("These systems ranked different candidates (recorded pools): each interval resamples each system's "
+               "pools on its own (unpaired), and no candidate can flip between them.")
 gap = st.radio("gap", list(charts.GAP_NAMES), format_func=charts.GAP_NAMES.get, key="compare_gap", horizontal=True)
 shown = gaps[gaps["group"].isin(current.groups)]
 name = charts.GAP_NAMES[gap]
 figure = charts.comparison_dots(shown, gap=gap, names=common.names(current),
                                 title=f"{name}(B) − {name}(A) at k = {k}: A = {escape(a)}, B = {escape(b)}")
 common.chart(figure, shown, f"compare_{gap}_k{k}")
+if not paired:
+    st.stop()
 st.subheader("Rank correlation of scores")
 st.dataframe(correlation, hide_index=True, width="stretch", key="compare_correlation",
              column_config=readable.COMPARE_LABELS)

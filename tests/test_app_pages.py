@@ -169,3 +169,15 @@ def test_models_above_the_inconsistency_threshold_are_listed():
     assert len(found.table) and not found.skipped
     with pytest.raises(AuditError, match=r"smollm2-135m · resume: excluded, 16% of 168 pairs inconsistent \(> 10%\)"):
         common.base_rows(path, common.store_version(path), replace(base, max_inconsistent=0.10))
+
+
+def test_compare_page_compares_recorded_systems_unpaired(demo):
+    """Issue 21: GPT-3.5 against GPT-4 of the shipped study (recorded pools, different candidates): gap differences
+    with unpaired intervals, no flip or rank-correlation tables, k below the pool size of 8."""
+    demo.switch_page("pages/compare.py").run()
+    demo.sidebar.selectbox(key="task").set_value("study-gpt-hiring").run()
+    assert not demo.exception and not demo.error, (demo.exception, [e.value for e in demo.error])
+    assert [demo.selectbox(key=k).value for k in ("compare_a", "compare_b")] == ["gpt-3.5-turbo", "gpt-4"]
+    assert any("unpaired" in c.value for c in demo.caption)
+    assert demo.slider(key="compare_k").max == 7
+    assert not any("selected_b" in frame.value.columns for frame in demo.dataframe)
