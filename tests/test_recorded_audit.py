@@ -11,7 +11,7 @@ import pytest
 
 from audit.cli import main
 from audit.design import AuditDesign, PoolDesign, split_groupings
-from audit.recorded.ranking_runs import RANKING_RUN_NAMES
+from audit.tasks.recorded import RANKING_RUN_NAMES
 from audit.reporting.ll144_section import ll144_section, ll144_summary
 from audit.selection import Selection
 from audit.store import Store

@@ -10,6 +10,7 @@ from audit.recorded.log_spec import load_log_spec
 from audit.recorded.ranking_runs import read_runs
 from audit.recorded.storing import import_log, import_runs
 from audit.store import Store
+from audit.tasks.recorded import RANKING_RUN_REFERENCE
 
 DEFAULT_TASK = "recorded"
 
@@ -29,7 +30,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--label", help="decisions: the system's name (default: the spec's label, else the file's "
                                         "name)")
     parser.add_argument("--task", default=DEFAULT_TASK, help=f"task name to store under (default {DEFAULT_TASK})")
-    parser.add_argument("--reference", default="W_M", help="ranking-runs: reference group (default W_M)")
+    parser.add_argument("--reference", default=RANKING_RUN_REFERENCE,
+                        help=f"ranking-runs: reference group (default {RANKING_RUN_REFERENCE})")
     parser.add_argument("--db", default="results.db", help="result store (default results.db)")
     parser.set_defaults(handler=run_import)
 

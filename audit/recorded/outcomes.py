@@ -12,9 +12,8 @@ from audit.design import AuditDesign
 from audit.metrics.impact import FOUR_FIFTHS
 from audit.metrics.ll144 import ll144_table
 from audit.recorded.decision_logs import selected_flags
+from audit.tasks.recorded import LL144_FIRST, LL144_NAMES
 
-#: LL144's names of the single-part groupings (the rest keep the design's name); the whole code is "intersection"
-LL144_NAMES = {"gender": "sex", "race": "race/ethnicity"}
 INTERSECTION = "intersection"
 #: outcome kinds with no quota: ``impact`` reports their observed selection (scoring) rate
 UNQUOTED = ("selected", "score")
@@ -25,7 +24,7 @@ def ll144_groupings(design: AuditDesign) -> dict[str, tuple[str, list[str]]]:
     single part under its LL144 name, sex before race/ethnicity, then the intersection (when there are two parts or
     more, or none)."""
     single = sorted(((name, part) for name, part in design.groupings.items() if part is not None),
-                    key=lambda item: (item[0] != "gender", item[1]))
+                    key=lambda item: (item[0] != LL144_FIRST, item[1]))
     out = {LL144_NAMES.get(name, name): (name, [f"part{part}"]) for name, part in single}
     if len(single) != 1:
         out[INTERSECTION] = (design.finest(), [f"part{part}" for _, part in sorted(single, key=lambda i: i[1])]

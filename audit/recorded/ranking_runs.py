@@ -19,10 +19,6 @@ import pandas as pd
 
 from audit.errors import AuditError
 
-#: display names of the study's ``<race>_<gender>`` codes (``A_W`` = Asian women); ``W`` means White as the race part
-#: and women as the gender part. Codes stay as written in the store and in csv/json exports.
-RANKING_RUN_NAMES = {"race:W": "White", "B": "Black", "A": "Asian", "H": "Hispanic", "M": "men", "gender:W": "women"}
-
 
 @dataclass(frozen=True)
 class RankingRuns:

@@ -15,7 +15,8 @@ import time
 
 from audit.design import AuditDesign, PoolDesign, split_groupings
 from audit.recorded.decision_logs import DecisionLog
-from audit.recorded.ranking_runs import RANKING_RUN_NAMES, RankingRuns
+from audit.recorded.ranking_runs import RankingRuns
+from audit.tasks.recorded import RANKING_RUN_GROUPINGS, RANKING_RUN_NAMES, RANKING_RUN_REFERENCE
 from audit.store import SAVE_DESIGN, Store, save_recorded
 
 FINGERPRINT_PREFIX = "rec-"
@@ -25,7 +26,7 @@ QUALIFICATION = "every candidate of a pool equally qualified (the study's design
 LOG_QUALIFICATION = "not recorded (an observational decision log)"
 
 
-def import_runs(store: Store, runs: RankingRuns, task: str, reference: str = "W_M",
+def import_runs(store: Store, runs: RankingRuns, task: str, reference: str = RANKING_RUN_REFERENCE,
                 source: str = "") -> dict[str, str]:
     """Write ``runs`` into ``store`` under ``task`` (one transaction); returns model name → fingerprint."""
     rows = runs.rows
@@ -49,7 +50,7 @@ def import_runs(store: Store, runs: RankingRuns, task: str, reference: str = "W_
         for job, part in rows.groupby("job", sort=True):
             groups = sorted(part["group"].unique())
             design = AuditDesign(task, job, reference if reference in groups else groups[0], PoolDesign("observed"),
-                                 (LABEL,), (1.0,), QUALIFICATION, split_groupings(("race", "gender")), "",
+                                 (LABEL,), (1.0,), QUALIFICATION, split_groupings(RANKING_RUN_GROUPINGS), "",
                                  names=dict(RANKING_RUN_NAMES))
             db.execute(SAVE_DESIGN, design.row())
     return fingerprints
