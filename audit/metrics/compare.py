@@ -93,19 +93,7 @@ def compare_gaps(scores: pd.DataFrame, *, a: str, b: str, reference: str, ks: It
             weights = _weights(data_a, ids, np.random.default_rng([seed, key_seed, block]), min(BLOCK, n_boot - block))
             draws.append(_paired_shares(data_b, design, ids, weights) - _paired_shares(data_a, design, ids, weights))
         diff = np.concatenate(draws, axis=1)
-        others = [g for g in range(len(data_a.groups)) if g != data_a.ref]
-        key = dict(zip(KEY, data_a.key))
-        frame = pd.DataFrame({"task": key["task"], "subtask": key["subtask"], "mode": key["mode"],
-                              "group": np.repeat(np.asarray(data_a.groups)[others], quotas.size),
-                              "k": np.tile(quotas + 1, len(others))})
-        for index, gap in enumerate(GAPS):
-            gaps = [(p[index] - p[index][:, [data_a.ref]])[0][others][:, quotas] for p in point]
-            frame[f"{gap}_a"], frame[f"{gap}_b"] = gaps[0].ravel(), gaps[1].ravel()
-            frame[f"{gap}_diff"] = (gaps[1] - gaps[0]).ravel()
-            replicate = (diff[index] - diff[index][:, [data_a.ref]])[:, others][:, :, quotas]
-            for name, bound in percentile_bounds(f"{gap}_diff", replicate, ci):
-                frame[name] = bound.ravel()
-        frames.append(frame.assign(paired=True))
+        frames.append(_gap_frame(data_a, point, diff, quotas, ci, paired=True))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -136,20 +124,27 @@ def _unpaired_gaps(scores: pd.DataFrame, *, a: str, b: str, reference: str, ks: 
         point = [np.stack(shares(data, design))[:, None] for data in (data_a, data_b)]
         draws = [np.stack(share_draws(data, design, n_boot=n_boot, seed=seed)) for data in (data_a, data_b)]
         diff = draws[1][..., :size] - draws[0][..., :size]
-        others = [g for g in range(len(data_a.groups)) if g != data_a.ref]
-        key = dict(zip(KEY, data_a.key))
-        frame = pd.DataFrame({"task": key["task"], "subtask": key["subtask"], "mode": key["mode"],
-                              "group": np.repeat(np.asarray(data_a.groups)[others], quotas.size),
-                              "k": np.tile(quotas + 1, len(others))})
-        for index, gap in enumerate(GAPS):
-            gaps = [(p[index] - p[index][:, [data_a.ref]])[0][others][:, quotas] for p in point]
-            frame[f"{gap}_a"], frame[f"{gap}_b"] = gaps[0].ravel(), gaps[1].ravel()
-            frame[f"{gap}_diff"] = (gaps[1] - gaps[0]).ravel()
-            replicate = (diff[index] - diff[index][:, [data_a.ref]])[:, others][:, :, quotas]
-            for name, bound in percentile_bounds(f"{gap}_diff", replicate, ci):
-                frame[name] = bound.ravel()
-        frames.append(frame.assign(paired=False))
+        frames.append(_gap_frame(data_a, point, diff, quotas, ci, paired=False))
     return pd.concat(frames, ignore_index=True)
+
+
+def _gap_frame(data_a: KeyData, point: list[np.ndarray], diff: np.ndarray, quotas: np.ndarray, ci: float, *,
+               paired: bool) -> pd.DataFrame:
+    """One key's rows: each non-reference group × quota, both systems' gaps, their difference and its percentile
+    interval from the replicate differences ``diff``."""
+    others = [g for g in range(len(data_a.groups)) if g != data_a.ref]
+    key = dict(zip(KEY, data_a.key))
+    frame = pd.DataFrame({"task": key["task"], "subtask": key["subtask"], "mode": key["mode"],
+                          "group": np.repeat(np.asarray(data_a.groups)[others], quotas.size),
+                          "k": np.tile(quotas + 1, len(others))})
+    for index, gap in enumerate(GAPS):
+        gaps = [(p[index] - p[index][:, [data_a.ref]])[0][others][:, quotas] for p in point]
+        frame[f"{gap}_a"], frame[f"{gap}_b"] = gaps[0].ravel(), gaps[1].ravel()
+        frame[f"{gap}_diff"] = (gaps[1] - gaps[0]).ravel()
+        replicate = (diff[index] - diff[index][:, [data_a.ref]])[:, others][:, :, quotas]
+        for name, bound in percentile_bounds(f"{gap}_diff", replicate, ci):
+            frame[name] = bound.ravel()
+    return frame.assign(paired=paired)
 
 
 def selection_flips(scores: pd.DataFrame, *, a: str, b: str, k: int,

@@ -20,8 +20,7 @@ from typing import Any
 
 from audit.errors import AuditError
 from audit.recorded.frame import OUTCOMES
-from audit.tasks.loaders import read_text
-from audit.tasks.specs import check_shape
+from audit.tasks.specs import check_shape, read_mapping
 
 KEYS = {"applicant", "demographics", "outcome", "pool", "subtask", "date", "reference", "label"}
 
@@ -48,18 +47,7 @@ class LogSpec:
 
 def load_log_spec(path: str | Path) -> LogSpec:
     """Read and check a spec file (``.yaml``/``.yml``/``.json``); errors name the file and the key."""
-    path = Path(path)
-    text = read_text(path)
-    try:
-        if path.suffix.lower() == ".json":
-            raw = json.loads(text)
-        else:
-            import yaml
-
-            raw = yaml.safe_load(text)
-    except Exception as exc:  # yaml.YAMLError or json.JSONDecodeError, both with a position
-        raise AuditError(f"{path}: cannot be parsed ({' '.join(str(exc).split())})") from None
-    return parse_log_spec(raw, str(path))
+    return parse_log_spec(read_mapping(path), str(path))
 
 
 def parse_log_spec(raw: Any, where: str = "spec") -> LogSpec:

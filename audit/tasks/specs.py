@@ -58,8 +58,8 @@ class TaskSpec:
     groups: tuple[str, ...] | None
 
 
-def load_spec(path: Path) -> TaskSpec:
-    """Read and validate a spec file (``.yaml``/``.yml`` or ``.json``); errors name the file and the key."""
+def read_mapping(path: str | Path) -> Any:
+    """The parsed content of a ``.yaml``/``.yml`` or ``.json`` spec file (safe YAML); a parse error names the file."""
     path = Path(path)
     text = read_text(path)
     try:
@@ -71,7 +71,12 @@ def load_spec(path: Path) -> TaskSpec:
             raw = yaml.safe_load(text)
     except Exception as exc:  # yaml.YAMLError or json.JSONDecodeError, both with a position
         raise AuditError(f"{path}: cannot be parsed ({' '.join(str(exc).split())})") from None
-    return parse_spec(raw, str(path))
+    return raw
+
+
+def load_spec(path: Path) -> TaskSpec:
+    """Read and validate a spec file (``.yaml``/``.yml`` or ``.json``); errors name the file and the key."""
+    return parse_spec(read_mapping(path), str(path))
 
 
 def parse_spec(raw: Any, where: str = "spec") -> TaskSpec:
