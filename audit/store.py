@@ -117,7 +117,7 @@ class Store:
         try:
             self.db = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
             self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000}")
-            self.db.execute("PRAGMA journal_mode = WAL")
+            _set_wal(self.db)
             self.db.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.DatabaseError as exc:
             raise AuditError(f"cannot open result store {self.path} for writing: {exc}") from None
@@ -540,6 +540,20 @@ def check_is_store(path: Path, *, before_writing: bool = False) -> None:
     if version is not None and version > SCHEMA_VERSION:  # checked before anything is written
         raise AuditError(f"result store {path} has schema version {version}; this tool reads {SCHEMA_VERSION} "
                          "(a newer version of the tool wrote it)")
+
+
+def _set_wal(db: sqlite3.Connection) -> None:
+    """Switch to write-ahead logging. SQLite does not wait on its busy handler for this switch, so while another
+    process is creating the same new store it is retried here, up to the store's busy timeout."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def _open_readonly(path: Path) -> sqlite3.Connection:

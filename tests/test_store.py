@@ -90,6 +90,32 @@ def test_two_concurrent_writers(db_path):
     assert_one_row_per_candidate(db_path, 16)
 
 
+CREATE_AT = """
+import sys, time
+from pathlib import Path
+from audit.store import Store
+folder, start, me = Path(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+for round in range(20):  # each round, every process opens the same new store at the same instant
+    while time.time() < start + 0.25 * round:
+        pass
+    Store(folder / f"{round}.db").register_model("fp-" + me, "model-" + me, {})
+"""
+
+
+def test_processes_creating_one_new_store_at_the_same_instant_all_write(tmp_path):
+    """Several processes creating the same new store at once: none fails on SQLite's switch to write-ahead logging
+    (which does not wait on the busy timeout), and every one's write is kept."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    start = str(time.time() + 10)  # after every process has imported the store
+    runs = [subprocess.Popen([sys.executable, "-c", CREATE_AT, str(tmp_path), start, str(i)], cwd=ROOT, env=env,
+                             stderr=subprocess.PIPE, text=True) for i in range(4)]
+    errors = [run.communicate(timeout=120)[1] for run in runs]
+    assert [run.returncode for run in runs] == [0] * 4, [e[-500:] for e in errors]
+    for round in range(20):
+        with sqlite3.connect(tmp_path / f"{round}.db") as conn:
+            assert conn.execute("SELECT COUNT(*) FROM models").fetchone() == (4,)
+
+
 def test_refuses_a_file_that_is_not_sqlite(tmp_path):
     bad = tmp_path / "notes.db"
     bad.write_text("just some text, not a database")
