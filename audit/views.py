@@ -52,6 +52,10 @@ class StoreTables:
         """Tasks with results, in name order."""
         return sorted(self.scores["task"].unique())
 
+    def task(self, chosen: str | None) -> str:
+        """``chosen`` (a command's ``--task``), else the store's only task (:func:`one_task`)."""
+        return one_task(self.tasks(), chosen)
+
     def design(self, task: str) -> AuditDesign:
         """The design of ``task`` (of its first subtask with results; subtasks of one task share it)."""
         subtasks = sorted(self.scores.loc[self.scores["task"] == task, "subtask"].unique())
@@ -59,6 +63,18 @@ class StoreTables:
         if not found:
             raise AuditError(f"task {task!r} has no results in this store")
         return found[0]
+
+
+def one_task(tasks: Sequence[str], chosen: str | None) -> str:
+    """``chosen`` (a command's ``--task``, which must be one of ``tasks``), else the only one of ``tasks``; several
+    and no choice is an error."""
+    if chosen:
+        if chosen not in tasks:
+            raise AuditError(f"task {chosen!r} has no results in this store; its tasks are: {', '.join(sorted(tasks))}")
+        return chosen
+    if len(tasks) != 1:
+        raise AuditError(f"the store holds tasks {sorted(tasks)}; choose one with --task")
+    return tasks[0]
 
 
 @dataclass(frozen=True)

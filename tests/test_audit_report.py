@@ -83,7 +83,7 @@ class Cells(HTMLParser):
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     folder = tmp_path_factory.mktemp("report")
-    assert main(["report", "--db", str(DEMO_STORE), "--k", "2", "--bootstrap", BOOT, "--permutations", PERM,
+    assert main(["report", "--db", str(DEMO_STORE), "--task", "resume", "--k", "2", "--bootstrap", BOOT, "--permutations", PERM,
                  "--compare", "smollm2-135m", "qwen2.5-coder-0.5b", "--out", str(folder / "report.html")]) == 0
     return folder
 

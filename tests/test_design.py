@@ -41,7 +41,7 @@ def cli(*argv: str) -> tuple[int, str, str]:
 
 @pytest.fixture(scope="session")
 def mixed_store(tmp_path_factory) -> str:
-    """The demo store (resume pointwise + pairwise) plus 16 essays and a 4-row custom task, scored by SmolLM2."""
+    """The demo store (resume pointwise + pairwise, the study's recorded rankings) plus 16 essays and a 4-row custom task, scored by SmolLM2."""
     folder = tmp_path_factory.mktemp("mixed")
     store = folder / "mixed.db"
     shutil.copy(DEMO_STORE, store)
@@ -72,8 +72,9 @@ def choose(at: AppTest, task: str, page: str = "pages/allocation_gaps.py") -> Ap
 
 
 def test_every_page_renders_every_task_of_a_mixed_store(dashboard):
-    assert dashboard.sidebar.selectbox(key="task").options == ["essay", "loan", "resume"]
-    for task in ("essay", "loan", "resume"):
+    tasks = ["essay", "loan", "resume", "study-gpt-hiring"]  # the demo's recorded rankings too
+    assert dashboard.sidebar.selectbox(key="task").options == tasks
+    for task in tasks:
         for page in PAGES:
             choose(dashboard, task, page)
             assert not dashboard.error, (task, page, [e.value for e in dashboard.error])

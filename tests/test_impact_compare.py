@@ -24,7 +24,7 @@ SHIFT = {"b": 1}
 def pointwise(tmp_path_factory):
     """The demo store's pointwise scores as a CSV, exported by the CLI."""
     folder = tmp_path_factory.mktemp("impact")
-    assert main(["scores", "--db", str(DEMO_STORE), "--out", str(folder / "all.csv")]) == 0
+    assert main(["scores", "--db", str(DEMO_STORE), "--task", "resume", "--out", str(folder / "all.csv")]) == 0
     scores = pd.read_csv(folder / "all.csv")
     path = folder / "pointwise.csv"
     scores[scores["mode"] == "pointwise"].to_csv(path, index=False)
@@ -77,7 +77,8 @@ def test_impact_markdown_and_bad_input(pointwise, capsys):
     assert lines[0].startswith("| model | task | subtask |") and lines[1].startswith("| --- |")
     assert main(["impact", "--scores", str(pointwise), "--k", "9"]) == 2
     assert "larger than the pool" in capsys.readouterr().err
-    assert main(["compare", "--db", str(DEMO_STORE), "--a", "smollm2-135m", "--b", "nope", "--k", "2"]) == 2
+    assert main(["compare", "--db", str(DEMO_STORE), "--task", "resume", "--a", "smollm2-135m", "--b", "nope", "--k",
+                 "2"]) == 2
     assert "model 'nope' has no scores" in capsys.readouterr().err
 
 

@@ -21,13 +21,13 @@ def pilot(tmp_path_factory) -> Path:
 
 
 def test_plan_from_the_demo_store_answers_per_model_and_subtask(capsys):
-    assert main(["plan", "--db", str(DEMO_STORE), "--reference", "W_M", "--k", "2", "--sizes", "8,32,128",
+    assert main(["plan", "--db", str(DEMO_STORE), "--task", "resume", "--reference", "W_M", "--k", "2", "--sizes", "8,32,128",
                  "--bootstrap", "50"]) == 0
     result = json.loads(capsys.readouterr().out)
     summary = pd.DataFrame(result["summary"])
     with Store(DEMO_STORE, create=False) as store:
         scores = score_table(store)
-    pointwise = scores[scores["mode"] == "pointwise"]
+    pointwise = scores[(scores["mode"] == "pointwise") & (scores["task"] == "resume")]
     sizes = pointwise.groupby(["model", "subtask", "group"])["candidate_id"].nunique().groupby(["model", "subtask"]).min()
     assert len(summary) == len(sizes)
     assert summary.set_index(["model", "subtask"])["pilot_n"].sort_index().tolist() == sizes.sort_index().tolist()
@@ -54,11 +54,12 @@ def test_plan_from_a_score_file_and_a_looser_target_needs_fewer(pilot, capsys):
     (["--mode", "nonesuch"], "no pilot rows"),
     (["--target", "2"], "target half-width"),
     (["--k", "9"], "quota k=9"),
+    (["--task", "nope"], "task 'nope' has no results in this store; its tasks are: resume, study-gpt-hiring"),
 ])
 def test_plan_errors_are_one_line(argv, message, capsys):
     base = ["plan", "--reference", "W_M", "--bootstrap", "20"]
     if "--db" not in argv:
-        base += ["--db", str(DEMO_STORE)]
+        base += ["--db", str(DEMO_STORE), "--task", "resume"]  # a later --task overrides it
     assert main(base + argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("error:") and message in err and err.count("\n") == 1

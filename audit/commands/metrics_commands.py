@@ -116,7 +116,7 @@ def audits(args: argparse.Namespace, *, keep_draws: bool = False, **options) -> 
         raise AuditError("--pairs only goes with --scores; --db reads the store's pairs")
     with Store(args.db, create=False) as store:
         tables = StoreTables.read(store)
-    task = args.task or _only_task(tables)
+    task = tables.task(args.task)
     if task not in tables.tasks():
         raise AuditError(f"task {task!r} has no results in {args.db}; tasks: {tables.tasks()}")
     stored = set(tables.scores.loc[tables.scores["task"] == task, "mode"])
@@ -149,12 +149,6 @@ def _reliable(scores: pd.DataFrame, pairs: pd.DataFrame | None, max_inconsistent
     if scores.empty:
         raise AuditError(f"every model has more than {max_inconsistent:.1%} inconsistent pairs")
     return scores
-
-
-def _only_task(tables: StoreTables) -> str:
-    if len(tables.tasks()) != 1:
-        raise AuditError(f"the store holds tasks {tables.tasks()}; choose one with --task")
-    return tables.tasks()[0]
 
 
 def _note_missing_pairs(parts: list[Part], pairs: pd.DataFrame | None) -> None:

@@ -12,6 +12,7 @@ from audit.commands.io import emit, read_table_file, records
 from audit.metrics.planner import SIZES, plan
 from audit.store_tables import score_table
 from audit.store import Store
+from audit.views import one_task
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -23,6 +24,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--scores", help="pilot score table (.csv or .parquet) from `python -m audit scores`")
     source.add_argument("--db", help="pilot result store (SQLite)")
+    parser.add_argument("--task", help="the task to plan for (required when the store holds several)")
     parser.add_argument("--reference", required=True, help="reference group (a group code of the scores)")
     parser.add_argument("--k", type=int, default=2, help="quota k (default 2)")
     parser.add_argument("--target", type=float, default=0.05, help="target CI half-width of ΔDP (default 0.05)")
@@ -51,6 +53,8 @@ def _pilot(args: argparse.Namespace) -> pd.DataFrame:
     else:
         with Store(args.db, create=False) as store:
             scores = score_table(store)
+        task = one_task(sorted(scores["task"].unique()), args.task)
+        scores = scores[scores["task"] == task]
     if "mode" not in scores:
         raise AuditError("score table is missing column(s): mode")
     rows = scores[scores["mode"].astype(str) == args.mode]

@@ -114,10 +114,7 @@ def _tables(args: argparse.Namespace) -> StoreTables:
 
 def _selection(args: argparse.Namespace, tables: StoreTables, **fields) -> Selection:
     """The ``--db`` selection of a command's flags (the store's only task unless ``--task``)."""
-    task = args.task or (tables.tasks()[0] if len(tables.tasks()) == 1 else None)
-    if task is None:
-        raise AuditError(f"the store holds tasks {tables.tasks()}; choose one with --task")
-    return Selection(task, args.mode, models=tuple(args.models), subtasks=tuple(args.subtasks), pool=args.pool,
+    return Selection(tables.task(args.task), args.mode, models=tuple(args.models), subtasks=tuple(args.subtasks), pool=args.pool,
                      ci=args.ci, n_boot=args.bootstrap, seed=args.seed, **fields)
 
 

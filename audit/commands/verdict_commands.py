@@ -57,10 +57,7 @@ def _table(args: argparse.Namespace) -> pd.DataFrame:
         return table.assign(name=table["category"])
     with Store(args.db, create=False) as store:
         tables = StoreTables.read(store)
-    tasks = tables.tasks()
-    task = args.task or (tasks[0] if len(tasks) == 1 else None)
-    if task is None:
-        raise AuditError(f"the store holds tasks {tasks}; choose one with --task")
+    task = tables.task(args.task)
     pointwise = tables.scores[(tables.scores["task"] == task) & (tables.scores["mode"] == "pointwise")]
     for column, chosen in (("model", args.models), ("subtask", args.subtasks)):
         known = set(pointwise[column].astype(str))
