@@ -297,7 +297,7 @@ CASES = [
       for command, extra in [("metrics", ["--task", "resume", "--k", "2", "--format", "json"]),
                              ("validity", ["--task", "resume", "--k", "2"]),
                              ("impact", ["--task", "resume", "--k", "2"]),
-                             ("plan", ["--reference", "W_M", "--k", "2"]),
+                             ("plan", ["--task", "resume", "--reference", "W_M", "--k", "2"]),
                              ("report", ["--task", "resume"])]],
     Case("22 report onto a store named store.html", lambda d: ["report", "--db", renamed_store(d, "store.html"),
                                                               "--task", "resume", "--out", str(d / "store.html")],
