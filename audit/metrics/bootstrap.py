@@ -40,22 +40,26 @@ def resampled_counts(data: KeyData, rng: np.random.Generator, n: int,
 
 
 def replicates(data: KeyData, design: PoolDesign, *, n_boot: int, seed: int, bins: int | None = None,
-               paper_jsd: bool = False, shares: bool = False) -> dict[str, np.ndarray]:
+               paper_jsd: bool = False, shares: bool = False, bias: bool = True) -> dict[str, np.ndarray]:
     """Bootstrap draws against the reference: rabbi, rabbi_qualified (n_boot, groups) and dp_gap, eo_gap
     (n_boot, groups, L); with ``bins`` also delta, jsd, emd and their ``_qualified`` variants (n_boot, groups), δ
     NaN for pairwise keys (its pair outcomes are not resampled) and JSD NaN with ``paper_jsd`` (the paper code's
     estimator is not resampled); with ``shares`` also the selection shares φ, ψ
-    themselves (n_boot, groups, L) as ``phi`` and ``psi``."""
+    themselves (n_boot, groups, L) as ``phi`` and ``psi``; with ``bias=False`` no RABBI (nor δ, JSD, EMD): for the
+    ``observed`` design the resampled pools' candidate counts are then never formed."""
     size = pool_size(design, data)
     step = max(1, _CELLS_PER_CHUNK // (size * size * data.values.size))  # replicates per law computation (memory)
     span = BLOCK * max(1, min(step, _PER_ROUND) // BLOCK)  # replicates drawn at a time: whole blocks
     parts: dict[str, list[np.ndarray]] = {}
     for start in range(0, n_boot, span):
-        drawn = [_drawn(data, design, n=min(BLOCK, n_boot - block), seed=seed, block=block)
+        drawn = [_drawn(data, design, n=min(BLOCK, n_boot - block), seed=seed, block=block, counted=bias)
                  for block in range(start, min(start + span, n_boot), BLOCK)]
-        counts, qualified = (np.concatenate([part[i] for part in drawn]) for i in (0, 1))
-        metrics = {"rabbi": weighted_rabbi(counts, data.ref), "rabbi_qualified": weighted_rabbi(qualified, data.ref)}
-        if bins is not None:
+        metrics = {}
+        if bias or design.kind != PoolKind.OBSERVED:
+            counts, qualified = (np.concatenate([part[i] for part in drawn]) for i in (0, 1))
+        if bias:
+            metrics = {"rabbi": weighted_rabbi(counts, data.ref), "rabbi_qualified": weighted_rabbi(qualified, data.ref)}
+        if bias and bins is not None:
             metrics.update(_distribution_metrics(data, counts, qualified, bins, paper_jsd))
         if design.kind == PoolKind.OBSERVED:
             laws = [rank_laws(data, design, pool_weights=np.concatenate([weights for _, _, weights in drawn]))]
@@ -72,37 +76,37 @@ def replicates(data: KeyData, design: PoolDesign, *, n_boot: int, seed: int, bin
     return draws
 
 
-def _drawn(data: KeyData, design: PoolDesign, *, n: int, seed: int, block: int
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+def _drawn(data: KeyData, design: PoolDesign, *, n: int, seed: int, block: int, counted: bool = True
+           ) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
     """(counts, qualified counts, pool weights for ``observed`` else None) of one block of n replicates, seeded by
-    (seed, key, block) so results do not depend on chunking."""
+    (seed, key, block) so results do not depend on chunking; for ``observed`` without ``counted`` the counts are
+    None (only the pool weights are drawn)."""
     rng = np.random.default_rng([seed, key_seed(data), block])
     if design.kind != PoolKind.OBSERVED:
         return *resampled_counts(data, rng, n), None
     pools = pool_index(data)
     weights = rng.multinomial(pools.max() + 1, np.full(pools.max() + 1, 1 / (pools.max() + 1)), size=n)
-    return *pool_counts(data, pools, weights), weights
+    return *(pool_counts(data, weights) if counted else (None, None)), weights
 
 
-def pool_counts(data: KeyData, pools: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(counts, qualified counts), each (n, groups, distinct scores), of the candidates of pools weighted by
-    ``weights`` (n, pools; ``pools`` gives each row's pool index): the metrics of a replicate then come from the
-    very pools behind its gaps."""
+def pool_counts(data: KeyData, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(counts, qualified counts), each (n, groups, distinct scores), of the candidates of the recorded pools
+    weighted by ``weights`` (n, pools): the metrics of a replicate then come from the very pools behind its gaps."""
     from scipy.sparse import csr_matrix  # imported on use: slow to import
 
-    cell = data.group * data.values.size + data.value
-    shape = (weights.shape[1], len(data.groups) * data.values.size)
-
-    def count(mask: np.ndarray) -> np.ndarray:
-        per_pool = csr_matrix((np.ones(int(mask.sum())), (pools[mask], cell[mask])), shape=shape)
-        return np.asarray((per_pool.T @ weights.T).T).reshape(len(weights), len(data.groups), data.values.size)
-
-    return count(np.ones_like(data.qualified, dtype=bool)), count(data.qualified.astype(bool))
+    if "pool_cells" not in data.memo:  # per pool (sparse, pools × groups·values): its members' cells, all/qualified
+        cell = data.group * data.values.size + data.value
+        shape = (weights.shape[1], len(data.groups) * data.values.size)
+        data.memo["pool_cells"] = [csr_matrix((np.ones(int(mask.sum())), (pool_index(data)[mask], cell[mask])),
+                                              shape=shape)
+                                   for mask in (np.ones_like(data.qualified, dtype=bool), data.qualified.astype(bool))]
+    return tuple(np.asarray((per_pool.T @ weights.T).T).reshape(len(weights), len(data.groups), data.values.size)
+                 for per_pool in data.memo["pool_cells"])
 
 
 def share_draws(data: KeyData, design: PoolDesign, *, n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Bootstrap replicates of (φ, ψ), each (n_boot, groups, L): the very draws behind the gaps' intervals."""
-    draws = replicates(data, design, n_boot=n_boot, seed=seed, shares=True)
+    draws = replicates(data, design, n_boot=n_boot, seed=seed, shares=True, bias=False)
     return draws["phi"], draws["psi"]
 
 

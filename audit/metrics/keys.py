@@ -87,11 +87,11 @@ def split_keys(scores: pd.DataFrame, *, reference: str) -> list[KeyData]:
     for i, key in enumerate(keys):
         rows = order[starts[i]:starts[i + 1]]
         groups = tuple(group_names[np.unique(group_code[task == task[rows[0]]])])
-        values, value = np.unique(score[rows], return_inverse=True)
+        value, values = pd.factorize(score[rows], sort=True)
         out.append(KeyData(
             key=tuple(key), groups=groups, ref=groups.index(reference), score=score[rows],
             group=np.searchsorted(groups, group_names)[group_code[rows]], qualified=qualified[rows],
-            candidate_code=candidate_code[rows], candidate_names=candidate_names, values=values, value=value.ravel(),
+            candidate_code=candidate_code[rows], candidate_names=candidate_names, values=values, value=value,
             pool=None if pool is None or (pool[rows] < 0).all() else pool[rows],
         ))
     return out

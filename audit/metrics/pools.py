@@ -50,7 +50,7 @@ def pool_index(data: KeyData) -> np.ndarray:
     if data.pool is None or (data.pool < 0).any():
         raise AuditError(f"pool design 'observed' needs a 'pool' id on every row; missing for {key_label(data.key)}")
     if "pool_index" not in data.memo:
-        data.memo["pool_index"] = np.unique(data.pool, return_inverse=True)[1].ravel()
+        data.memo["pool_index"] = pd.factorize(data.pool, sort=True)[0]
     return data.memo["pool_index"]
 
 
@@ -187,9 +187,10 @@ def _observed_tables(data: KeyData) -> tuple:
     n_pools, m = pools.max() + 1, len(data.groups)
 
     def table(mask: np.ndarray):
-        steps = np.zeros((n_pools, m, size + 1))
-        np.add.at(steps, (pools[mask], data.group[mask], first[mask]), 1 / (ties[mask] + 1))
-        np.add.at(steps, (pools[mask], data.group[mask], first[mask] + ties[mask] + 1), -1 / (ties[mask] + 1))
-        return csr_matrix(np.cumsum(steps, axis=2)[:, :, :size].reshape(n_pools, m * size))
+        cell = (pools[mask] * m + data.group[mask]) * (size + 1)
+        share = 1 / (ties[mask] + 1)
+        steps = (np.bincount(cell + first[mask], share, minlength=n_pools * m * (size + 1))
+                 - np.bincount(cell + first[mask] + ties[mask] + 1, share, minlength=n_pools * m * (size + 1)))
+        return csr_matrix(np.cumsum(steps.reshape(n_pools, m, size + 1), axis=2)[:, :, :size].reshape(n_pools, m * size))
 
     return table(np.ones_like(data.qualified)), table(data.qualified)

@@ -40,7 +40,20 @@ def _text_columns(table: pd.DataFrame, columns: tuple[str, ...], what: str) -> N
         if empty.any():
             row = int(np.flatnonzero(empty)[0]) + 1
             raise AuditError(f"{what}: column '{column}' is empty in row {row}")
-        table[column] = table[column].astype(str).astype("category")
+        table[column] = _as_text_category(table[column])
+
+
+def _as_text_category(column: pd.Series) -> pd.Series:
+    """``column`` as a categorical of str (text columns are converted straight, without a copy as Python str)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        if pd.api.types.is_string_dtype(column.cat.categories):
+            return column
+        names = column.cat.categories.astype(str)
+        if names.is_unique:
+            return column.cat.rename_categories(names)
+    if pd.api.types.is_string_dtype(column.dtype) and column.dtype != object:
+        return column.astype("category")
+    return column.astype(str).astype("category")
 
 
 def _numeric(table: pd.DataFrame, column: str, what: str) -> np.ndarray:
