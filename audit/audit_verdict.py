@@ -3,7 +3,7 @@
 page, the report and ``python -m audit verdict`` share)."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import pandas as pd
 
@@ -54,23 +54,34 @@ def refuse_full_pools(k: int, sizes: dict[str, int], groupings: Sequence[str] | 
                          "selected; choose a smaller k")
 
 
-def verdict_table(tables: StoreTables, selection: Selection, *, k: int, groupings: Sequence[str] = (),
+def verdict_table(tables: StoreTables, selection: Selection, *, k: "int | Iterable[int]", groupings: Sequence[str] = (),
                   threshold: float = FOUR_FIFTHS, plan_boot: int = 100) -> pd.DataFrame:
-    """Verdict rows (see :data:`audit.metrics.verdict.COLUMNS`) plus ``name`` (the category's display name) for
-    ``groupings`` (default: every declared grouping whose pools exceed k; an AuditError naming the pool sizes when
-    none does, or when a named grouping's pool size is not above k)."""
+    """Verdict rows (see :data:`audit.metrics.verdict.COLUMNS`) plus ``name`` (the category's display name) at quota
+    ``k``, or at each of several (one computation serves them all), for ``groupings`` (default: each declared grouping
+    at the quotas below its pool size; an AuditError naming the pool sizes when no grouping has one, or when a named
+    grouping's pool size is not above a quota)."""
     design = tables.design(selection.task)
     pool = selection.pool or str(pool_of(design, "pointwise"))
     sizes = pool_sizes(tables, selection)
-    chosen = list(groupings) or [g for g, size in sizes.items() if size > k]
+    quotas = sorted({int(q) for q in ([k] if isinstance(k, int) else k)})
+    chosen = ({g: quotas for g in groupings} if groupings else
+              {g: [q for q in quotas if q < size] for g, size in sizes.items() if any(q < size for q in quotas)})
     if not chosen:
         listed = ", ".join(f"{g}: {s}" for g, s in sizes.items())
-        raise AuditError(f"quota k={k} is not below any grouping's pool size ({listed}); choose a smaller k")
+        raise AuditError(f"quota k={', '.join(map(str, quotas))} is not below any grouping's pool size ({listed}); "
+                         "choose a smaller k")
     rows = selected_scores(tables, selection)
     frames = []
-    for grouping in chosen:
-        table = verdicts(regroup(rows, design.part(grouping)), grouping=grouping, k=k, pool=pool, threshold=threshold,
+    for grouping, ks in chosen.items():
+        table = verdicts(regroup(rows, design.part(grouping)), grouping=grouping, k=ks, pool=pool, threshold=threshold,
                          ci=selection.ci or 0.95, n_boot=selection.n_boot, n_perm=selection.n_perm or 1000,
                          plan_boot=plan_boot, seed=selection.seed)
         frames.append(table.assign(name=[design.display_name(c, grouping) for c in table["category"]]))
     return pd.concat(frames, ignore_index=True)
+
+
+def every_quota(tables: StoreTables, selection: Selection) -> tuple[pd.DataFrame, dict[str, int]]:
+    """(the verdict rows at every quota k below some grouping's pool size, each grouping's pool size): one
+    computation a slider of k reads slices of."""
+    sizes = pool_sizes(tables, selection)
+    return verdict_table(tables, selection, k=range(1, max(sizes.values()))), sizes

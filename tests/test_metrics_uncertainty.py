@@ -204,3 +204,29 @@ def test_shuffled_label_gaps_equal_the_exact_gaps_of_the_relabelled_table(pool):
         others = [g for g in range(len(data.groups)) if g != data.ref]
         assert np.allclose((phi[b] - phi[b, data.ref])[others].ravel(), exact["dp_gap"], atol=1e-12)
         assert np.allclose((psi[b] - psi[b, data.ref])[others].ravel(), exact["eo_gap"], atol=1e-12)
+
+
+@pytest.mark.parametrize("pool", ["random:4", "observed"])
+def test_permuted_shares_of_label_free_rank_laws_equal_the_exact_shares_of_each_relabelled_table(pool):
+    """Issue 19: for designs whose rank laws do not depend on the labels (random:N, recorded pools) the permutations
+    count each group's rows per distinct law instead of summing row by row; every shuffle's shares still equal the
+    exact shares of the table relabelled by that shuffle."""
+    from audit.design import PoolDesign
+    from audit.metrics.inference import key_seed, permuted_shares
+    rng = np.random.default_rng(13)
+    scores = pd.concat([frame("m", "s", g, rng.choice(VALUES, 8), np.arange(8) % 2) for g in "RABC"],
+                       ignore_index=True)
+    scores["pool"] = np.tile(np.arange(8), 4)  # eight recorded pools of one candidate per group
+    data = split_keys(scores, reference="R")[0]
+    phi, psi = permuted_shares(data, PoolDesign.parse(pool), n_perm=3, seed=7)
+    shuffles = np.random.default_rng([7, key_seed(data), 0]).permuted(
+        np.broadcast_to(data.group, (3, data.group.size)), axis=1)  # the stream of the first block
+    others = [g for g in range(len(data.groups)) if g != data.ref]
+    for b, labels in enumerate(shuffles):
+        relabelled = scores.iloc[:0].reindex(range(data.group.size)).assign(
+            model="m", task="t", subtask="s", mode="pointwise", candidate_id=data.candidate_id,
+            group=np.asarray(data.groups)[labels], qualified=data.qualified, score=data.score,
+            pool=np.asarray(data.pool))
+        exact = allocation_gaps(relabelled, reference="R", ks=range(1, phi.shape[2] + 1), pool=pool)
+        assert np.allclose((phi[b] - phi[b, data.ref])[others].ravel(), exact["dp_gap"], atol=1e-12)
+        assert np.allclose((psi[b] - psi[b, data.ref])[others].ravel(), exact["eo_gap"], atol=1e-12)

@@ -55,6 +55,22 @@ def test_a_small_sample_is_inconclusive_with_a_planner_estimate():
     assert row["needed_per_group"] > 6 and row["more_per_group"] == row["needed_per_group"] - 6
 
 
+@pytest.mark.parametrize("pool", ["random:4", "per-group"])
+def test_a_verdict_at_several_quotas_is_each_quotas_own_verdict(pool):
+    """Issue 19: the permutations and planner draws made once for every k (and every most-selected category) give
+    exactly the verdict each k gets alone, so the page can judge every k once and read the slider's k from it."""
+    scores = pd.concat([table(8, {"W": 0.0, "X": -0.3, "Y": 0.4, "Z": -1.2}, model=m, seed=s)
+                        for s, m in enumerate(["a", "b"])])
+    options = dict(grouping="group", pool=pool, n_boot=100, n_perm=100, plan_boot=20)
+    every = verdicts(scores, k=[1, 2, 3], **options)
+    assert set(every["k"]) == {1, 2, 3} and set(every["verdict"]) >= {INCONCLUSIVE}
+    for k in (1, 2, 3):
+        alone = verdicts(scores, k=k, **options)
+        pd.testing.assert_frame_equal(every[every["k"] == k].reset_index(drop=True), alone, check_exact=True)
+    with pytest.raises(AuditError, match="pool size 4"):
+        verdicts(scores, k=[1, 4], **options)
+
+
 def test_k_at_the_pool_size_is_refused_naming_it():
     scores = table(10, {"X": 0.0, "Y": 0.0})
     assert check_k(scores, 1, "per-group", "group") == 2

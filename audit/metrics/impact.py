@@ -24,7 +24,7 @@ import pandas as pd
 from audit.errors import AuditError
 from audit.metrics.allocation import check_quotas, shares
 from audit.metrics.bootstrap import percentile_bounds, share_draws
-from audit.metrics.keys import split_keys
+from audit.metrics.keys import KeyData, split_keys
 from audit.metrics.ll144 import UNKNOWN
 from audit.design import PoolDesign
 from audit.metrics.pools import pool_size
@@ -42,6 +42,12 @@ def known_categories(categories: Iterable[str]) -> np.ndarray:
     return known if known.any() else np.ones_like(known)
 
 
+def distinct_candidates(data: KeyData) -> np.ndarray:
+    """Per group of ``data``: how many distinct candidates it has (a candidate in several pools counts once)."""
+    pairs = pd.unique(data.group.astype(np.int64) * data.candidate_names.size + data.candidate_code)
+    return np.bincount(pairs // data.candidate_names.size, minlength=len(data.groups))
+
+
 def impact_ratios(scores: pd.DataFrame, *, ks: Iterable[int] | int, pool: "str | PoolDesign" = "per-group",
                   grouping: str, ci: float | None = None, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
     """One row per (model, subtask, mode, category, k) of ``scores`` whose groups are the categories of
@@ -51,31 +57,33 @@ def impact_ratios(scores: pd.DataFrame, *, ks: Iterable[int] | int, pool: "str |
     design = PoolDesign.parse(pool)
     if scores.empty:
         raise AuditError("no scores to compute impact ratios from")
-    frames = []
-    for data in split_keys(scores, reference=str(scores["group"].iloc[0])):
-        quotas = check_quotas(ks, pool_size(design, data), data, design)
-        phi = shares(data, design)[0][:, np.asarray(quotas) - 1]
-        known = known_categories(data.groups)
+    return pd.concat([key_impact(data, design, check_quotas(ks, pool_size(design, data), data, design),
+                                 grouping=grouping, ci=ci, n_boot=n_boot, seed=seed)
+                      for data in split_keys(scores, reference=str(scores["group"].iloc[0]))], ignore_index=True)
+
+
+def key_impact(data: KeyData, design: PoolDesign, quotas: list[int], *, grouping: str, ci: float | None,
+               n_boot: int, seed: int) -> pd.DataFrame:
+    """The rows of :func:`impact_ratios` for one key, category by category, each at every quota in turn."""
+    phi = shares(data, design)[0][:, np.asarray(quotas) - 1]
+    known = known_categories(data.groups)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(known[:, None], phi / phi[known].max(axis=0), np.nan)
+    columns = {"selection_rate": phi, "impact_ratio": ratio}
+    if ci is not None:
+        draws = share_draws(data, design, n_boot=n_boot, seed=seed)[0][:, :, np.asarray(quotas) - 1]
         with np.errstate(invalid="ignore", divide="ignore"):
-            ratio = np.where(known[:, None], phi / phi[known].max(axis=0), np.nan)
-        columns = {"selection_rate": phi, "impact_ratio": ratio}
-        if ci is not None:
-            draws = share_draws(data, design, n_boot=n_boot, seed=seed)[0][:, :, np.asarray(quotas) - 1]
-            with np.errstate(invalid="ignore", divide="ignore"):
-                ratios = np.where(known[None, :, None], draws / draws[:, known].max(axis=1, keepdims=True), np.nan)
-            with warnings.catch_warnings():  # the unknown category's ratios are NaN in every replicate
-                warnings.simplefilter("ignore", RuntimeWarning)
-                for name, values in (("selection_rate", draws), ("impact_ratio", ratios)):
-                    columns.update(percentile_bounds(name, values, ci))
-        frame = pd.DataFrame({name: values.ravel() for name, values in columns.items()})
-        frame.insert(0, "k", np.tile(quotas, len(data.groups)))
-        frame.insert(0, "candidates", np.repeat(
-            [np.unique(data.candidate_code[data.group == g]).size for g in range(len(data.groups))], len(quotas)))
-        frame.insert(0, "category", np.repeat(data.groups, len(quotas)))
-        frame.insert(0, "grouping", grouping)
-        for position, (name, value) in enumerate(zip(KEY, data.key)):
-            frame.insert(position, name, value)
-        frames.append(frame)
-    table = pd.concat(frames, ignore_index=True)
-    table["four_fifths"] = table["impact_ratio"] < FOUR_FIFTHS
-    return table[[*COLUMNS, *(CI_COLUMNS if ci is not None else ())]]
+            ratios = np.where(known[None, :, None], draws / draws[:, known].max(axis=1, keepdims=True), np.nan)
+        with warnings.catch_warnings():  # the unknown category's ratios are NaN in every replicate
+            warnings.simplefilter("ignore", RuntimeWarning)
+            for name, values in (("selection_rate", draws), ("impact_ratio", ratios)):
+                columns.update(percentile_bounds(name, values, ci))
+    frame = pd.DataFrame({name: values.ravel() for name, values in columns.items()})
+    frame.insert(0, "k", np.tile(quotas, len(data.groups)))
+    frame.insert(0, "candidates", np.repeat(distinct_candidates(data), len(quotas)))
+    frame.insert(0, "category", np.repeat(data.groups, len(quotas)))
+    frame.insert(0, "grouping", grouping)
+    for position, (name, value) in enumerate(zip(KEY, data.key)):
+        frame.insert(position, name, value)
+    frame["four_fifths"] = frame["impact_ratio"] < FOUR_FIFTHS
+    return frame[[*COLUMNS, *(CI_COLUMNS if ci is not None else ())]]

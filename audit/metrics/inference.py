@@ -17,7 +17,7 @@ import pandas as pd
 from audit.errors import AuditError
 from audit.metrics.allocation import row_index, shares
 from audit.metrics.keys import KeyData, split_keys
-from audit.design import PoolDesign
+from audit.design import PoolDesign, PoolKind
 from audit.metrics.pools import candidate_laws, pool_size
 
 METHODS = {"holm": "Holm (family-wise error)", "bh": "Benjamini–Hochberg (false discovery rate)"}
@@ -46,19 +46,43 @@ def group_shares(labels: np.ndarray, chances: np.ndarray, weight: np.ndarray, gr
 
 def permuted_gaps(data: KeyData, design: PoolDesign, *, n_perm: int, seed: int) -> dict[str, np.ndarray]:
     """``dp_gap`` and ``eo_gap``, each (n_perm, groups, L): the exact gaps under shuffled group labels."""
+    phi, psi = permuted_shares(data, design, n_perm=n_perm, seed=seed)
+    return {"dp_gap": phi - phi[:, [data.ref]], "eo_gap": psi - psi[:, [data.ref]]}
+
+
+def permuted_shares(data: KeyData, design: PoolDesign, *, n_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(φ, ψ), each (n_perm, groups, L): the exact selection shares under shuffled group labels (whatever the
+    reference: a gap against any group is a difference of these)."""
     rows, groups = data.group.size, len(data.groups)
     size = pool_size(design, data)
     step = max(1, _CELLS_PER_CHUNK // (size * size * rows))  # shuffles per law computation (memory)
+    if design.kind != PoolKind.PER_GROUP:  # the rank laws do not depend on the labels: count rows per distinct law
+        laws, kind = np.unique(running_sum(candidate_laws(data, design, data.group[None]))[:, 0].T, axis=0,
+                               return_inverse=True)
+        cell = kind.ravel() * 2 + data.qualified
     phi, psi = [], []
     for block in range(0, n_perm, _BLOCK):  # seeded per fixed block: results do not depend on ``step``
         rng = np.random.default_rng([seed, key_seed(data), block])
-        shuffled = data.group[np.argsort(rng.random((min(_BLOCK, n_perm - block), rows)), axis=1)]
+        shuffled = rng.permuted(np.broadcast_to(data.group, (min(_BLOCK, n_perm - block), rows)), axis=1)
+        if design.kind != PoolKind.PER_GROUP:
+            n = len(shuffled)
+            counts = np.bincount(((np.arange(n)[:, None] * groups + shuffled) * len(laws) * 2 + cell).ravel(),
+                                 minlength=n * groups * len(laws) * 2).reshape(n, groups, len(laws), 2)
+            phi.append(_mean_law(counts.sum(axis=3), laws))
+            psi.append(_mean_law(counts[..., 1], laws))
+            continue
         for labels in np.array_split(shuffled, -(-len(shuffled) // step)):
             chances = running_sum(candidate_laws(data, design, labels))
             phi.append(group_shares(labels, chances, np.ones(rows), groups))
             psi.append(group_shares(labels, chances, data.qualified.astype(float), groups))
-    phi, psi = np.concatenate(phi), np.concatenate(psi)
-    return {"dp_gap": phi - phi[:, [data.ref]], "eo_gap": psi - psi[:, [data.ref]]}
+    return np.concatenate(phi), np.concatenate(psi)
+
+
+def _mean_law(counts: np.ndarray, laws: np.ndarray) -> np.ndarray:
+    """(batch, groups, L): each group's mean selection chance from its rows' counts per distinct law (batch,
+    groups, laws) and those laws (laws, L)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (counts @ laws) / counts.sum(axis=2, keepdims=True)
 
 
 def running_sum(laws: np.ndarray) -> np.ndarray:

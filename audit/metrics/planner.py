@@ -31,20 +31,38 @@ def half_widths(data: KeyData, design: PoolDesign, *, sizes: Sequence[int], n_bo
                 seed: int) -> np.ndarray:
     """(sizes, groups, L): the CI half-width of ΔDP(group, reference, k) for k = 1..L with each number of candidates
     per group (NaN for the reference, and for sizes too small for a random:N pool)."""
-    pool = pool_size(design, data)
-    step = max(1, _CELLS_PER_CHUNK // (pool * pool * data.values.size))
-    out = np.full((len(sizes), len(data.groups), pool), np.nan)
-    for i, n in enumerate(sizes):
-        if design.kind == PoolKind.RANDOM and design.size > n * len(data.groups):
-            continue
-        counts, qualified = resampled_counts(data, np.random.default_rng([seed, key_seed(data), n]), n_boot, size=n)
-        phi = np.concatenate([selection_shares(rank_laws(data, design, counts=counts[j:j + step],
-                                                         qualified_counts=qualified[j:j + step])[0])
-                              for j in range(0, n_boot, step)])
-        low, high = percentiles(phi - phi[:, [data.ref]], level)
-        out[i] = (high - low) / 2
+    out = np.full((len(sizes), len(data.groups), pool_size(design, data)), np.nan)
+    for i, phi in enumerate(planned_shares(data, design, sizes=sizes, n_boot=n_boot, seed=seed)):
+        out[i] = gap_half_widths(phi, data.ref, level)
     out[:, data.ref] = np.nan
     return out
+
+
+def planned_shares(data: KeyData, design: PoolDesign, *, sizes: Sequence[int], n_boot: int,
+                   seed: int) -> list[np.ndarray | None]:
+    """Per size: φ (n_boot, groups, L) of audits with that many candidates per group drawn from the pilot (None
+    where a random:N pool does not fit); whatever the reference, its gaps are differences of these."""
+    pool = pool_size(design, data)
+    step = max(1, _CELLS_PER_CHUNK // (pool * pool * data.values.size))
+    out: list[np.ndarray | None] = []
+    for n in sizes:
+        if design.kind == PoolKind.RANDOM and design.size > n * len(data.groups):
+            out.append(None)
+            continue
+        counts, qualified = resampled_counts(data, np.random.default_rng([seed, key_seed(data), n]), n_boot, size=n)
+        out.append(np.concatenate([selection_shares(rank_laws(data, design, counts=counts[j:j + step],
+                                                              qualified_counts=qualified[j:j + step])[0])
+                                   for j in range(0, n_boot, step)]))
+    return out
+
+
+def gap_half_widths(phi: np.ndarray | None, reference: int, level: float) -> np.ndarray | float:
+    """(groups, L): half the width of the ``level`` percentile interval of each group's ΔDP against ``reference``
+    over the draws φ (n_boot, groups, L); NaN without draws."""
+    if phi is None:
+        return np.nan
+    low, high = percentiles(phi - phi[:, [reference]], level)
+    return (high - low) / 2
 
 
 def needed(sizes: Sequence[int], width: np.ndarray, target: float) -> tuple[int, bool]:

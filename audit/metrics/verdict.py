@@ -17,17 +17,20 @@ construction, so no verdict is defined there.
 """
 from __future__ import annotations
 
+import warnings
+from collections.abc import Iterable
+
 import numpy as np
 import pandas as pd
 
-from audit.design import PoolDesign
+from audit.design import PoolDesign, PoolKind
 from audit.errors import AuditError
-from audit.metrics.impact import FOUR_FIFTHS, impact_ratios
-from audit.metrics.inference import adjust, gap_pvalues
-from audit.metrics.keys import split_keys
-from audit.metrics.planner import needed, plan_curves
+from audit.metrics.impact import FOUR_FIFTHS, key_impact, known_categories
+from audit.metrics.inference import adjust, permutation_pvalues, permuted_shares
+from audit.metrics.keys import KeyData, split_keys
+from audit.metrics.planner import SIZES, gap_half_widths, needed, planned_shares
 from audit.metrics.pools import pool_size
-from audit.metrics.schema import KEY
+from audit.metrics.schema import KEY, is_pairwise
 
 ADVERSE = "adverse impact"
 NO_EVIDENCE = "no evidence of adverse impact at this sample size"
@@ -71,74 +74,96 @@ def check_k(scores: pd.DataFrame, k: int, pool: "str | PoolDesign", grouping: st
     """The smallest pool size of ``scores`` (groups: the categories of ``grouping``); an AuditError naming it when
     k is not in 1 … pool size − 1."""
     design = PoolDesign.parse(pool)
-    size = min(pool_size(design, data) for data in split_keys(scores, reference=str(scores["group"].iloc[0])))
-    if not 1 <= k < size:
-        raise AuditError(f"quota k={k} is not below the pool size {size} of grouping {grouping!r} (pool design "
-                         f"{design}): at k = pool size everyone is selected; choose k in 1 … {size - 1}")
-    return size
+    return _check_quotas(split_keys(scores, reference=str(scores["group"].iloc[0])), [k], design, grouping)[1]
 
 
-def _pvalues(pooled: pd.DataFrame, impact: pd.DataFrame, pool: "str | PoolDesign", k: int, n_perm: int,
-             seed: int) -> pd.Series:
-    """Permutation p-values of each category against its system's most-selected category at k (NaN for it)."""
-    out = pd.Series(np.nan, index=impact.index)
-    for key, part in impact.groupby(list(KEY), sort=False, observed=True):
-        top = str(part.loc[part["selection_rate"].idxmax(), "category"])
-        rows = pooled[np.logical_and.reduce([pooled[c].astype(str) == str(v) for c, v in zip(KEY, key)])]
-        p = gap_pvalues(rows, reference=top, pool=pool, n_perm=n_perm, seed=seed)
-        p = p[p["k"] == k].set_index("group")["dp_gap_p"]
-        out.loc[part.index] = part["category"].map(p).to_numpy(dtype=float)
-    return out
+def _check_quotas(keys: list[KeyData], ks: "int | Iterable[int]", design: PoolDesign, grouping: str
+                  ) -> tuple[list[int], int]:
+    """(the quotas sorted, the smallest pool size); an AuditError naming the size for a k not in 1 … size − 1."""
+    quotas = sorted({int(k) for k in ([ks] if isinstance(ks, (int, np.integer)) else ks)})
+    size = min(pool_size(design, data) for data in keys)
+    for k in quotas:
+        if not 1 <= k < size:
+            raise AuditError(f"quota k={k} is not below the pool size {size} of grouping {grouping!r} (pool design "
+                             f"{design}): at k = pool size everyone is selected; choose k in 1 … {size - 1}")
+    if not quotas:
+        raise AuditError("no quota k given")
+    return quotas, size
 
 
-def _needed(pooled: pd.DataFrame, table: pd.DataFrame, pool: "str | PoolDesign", k: int, threshold: float,
-            level: float, n_boot: int, seed: int) -> pd.Series:
-    """Candidates per group the planner estimates for each inconclusive row (NaN elsewhere, or when the pool design
-    cannot be resized)."""
-    out = pd.Series(np.nan, index=table.index)
-    todo = table[table["verdict"] == INCONCLUSIVE]
-    if todo.empty or PoolDesign.parse(pool).kind == "observed":
-        return out
-    for key, part in todo.groupby(list(KEY), sort=False, observed=True):
-        rows = pooled[np.logical_and.reduce([pooled[c].astype(str) == str(v) for c, v in zip(KEY, key)])]
-        if str(key[-1]).startswith("pairwise"):
-            continue
-        whole = table[np.logical_and.reduce([table[c].astype(str) == str(v) for c, v in zip(KEY, key)])]
-        top = whole.loc[whole["selection_rate"].idxmax()]
-        curves = plan_curves(rows, reference=str(top["category"]), pool=pool, n_boot=n_boot, level=level, seed=seed)
-        widest = curves[curves["k"] == k].groupby("n")["half_width"].max()  # as plan_at reads it, once per system
-        for index, row in part.iterrows():
-            target = decision_target(row["selection_rate"], top["selection_rate"], row["impact_ratio"], threshold)
-            out.loc[index] = needed(widest.index, widest.to_numpy(), target)[0]
-    return out
-
-
-def verdicts(scores: pd.DataFrame, *, grouping: str, k: int, pool: "str | PoolDesign" = "per-group",
+def verdicts(scores: pd.DataFrame, *, grouping: str, k: "int | Iterable[int]", pool: "str | PoolDesign" = "per-group",
              threshold: float = FOUR_FIFTHS, ci: float = 0.95, n_boot: int = 1000, n_perm: int = 1000,
              plan_boot: int = 100, seed: int = 0) -> pd.DataFrame:
-    """One row per system (model, task, subtask, mode) × category at quota ``k`` (columns :data:`COLUMNS`) of
+    """One row per system (model, task, subtask, mode) × category × quota in ``k`` (columns :data:`COLUMNS`) of
     pointwise ``scores`` whose groups are already the categories of ``grouping`` (see
     :meth:`audit.design.AuditDesign.category`): impact ratio and its bootstrap interval, Holm-adjusted permutation
     p-value, verdict, and for inconclusive rows the planner's candidates per group needed (``needed_per_group``)
-    and how many more than the system's smallest category has now (``more_per_group``)."""
+    and how many more than the system's smallest category has now (``more_per_group``).
+
+    The permutations and the planner's draws of a system are made once and serve every k and every most-selected
+    category: a verdict at each k costs about what one does."""
     if not 0 < threshold <= 1:
         raise AuditError(f"threshold {threshold} must lie in (0, 1]")
     if not 0 < ci < 1:
         raise AuditError(f"confidence level {ci} must lie strictly between 0 and 1")
     if scores.empty:
         raise AuditError("no pointwise scores to judge")
-    check_k(scores, k, pool, grouping)
-    part = impact_ratios(scores, ks=k, pool=pool, grouping=grouping, ci=ci, n_boot=n_boot, seed=seed)
-    part["p"] = _pvalues(scores, part, pool, k, n_perm, seed)
-    part["p_adj"] = np.nan
-    for _, index in part.groupby(list(KEY), sort=False, observed=True).groups.items():
-        part.loc[index, "p_adj"] = adjust(part.loc[index, "p"].to_numpy(), "holm")
-    part["verdict"] = [classify(r, lo, p, threshold=threshold, alpha=1 - ci) for r, lo, p in
-                       zip(part["impact_ratio"], part["impact_ratio_lo"], part["p_adj"])]
-    part["needed_per_group"] = _needed(scores, part, pool, k, threshold, ci, plan_boot, seed)
-    smallest = part.groupby(list(KEY), observed=True)["candidates"].transform("min")
-    part["more_per_group"] = (part["needed_per_group"] - smallest).clip(lower=0)
-    return part[list(COLUMNS)].reset_index(drop=True)
+    design = PoolDesign.parse(pool)
+    keys = split_keys(scores, reference=str(scores["group"].iloc[0]))
+    quotas = _check_quotas(keys, k, design, grouping)[0]
+    frames = [_judged(data, design, quotas, grouping=grouping, threshold=threshold, ci=ci, n_boot=n_boot,
+                      n_perm=n_perm, plan_boot=plan_boot, seed=seed) for data in keys]
+    return pd.concat(frames, ignore_index=True)[list(COLUMNS)]
+
+
+def _judged(data: KeyData, design: PoolDesign, quotas: list[int], *, grouping: str, threshold: float, ci: float,
+            n_boot: int, n_perm: int, plan_boot: int, seed: int) -> pd.DataFrame:
+    """The verdict rows of one system: its impact rows (category by category, each at every quota) with p-values,
+    verdicts and the candidates needed."""
+    part = key_impact(data, design, quotas, grouping=grouping, ci=ci, n_boot=n_boot, seed=seed)
+    shape, columns = (len(data.groups), len(quotas)), np.arange(len(quotas))
+    rate, ratio = (part[name].to_numpy().reshape(shape) for name in ("selection_rate", "impact_ratio"))
+    top = np.where(known_categories(data.groups)[:, None], rate, -np.inf).argmax(axis=0)  # most selected, per k
+    null = permuted_shares(data, design, n_perm=n_perm, seed=seed)[0][:, :, np.asarray(quotas) - 1]
+    p = permutation_pvalues({"dp": rate - rate[top, columns]}, {"dp": null - null[:, top, columns][:, None]})["dp_p"]
+    p[top, columns] = np.nan
+    p_adj = np.stack([adjust(p[:, j], "holm") for j in columns], axis=1)
+    verdict = np.array([[classify(r, lo, q, threshold=threshold, alpha=1 - ci) for r, lo, q in zip(*row)] for row in
+                        zip(ratio, part["impact_ratio_lo"].to_numpy().reshape(shape), p_adj)])
+    needed_n = _needed(data, design, quotas, verdict == INCONCLUSIVE, rate, ratio, top, threshold=threshold,
+                       level=ci, plan_boot=plan_boot, seed=seed)
+    part["p_adj"], part["verdict"], part["needed_per_group"] = p_adj.ravel(), verdict.ravel(), needed_n.ravel()
+    part["more_per_group"] = (part["needed_per_group"] - part["candidates"].min()).clip(lower=0)
+    return part
+
+
+def _needed(data: KeyData, design: PoolDesign, quotas: list[int], todo: np.ndarray, rate: np.ndarray,
+            ratio: np.ndarray, top: np.ndarray, *, threshold: float, level: float, plan_boot: int,
+            seed: int) -> np.ndarray:
+    """(categories, quotas): the candidates per group the planner estimates for each ``todo`` (inconclusive) cell;
+    NaN elsewhere, for pairwise scores and when the pool design cannot be resized (observed pools)."""
+    out = np.full(todo.shape, np.nan)
+    if not todo.any() or design.kind == PoolKind.OBSERVED or is_pairwise(data.key[-1]):
+        return out
+    if plan_boot < 10:
+        raise AuditError(f"bootstrap replicates {plan_boot} must be at least 10")
+    grid = sorted({*SIZES, int(np.bincount(data.group).min())})
+    draws = planned_shares(data, design, sizes=grid, n_boot=plan_boot, seed=seed)
+    widths: dict[int, list] = {}  # per most-selected category: each size's half-widths (groups, L)
+    for j in np.flatnonzero(todo.any(axis=0)):
+        reference = int(top[j])
+        if reference not in widths:
+            widths[reference] = [gap_half_widths(phi, reference, level) for phi in draws]
+        at_k = np.array([np.full(len(data.groups), np.nan) if np.isscalar(w) else w[:, quotas[j] - 1]
+                         for w in widths[reference]])
+        at_k[:, reference] = np.nan
+        with warnings.catch_warnings():  # a size whose pools do not fit has no width (as the planner reads it)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            widest = np.nanmax(at_k, axis=1)
+        for g in np.flatnonzero(todo[:, j]):
+            target = decision_target(rate[g, j], rate[reference, j], ratio[g, j], threshold)
+            out[g, j] = needed(grid, widest, target)[0]
+    return out
 
 
 def rollup(table: pd.DataFrame, by: list[str] | tuple[str, ...] = KEY) -> pd.DataFrame:

@@ -1,23 +1,30 @@
 """The verdict at the top of the Overview and the Allocation page: one cached :func:`audit.audit_verdict.verdict_table`
-of the view's task, systems and subtasks at quota k, and its impact tables per grouping."""
+of the view's task, systems and subtasks at every quota k, read at the page's k with its impact tables per
+grouping."""
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from audit import readable, views
-from audit.audit_verdict import pool_sizes, verdict_table
+from audit.audit_verdict import every_quota, refuse_full_pools
 from audit.errors import AuditError
 from audit.selection import Selection
 from pages.shared import common
 
 
-@st.cache_resource(show_spinner="Judging the audit…", max_entries=16)
+@st.cache_resource(show_spinner="Judging the audit at every quota k…", max_entries=8)
+def every_k(path: str, version: tuple, selection: Selection) -> tuple[pd.DataFrame, dict[str, int]]:
+    """:func:`audit.audit_verdict.every_quota` of ``selection``: a new k reads a slice; shared, never mutated."""
+    return every_quota(common.load_tables(path, version), selection)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
 def judged(path: str, version: tuple, selection: Selection, k: int) -> readable.Verdict:
-    """The verdict of ``selection`` at quota k (every grouping whose pools exceed k), as the pages show it; shared,
-    never mutated."""
-    tables = common.load_tables(path, version)
-    return readable.verdict(verdict_table(tables, selection, k=k), pool_sizes(tables, selection), k,
-                            selection.ci or 0.95)
+    """The verdict of ``selection`` at quota k, as the pages show it; shared, never mutated."""
+    table, sizes = every_k(path, version, selection)
+    refuse_full_pools(k, sizes)
+    return readable.verdict(table[table["k"] == k].reset_index(drop=True), sizes, k, selection.ci or 0.95)
 
 
 def verdict(view: views.View, k: int, *, impact: bool = False) -> None:
