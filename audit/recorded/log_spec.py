@@ -20,7 +20,7 @@ from typing import Any
 
 from audit.errors import AuditError
 from audit.recorded.frame import OUTCOMES
-from audit.tasks.specs import check_shape, read_mapping
+from audit.tasks.specs import check_keys, read_mapping
 
 KEYS = {"applicant", "demographics", "outcome", "pool", "subtask", "date", "reference", "label"}
 
@@ -52,12 +52,7 @@ def load_log_spec(path: str | Path) -> LogSpec:
 
 def parse_log_spec(raw: Any, where: str = "spec") -> LogSpec:
     """A :class:`LogSpec` from a parsed mapping; ``where`` prefixes every error message."""
-    if not isinstance(raw, dict):
-        raise AuditError(f"{where}: expected a mapping with keys applicant and demographics (see the README)")
-    check_shape(raw, where)
-    unknown = sorted(set(map(str, raw)) - KEYS)
-    if unknown:
-        raise AuditError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(KEYS)}")
+    check_keys(raw, where, KEYS, "a mapping with keys applicant and demographics (see the README)")
     demographics = raw.get("demographics")
     demographics = [demographics] if isinstance(demographics, str) else demographics
     if not isinstance(demographics, list) or not demographics or not all(_name(c) for c in demographics):

@@ -81,12 +81,7 @@ def load_spec(path: Path) -> TaskSpec:
 
 def parse_spec(raw: Any, where: str = "spec") -> TaskSpec:
     """A :class:`TaskSpec` from a parsed mapping; ``where`` prefixes every error message."""
-    if not isinstance(raw, dict):
-        raise AuditError(f"{where}: expected a mapping of keys ({', '.join(REQUIRED)}, …)")
-    check_shape(raw, where)
-    unknown = sorted(set(map(str, raw)) - KEYS)
-    if unknown:
-        raise AuditError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(KEYS)}")
+    check_keys(raw, where, KEYS, f"a mapping of keys ({', '.join(REQUIRED)}, …)")
     absent = [key for key in REQUIRED if key not in raw]
     if absent:
         raise AuditError(f"{where}: missing key(s) {absent}")
@@ -122,6 +117,17 @@ def parse_spec(raw: Any, where: str = "spec") -> TaskSpec:
         group_columns=tuple(columns),
         groups=None if groups is None else tuple(unicodedata.normalize("NFC", str(g).strip()) for g in groups),
     )
+
+
+def check_keys(raw: Any, where: str, allowed: set[str] | frozenset[str], expected: str) -> None:
+    """Refuse a parsed spec that is not a mapping (``expected`` says what it should be), has a shape no spec has
+    (:func:`check_shape`) or a key outside ``allowed``."""
+    if not isinstance(raw, dict):
+        raise AuditError(f"{where}: expected {expected}")
+    check_shape(raw, where)
+    unknown = sorted(set(map(str, raw)) - set(allowed))
+    if unknown:
+        raise AuditError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(allowed)}")
 
 
 def check_shape(raw: Any, where: str) -> None:
