@@ -49,8 +49,10 @@ class StoreTables:
                    model_table(store.models()), designs, store.recorded_systems())
 
     def tasks(self) -> list[str]:
-        """Tasks with results, in name order."""
-        return sorted(self.scores["task"].unique())
+        """Tasks with results: those holding a recorded system's decisions first (an auditor's first job is the
+        deployed system, so a dashboard opens on it), then the others, each in name order."""
+        recorded = set(self.outcomes["task"]) if len(self.outcomes) else set()
+        return sorted(self.scores["task"].unique(), key=lambda task: (task not in recorded, task))
 
     def task(self, chosen: str | None) -> str:
         """``chosen`` (a command's ``--task``), else the store's only task (:func:`one_task`)."""

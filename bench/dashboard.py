@@ -1,6 +1,9 @@
 """Dashboard timings on the demo store, from one run (Streamlit AppTest, no browser).
 
-    PYTHONPATH=. python bench/dashboard.py
+    PYTHONPATH=. python bench/dashboard.py [--task resume]
+
+``--task`` picks the task the page shows (default: the one the store opens on, the recorded study in the demo store;
+``resume`` is the task of the earlier rounds in bench/README.md).
 
 Prints the cold start of the Allocation gaps page (fresh process: imports, store read, metric table with bootstrap
 bands, figures) and the median time of quota-slider reruns: to a k seen before, to a new k, and a naive rerun with
@@ -8,6 +11,7 @@ every Streamlit cache cleared (what each move would cost without caching). Targe
 """
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import time
@@ -31,7 +35,12 @@ def timed(action) -> float:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task", help="the task shown (default: the one the store opens on)")
+    task = parser.parse_args().task
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    if task:
+        at.session_state["task"] = task
     at.switch_page(PAGE)
     cpu = time.process_time()
     cold = timed(at.run)
@@ -49,7 +58,7 @@ def main() -> None:
     naive = [timed(lambda k=k: uncached(k)) for k in MOVES[:3]]
     assert not at.exception, at.exception
     median = lambda times: statistics.median(times) * 1000  # noqa: E731
-    print(f"store: {os.environ['AUDIT_DB']}")
+    print(f"store: {os.environ['AUDIT_DB']}, task {at.sidebar.selectbox(key='task').value}")
     print(f"allocation page cold start (AppTest):   {cold:7.2f} s   target < 3 s")
     print(f"  of which CPU time of this process:    {cold_cpu:7.2f} s")
     print(f"k-slider rerun, k seen before:          {median(again):7.0f} ms  target < 300 ms (median of {len(again)})")

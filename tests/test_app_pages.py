@@ -15,9 +15,11 @@ PAGES = ["pages/overview.py", "pages/run_audit.py", "pages/allocation_gaps.py", 
          "pages/model_rankings.py", "pages/cairo_explorer.py", "pages/compare.py"]
 
 
-def app(monkeypatch, store) -> AppTest:
+def app(monkeypatch, store, task: str = "resume") -> AppTest:
+    """The dashboard on ``store``, on ``task`` where the store holds it (else on the task the store opens on)."""
     monkeypatch.setenv("AUDIT_DB", str(store))
     at = AppTest.from_file(APP, default_timeout=180)
+    at.session_state["task"] = task
     at.run()
     assert not at.exception, at.exception
     return at
@@ -31,6 +33,19 @@ def gap_table(at: AppTest):
 def demo(monkeypatch) -> AppTest:
     assert DEMO_STORE.is_file(), "data/demo.db is missing: run scripts/build_demo_store.sh"
     return app(monkeypatch, DEMO_STORE)
+
+
+def test_the_demo_store_opens_on_the_recorded_study(monkeypatch):
+    """Issue 21: ``make app`` opens on a deployed system's audit (GPT-3.5/GPT-4's recorded rankings); the models'
+    resume pilot is the next task."""
+    monkeypatch.setenv("AUDIT_DB", str(DEMO_STORE))
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.run()
+    at.switch_page("pages/allocation_gaps.py").run()
+    assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
+    assert at.sidebar.selectbox(key="task").value == "study-gpt-hiring"
+    assert at.sidebar.selectbox(key="task").options == ["study-gpt-hiring", "resume"]
+    assert set(at.sidebar.multiselect(key="models_study-gpt-hiring_pointwise").value) == {"gpt-3.5-turbo", "gpt-4"}
 
 
 def test_every_page_renders_on_the_demo_store(demo):

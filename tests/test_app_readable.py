@@ -28,6 +28,7 @@ def demo(monkeypatch) -> AppTest:
     monkeypatch.setenv("AUDIT_DB", str(DEMO_STORE))
     at = AppTest.from_file(APP, default_timeout=300)
     at.session_state["n_boot"] = N_BOOT  # the sidebar's smallest choice keeps the test quick
+    at.session_state["task"] = "resume"  # the store opens on the recorded study
     at.run()
     assert not at.exception, at.exception
     return at

@@ -167,6 +167,7 @@ def test_compare_page_cli_and_report_hold_the_same_comparison(monkeypatch):
     report's comparison come from one computation."""
     monkeypatch.setenv("AUDIT_DB", str(DEMO_STORE))
     at = AppTest.from_file(APP, default_timeout=180)
+    at.session_state["task"] = "resume"  # the store opens on the recorded study
     at.run()
     at.switch_page("pages/compare.py").run()
     at.sidebar.radio(key="grouping_resume").set_value("race").run()

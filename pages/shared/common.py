@@ -177,7 +177,10 @@ def store_input() -> str:
 
 def view_inputs(path: str, stored: views.StoreTables) -> views.View:
     """Task, mode, grouping, reference, filters and bootstrap settings; every choice comes from the task's design."""
-    task = st.selectbox("task", stored.tasks(), key="task", help="Each task is audited with its own stored design.")
+    if st.session_state.get("task") not in stored.tasks():  # e.g. another store was opened: start on its first task
+        st.session_state.pop("task", None)
+    task = st.selectbox("task", stored.tasks(), key="task",
+                        help="Each task is audited with its own stored design; a store opens on its recorded systems.")
     design = stored.design(task)
     rows = stored.scores[stored.scores["task"] == task]
     mode = st.selectbox("scoring mode", [m for m in views.MODES if m in set(rows["mode"])], key=f"mode_{task}")
