@@ -41,7 +41,9 @@ if name.startswith(PREFIX):
                                help="The key is read from this variable of the dashboard's process; it is never "
                                     "stored or shown. Only variables the operator lists in AUDIT_API_KEY_ENVS "
                                     "(NAME or NAME=ORIGIN) are accepted. Leave empty for a server without a key.")
-quant = right.selectbox("quantisation", QUANTS, key="run_quant", help="auto = 4-bit NF4 on CUDA, full precision on CPU")
+quant = right.selectbox("quantisation", QUANTS, key="run_quant",
+                        help="auto = 4-bit NF4 on CUDA, full precision on CPU; bf16 = faster on CPUs with native bf16, "
+                             "but it moves scores (bench/README.md)")
 task_names = [*TASKS, *DATA_TASKS]
 task_name = st.selectbox("task", task_names, key="run_task", format_func=lambda t: TASK_TITLES.get(t, t))
 try:

@@ -10,14 +10,16 @@ import hashlib
 import json
 import os
 import re
+import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from audit.backend.cpu import cpu_flags, native_bf16
 from audit.backend.hashing import file_sha256
 from audit.backend.registry import GGUF_MAGIC, REGISTRY
 from audit.errors import AuditError
 
-QUANTS = ("auto", "none", "4bit", "8bit")
+QUANTS = ("auto", "none", "bf16", "4bit", "8bit")
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
@@ -29,7 +31,7 @@ class ModelRef:
     kind: str  # "gguf", "dir" or "hub"
     location: str  # file path, folder path or hub id
     content_id: str  # SHA-256 of the file(s) or the hub commit
-    quant: str  # resolved: "none", "4bit" or "8bit"
+    quant: str  # resolved: "none", "bf16", "4bit" or "8bit"
     dtype: str
     device: str
     runtime: str = "transformers"  # what computes the numbers: "transformers" or "vllm" (own kernels, own results)
@@ -53,10 +55,14 @@ def precision(kind: str, quant: str, device: str) -> tuple[str, str]:
     ``auto`` on CUDA is 4-bit NF4 with bf16 compute for hub and folder models (the paper's setting) but full fp32 for
     GGUF files: they are already quantised, and NF4 on top of Q4 moved the bundled SmolLM2's P(Yes) by 0.34 on
     average on an H100, while CUDA fp32 matches CPU fp32 and batching changes nothing (bf16: up to 0.026; see
-    bench/README.md). CPU runs full fp32.
+    bench/README.md). CPU runs full fp32 under ``auto``: ``bf16`` (bfloat16 weights and compute, no quantisation) is
+    1.4× faster on a CPU with native bf16 (:func:`audit.backend.cpu.native_bf16`) but flipped the sign of 19 of 112
+    ΔDP gaps of the demo's resume pilot (bench/README.md, "bf16 on CPU"), so it is an option, not the default.
     """
     if quant == "auto":
         quant = "4bit" if device == "cuda" and kind != "gguf" else "none"
+    if quant == "bf16":
+        return quant, "bfloat16"
     dtype = "float32" if device == "cpu" or (kind == "gguf" and quant == "none") else "bfloat16"
     return quant, dtype
 
@@ -66,11 +72,15 @@ def resolve(model: str, *, quant: str = "auto", revision: str | None = None, dev
     if quant not in QUANTS:
         raise AuditError(f"unknown quantisation {quant!r}; choose one of {list(QUANTS)}")
     device = device or default_device()
-    if quant not in ("auto", "none") and device != "cuda":
+    if quant in ("4bit", "8bit") and device != "cuda":
         import importlib.util
 
         if importlib.util.find_spec("bitsandbytes") is None:
             raise AuditError(f"--quant {quant} needs the package bitsandbytes (pip install bitsandbytes)")
+    if quant == "bf16" and device == "cpu" and not native_bf16(cpu_flags()):
+        warnings.warn("--quant bf16: this CPU has no native bfloat16 (avx512_bf16 or amx_bf16), so PyTorch emulates "
+                      "it and scoring runs slower than full precision; results are kept under their own fingerprint",
+                      stacklevel=2)
     path = Path(model).expanduser()
 
     def ref(kind: str, label: str, location: str, content_id: str) -> ModelRef:

@@ -46,7 +46,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                        help="cut candidate texts too long for the model's context to fit (default: refuse them)")
     score.add_argument("--batch-size", type=int, default=8)
     score.add_argument("--quant", choices=QUANTS, default="auto",
-                       help="auto = 4-bit NF4 on CUDA, full precision on CPU")
+                       help="auto = 4-bit NF4 on CUDA, full precision on CPU; bf16 = bfloat16 weights and compute "
+                            "(faster on CPUs with native bf16, but it moves scores: see bench/README.md)")
     score.add_argument("--revision", help="hub revision (branch, tag or commit)")
     score.add_argument("--trust-remote-code", action="store_true", help="run model code from the hub (opt-in)")
     score.add_argument("--backend", choices=BACKENDS[:2], default="transformers",
