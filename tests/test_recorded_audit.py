@@ -89,6 +89,11 @@ def test_report_with_comparison(small, tmp_path):
     text = out.read_text()
     assert "gpt-3.5-turbo" in text and "gpt-4" in text and "Comparison" in text
     assert "Bias audit summary (NYC Local Law 144)" in text and "Black men (B_M)" in text
+    # what was audited is the imported decisions, not a prompt scored here: no empty prompt section, no empty hash
+    with Store(db) as store:
+        decisions = int(store.recorded_systems()["decisions"].sum())
+    assert f"Candidate data: {decisions:,} recorded decisions" in text and decisions == 2 * 1000 * 8
+    assert "Nothing was scored here" in text and "Prompts as scored" not in text and "n/a (recorded)" in text
 
 
 def test_positional_names_read_a_piece_by_its_part():

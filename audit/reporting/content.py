@@ -87,8 +87,9 @@ class ReportData:
     verdicts: pd.DataFrame | None = None
     #: each declared grouping's smallest pool size (a quota k is defined below it)
     pool_sizes: dict[str, int] = field(default_factory=dict)
-    #: (SHA-256 of the candidate rows scored, number of rows), see :func:`audit.reporting.provenance.data_hash`
-    data: tuple[str, int] = ("", 0)
+    #: (SHA-256 of the data behind the results, number of rows, what they are), see
+    #: :func:`audit.reporting.provenance.data_hash`
+    data: tuple[str, int, str] = ("", 0, "rows")
 
     @property
     def at_k(self) -> pd.DataFrame:

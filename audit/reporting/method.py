@@ -38,11 +38,19 @@ def pool_words(pool: str, mode: str) -> str:
             "ties sharing the remaining places.")
 
 
+RECORDED = ("Nothing was scored here: each system's decisions were recorded where it was deployed and imported "
+            "(sources and hashes in Appendix C). A recorded rank r in a pool of n becomes the score (n − r)/(n − 1) "
+            "(1 for the first place, 0 for the last: the system's own order), a recorded selection the score 1 or 0, "
+            "a recorded score itself.")
+
+
 def method_paragraphs(*, pool: str, mode: str, k: int, reference: str, reference_code: str, grouping: str,
-                      labels: tuple[str, ...], relevance: tuple[float, ...], qualification: str) -> list[str]:
-    """The method section's paragraphs (plain text)."""
+                      labels: tuple[str, ...], relevance: tuple[float, ...], qualification: str,
+                      recorded: bool = False) -> list[str]:
+    """The method section's paragraphs (plain text); ``recorded``: the systems are imported decisions."""
     scored = ", ".join(f"“{label}” = {value:g}" for label, value in zip(labels, relevance))
-    scoring = (f"Each candidate is scored from the model's next-token probabilities of the answer labels, without "
+    scoring = (RECORDED if recorded else
+               f"Each candidate is scored from the model's next-token probabilities of the answer labels, without "
                f"sampling: score = Σ P(label) × relevance, with relevance {scored} (probabilities renormalised over "
                "the labels)." if mode == "pointwise" else
                "Each pair of candidates is asked in both orders and the answers are counted (pairwise scoring).")

@@ -34,8 +34,9 @@ def systems(store: Store, scores: pd.DataFrame, task: str, mode: str) -> pd.Data
         first, last = store.db.execute(
             f"SELECT MIN(r.created), MAX(r.created) FROM {plan} p JOIN {table} r ON r.model = p.model AND "
             f"r.prompt = p.prompt AND {match} WHERE p.model = ? AND p.task = ?", (fingerprint, task)).fetchone()
-        precision = "/".join(str(v) for v in (info.get("quant", ""), info.get("dtype", "")) if v)
         recorded = "source_sha256" in info  # imported decisions: dated by the decisions, hashed by their source
+        precision = "n/a (recorded)" if recorded else "/".join(
+            str(v) for v in (info.get("quant", ""), info.get("dtype", "")) if v)
         rows.append({"model": label, "fingerprint": fingerprint,
                      "content hash": info.get("source_sha256" if recorded else "content_id", ""),
                      "source": info.get("source" if recorded else "location", ""), "kind": info.get("kind", ""),
@@ -46,17 +47,26 @@ def systems(store: Store, scores: pd.DataFrame, task: str, mode: str) -> pd.Data
     return pd.DataFrame(rows).sort_values("model", ignore_index=True)
 
 
-def data_hash(store: Store, task: str, subtasks: list[str]) -> tuple[str, int]:
-    """(SHA-256 of the task's candidate rows in ``subtasks``, number of rows). Each row (subtask, candidate id,
-    group, qualified, name, text) is one JSON array, rows sorted by (subtask, candidate id), joined by newlines: the
-    hash changes with any edit of the data the scores were computed on."""
+def data_hash(store: Store, task: str, subtasks: list[str]) -> tuple[str, int, str]:
+    """(SHA-256 of the data the task's results come from, number of rows, what they are). Scored tasks: the candidate
+    rows in ``subtasks``, each (subtask, candidate id, group, qualified, name, text); recorded systems: their
+    decisions, each (system, subtask, pool, position, group, value, applicant). Each row is one JSON array, rows
+    sorted, joined by newlines: the hash changes with any edit of the data the numbers were computed on."""
+    marks = ",".join("?" * len(subtasks))
     found = store.db.execute(
         f"SELECT subtask, candidate_id, grp, qualified, name, text FROM candidates WHERE task = ? AND subtask IN "
-        f"({','.join('?' * len(subtasks))}) ORDER BY subtask, candidate_id", (task, *subtasks)).fetchall()
+        f"({marks}) ORDER BY subtask, candidate_id", (task, *subtasks)).fetchall()
+    what = "rows of the store's candidates table"
+    if not found:
+        found = store.db.execute(
+            "SELECT s.model, s.subtask, d.pool, d.position, d.grp, d.value, d.applicant FROM recorded_decisions d "
+            f"JOIN recorded_systems s ON s.id = d.system WHERE s.task = ? AND s.subtask IN ({marks}) "
+            "ORDER BY s.model, s.subtask, d.pool, d.position", (task, *subtasks)).fetchall()
+        what = "recorded decisions (imported: sources in Appendix C)"
     digest = hashlib.sha256()
     for row in found:
         digest.update(json.dumps(list(row), ensure_ascii=False).encode("utf-8") + b"\n")
-    return digest.hexdigest(), len(found)
+    return digest.hexdigest(), len(found), what
 
 
 def prompts(store: Store, task: str, scores: pd.DataFrame, mode: str) -> pd.DataFrame:

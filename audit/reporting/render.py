@@ -78,7 +78,7 @@ def _short(verdict: str, more: float) -> str:
 def audited(data: ReportData) -> str:
     """Page 1, part 1: the systems (fingerprint, content hash, scoring dates), the data and its hash, the choices."""
     s = data.settings
-    data_digest, rows = data.data
+    data_digest, rows, what = data.data
     facts = {"task": data.task, "subtasks": ", ".join(data.subtasks), "scoring mode": s.mode,
              "grouping": s.grouping, "reference group": s.reference,
              "reference group name": data.design.display_name(s.reference, s.grouping),
@@ -92,7 +92,7 @@ def audited(data: ReportData) -> str:
     return (f"<h2>What was audited</h2>{table(systems, numeric=('first scored', 'last scored'), css='small')}"
             "<p class=muted>The fingerprint identifies a system: its weights' content hash with its precision and "
             "backend (hashes and sources: Appendix C).</p>"
-            f"<p>Candidate data: {rows} rows of the store's candidates table, SHA-256 {_code(data_digest)}.</p>"
+            f"<p>Candidate data: {rows:,} {what}, SHA-256 {_code(data_digest)}.</p>"
             f"{_facts(facts)}")
 
 
@@ -173,9 +173,10 @@ def findings_section(data: ReportData) -> str:
 
 def method(data: ReportData) -> str:
     s, design = data.settings, data.design
+    recorded = bool(len(data.models)) and bool((data.models["backend"] == "imported").all())
     paragraphs = method_paragraphs(pool=s.design, mode=s.mode, k=s.k, reference=design.display_name(
         s.reference, s.grouping), reference_code=s.reference, grouping=s.grouping, labels=design.labels,
-        relevance=design.relevance, qualification=design.qualification)
+        relevance=design.relevance, qualification=design.qualification, recorded=recorded)
     glossary = "".join(f"<li><b>{escape(term)}</b>: {escape(text)}</li>" for term, text in GLOSSARY.items())
     sizes = sample_sizes(data)
     sizes = pd.DataFrame({"system": sizes["model"], "subtasks": sizes["subtasks"].astype(str),
@@ -195,7 +196,7 @@ def method(data: ReportData) -> str:
     return ("<h2>Method</h2>" + "".join(f"<p>{escape(p)}</p>" for p in paragraphs)
             + f"<h3>Glossary</h3><ul>{glossary}</ul><h3>Sample sizes</h3>"
             + table(sizes, numeric=("subtasks", "candidates per group"), css="small")
-            + "<h3>Prompts as scored</h3>" + user + "".join(prompts))
+            + ("" if recorded else "<h3>Prompts as scored</h3>" + user + "".join(prompts)))
 
 
 def gaps(data: ReportData) -> str:
