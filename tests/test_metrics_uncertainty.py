@@ -207,22 +207,24 @@ def test_shuffled_label_gaps_equal_the_exact_gaps_of_the_relabelled_table(pool):
 
 
 @pytest.mark.parametrize("pool", ["random:4", "observed"])
-def test_permuted_shares_of_label_free_rank_laws_equal_the_exact_shares_of_each_relabelled_table(pool):
-    """Issue 19: for designs whose rank laws do not depend on the labels (random:N, recorded pools) the permutations
-    count each group's rows per distinct law instead of summing row by row; every shuffle's shares still equal the
-    exact shares of the table relabelled by that shuffle."""
+def test_label_free_shares_of_a_relabelling_equal_the_exact_shares_of_the_relabelled_table(pool):
+    """Issue 19: for designs whose rank laws do not depend on the labels (random:N, recorded pools) a shuffle's shares
+    follow from how many rows of each group hold each (law, qualified) cell; for any relabelling they equal the
+    exact shares of the relabelled table."""
     from audit.design import PoolDesign
-    from audit.metrics.inference import key_seed, permuted_shares
+    from audit.metrics.inference import label_free_cells, table_shares
     rng = np.random.default_rng(13)
     scores = pd.concat([frame("m", "s", g, rng.choice(VALUES, 8), np.arange(8) % 2) for g in "RABC"],
                        ignore_index=True)
     scores["pool"] = np.tile(np.arange(8), 4)  # eight recorded pools of one candidate per group
     data = split_keys(scores, reference="R")[0]
-    phi, psi = permuted_shares(data, PoolDesign.parse(pool), n_perm=3, seed=7)
-    shuffles = np.random.default_rng([7, key_seed(data), 0]).permuted(
-        np.broadcast_to(data.group, (3, data.group.size)), axis=1)  # the stream of the first block
+    cells = label_free_cells(data, PoolDesign.parse(pool))
+    relabellings = np.stack([rng.permutation(data.group) for _ in range(3)])
+    tables = np.stack([np.bincount(labels * len(cells[1]) + cells[2], minlength=len(data.groups) * len(cells[1]))
+                       .reshape(len(data.groups), -1) for labels in relabellings])
+    phi, psi = table_shares(cells, tables)
     others = [g for g in range(len(data.groups)) if g != data.ref]
-    for b, labels in enumerate(shuffles):
+    for b, labels in enumerate(relabellings):
         relabelled = scores.iloc[:0].reindex(range(data.group.size)).assign(
             model="m", task="t", subtask="s", mode="pointwise", candidate_id=data.candidate_id,
             group=np.asarray(data.groups)[labels], qualified=data.qualified, score=data.score,
@@ -230,3 +232,21 @@ def test_permuted_shares_of_label_free_rank_laws_equal_the_exact_shares_of_each_
         exact = allocation_gaps(relabelled, reference="R", ks=range(1, phi.shape[2] + 1), pool=pool)
         assert np.allclose((phi[b] - phi[b, data.ref])[others].ravel(), exact["dp_gap"], atol=1e-12)
         assert np.allclose((psi[b] - psi[b, data.ref])[others].ravel(), exact["eo_gap"], atol=1e-12)
+
+
+def test_shuffled_tables_have_the_law_of_a_uniform_shuffle():
+    """Each drawn table keeps both margins, and its cells have the mean and variance of the counts a uniform
+    permutation of the labels gives (here against 100,000 real shuffles); the 2 × 2 case is hypergeometric."""
+    from audit.metrics.inference import shuffled_tables
+    rng = np.random.default_rng(5)
+    small = shuffled_tables(rng, np.array([2, 2]), np.array([2, 2]), 60_000)[:, 0, 0]
+    assert np.allclose(np.bincount(small) / small.size, [1 / 6, 4 / 6, 1 / 6], atol=0.01)
+    totals, sizes, n = np.array([3, 5, 2]), np.array([4, 1, 5]), 100_000
+    tables = shuffled_tables(rng, totals, sizes, n)
+    assert (tables.sum(axis=2) == totals).all() and (tables.sum(axis=1) == sizes).all() and (tables >= 0).all()
+    labels, cells = np.repeat(np.arange(3), totals), np.repeat(np.arange(3), sizes)
+    shuffled = rng.permuted(np.broadcast_to(labels, (n, labels.size)), axis=1)
+    counts = np.stack([(shuffled == g)[:, cells == c].sum(axis=1) for g in range(3) for c in range(3)], axis=1)
+    drawn = tables.reshape(n, 9)
+    assert np.allclose(drawn.mean(axis=0), counts.mean(axis=0), atol=0.02)
+    assert np.allclose(drawn.var(axis=0), counts.var(axis=0), atol=0.03)

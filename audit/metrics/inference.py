@@ -53,29 +53,65 @@ def permuted_gaps(data: KeyData, design: PoolDesign, *, n_perm: int, seed: int) 
 def permuted_shares(data: KeyData, design: PoolDesign, *, n_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """(φ, ψ), each (n_perm, groups, L): the exact selection shares under shuffled group labels (whatever the
     reference: a gap against any group is a difference of these)."""
+    if design.kind != PoolKind.PER_GROUP:
+        return _label_free_shares(data, design, n_perm=n_perm, seed=seed)
     rows, groups = data.group.size, len(data.groups)
     size = pool_size(design, data)
     step = max(1, _CELLS_PER_CHUNK // (size * size * rows))  # shuffles per law computation (memory)
-    if design.kind != PoolKind.PER_GROUP:  # the rank laws do not depend on the labels: count rows per distinct law
-        laws, kind = np.unique(running_sum(candidate_laws(data, design, data.group[None]))[:, 0].T, axis=0,
-                               return_inverse=True)
-        cell = kind.ravel() * 2 + data.qualified
     phi, psi = [], []
     for block in range(0, n_perm, _BLOCK):  # seeded per fixed block: results do not depend on ``step``
         rng = np.random.default_rng([seed, key_seed(data), block])
         shuffled = rng.permuted(np.broadcast_to(data.group, (min(_BLOCK, n_perm - block), rows)), axis=1)
-        if design.kind != PoolKind.PER_GROUP:
-            n = len(shuffled)
-            counts = np.bincount(((np.arange(n)[:, None] * groups + shuffled) * len(laws) * 2 + cell).ravel(),
-                                 minlength=n * groups * len(laws) * 2).reshape(n, groups, len(laws), 2)
-            phi.append(_mean_law(counts.sum(axis=3), laws))
-            psi.append(_mean_law(counts[..., 1], laws))
-            continue
         for labels in np.array_split(shuffled, -(-len(shuffled) // step)):
             chances = running_sum(candidate_laws(data, design, labels))
             phi.append(group_shares(labels, chances, np.ones(rows), groups))
             psi.append(group_shares(labels, chances, data.qualified.astype(float), groups))
     return np.concatenate(phi), np.concatenate(psi)
+
+
+def _label_free_shares(data: KeyData, design: PoolDesign, *, n_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`permuted_shares` for designs whose rank laws do not depend on the labels (``random:N``, recorded
+    pools): a shuffle then only decides how many rows of each group fall in each cell (distinct law × qualified),
+    so each shuffle's table of those counts is drawn directly, with the law of a uniform permutation's."""
+    cells = label_free_cells(data, design)
+    rng = np.random.default_rng([seed, key_seed(data)])
+    return table_shares(cells, shuffled_tables(rng, np.bincount(data.group), np.bincount(cells[2]), n_perm))
+
+
+def label_free_cells(data: KeyData, design: PoolDesign) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the distinct rank laws (laws, L), the cells present as ``law · 2 + qualified``, each row's cell index)."""
+    laws, kind = np.unique(running_sum(candidate_laws(data, design, data.group[None]))[:, 0].T, axis=0,
+                           return_inverse=True)
+    cells, cell = np.unique(kind.ravel() * 2 + data.qualified, return_inverse=True)
+    return laws, cells, cell.ravel()
+
+
+def table_shares(cells: tuple[np.ndarray, np.ndarray, np.ndarray], tables: np.ndarray) -> tuple[np.ndarray,
+                                                                                               np.ndarray]:
+    """(φ, ψ), each (n, groups, L), from tables (n, groups, cells) of how many rows of each group hold each cell."""
+    laws, present, _ = cells
+    counts = np.zeros((*tables.shape[:2], len(laws) * 2))
+    counts[:, :, present] = tables
+    counts = counts.reshape(*tables.shape[:2], len(laws), 2)
+    return _mean_law(counts.sum(axis=3), laws), _mean_law(counts[..., 1], laws)
+
+
+def shuffled_tables(rng: np.random.Generator, totals: np.ndarray, sizes: np.ndarray, n: int) -> np.ndarray:
+    """(n, groups, cells): how many of each group's ``totals`` labels land in each cell of ``sizes`` rows when the
+    labels are shuffled uniformly, n times: cell by cell a multivariate hypergeometric draw of the labels left,
+    itself drawn group by group (a univariate hypergeometric each, vectorised over the n shuffles)."""
+    out = np.zeros((n, totals.size, sizes.size), dtype=np.int64)
+    left = np.tile(totals.astype(np.int64), (n, 1))  # labels of each group not yet placed
+    for c, size in enumerate(sizes[:-1]):
+        need, after = np.full(n, size, dtype=np.int64), left.sum(axis=1)
+        for g in range(totals.size - 1):
+            after = after - left[:, g]  # labels of the groups after g
+            out[:, g, c] = rng.hypergeometric(left[:, g], after, need)
+            need = need - out[:, g, c]
+        out[:, -1, c] = need
+        left -= out[:, :, c]
+    out[:, :, -1] = left
+    return out
 
 
 def _mean_law(counts: np.ndarray, laws: np.ndarray) -> np.ndarray:
