@@ -27,8 +27,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from dataclasses import replace  # noqa: E402
-
 from audit.backend import CausalLM, resolve  # noqa: E402
 from audit.backend.chat import render_ids  # noqa: E402
 from audit.backend.loading import converted_dir  # noqa: E402
@@ -98,8 +96,8 @@ def p_yes(ref, prompts: list, *, batch_size: int, prefix_cache: bool) -> np.ndar
 def accuracy(prompts: list) -> None:
     """max and mean |ΔP(Yes)| of the bundled model's GPU precisions against CPU fp32, and batched vs one by one."""
     cpu = p_yes(resolve("smollm2-135m", quant="none", device="cpu"), prompts, batch_size=8, prefix_cache=True)
-    bf16 = resolve("smollm2-135m", quant="none", device="cuda")
-    settings = {"fp32": replace(bf16, dtype="float32"), "bf16": bf16,
+    settings = {"fp32": resolve("smollm2-135m", quant="none", device="cuda"),
+                "bf16": resolve("smollm2-135m", quant="bf16", device="cuda"),
                 "4-bit NF4": resolve("smollm2-135m", quant="4bit", device="cuda")}
     print(f"SmolLM2-135M, {len(prompts)} prompts: |ΔP(Yes)| max / mean")
     print(f"{'setting':10} {'vs CPU fp32':>22} {'batched vs one by one':>24}")
