@@ -28,9 +28,9 @@ def default_pair(models: list[str]) -> tuple[int, int]:
 
 
 st.title("Compare two systems")
-st.caption("B against A on the same candidates: each group's gap difference with a paired bootstrap interval (the "
-           "same resampled candidates for both systems), the candidates whose selection flips, and the rank "
-           "correlation of their scores.")
+st.caption("B against A: each group's gap difference with a bootstrap interval — paired where both systems scored the "
+           "same candidates (the same resampled candidates for both), with the candidates whose selection flips and "
+           "the rank correlation of their scores; unpaired where they ranked different candidates (recorded pools).")
 current = common.need_view()
 if current.mode != "pointwise":
     st.info("Comparisons read pointwise scores; choose the pointwise scoring mode in the sidebar.")
