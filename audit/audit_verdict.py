@@ -55,14 +55,15 @@ def refuse_full_pools(k: int, sizes: dict[str, int], groupings: Sequence[str] | 
 
 
 def verdict_table(tables: StoreTables, selection: Selection, *, k: "int | Iterable[int]", groupings: Sequence[str] = (),
-                  threshold: float = FOUR_FIFTHS, plan_boot: int = 100) -> pd.DataFrame:
+                  threshold: float = FOUR_FIFTHS, plan_boot: int = 100,
+                  sizes: dict[str, int] | None = None) -> pd.DataFrame:
     """Verdict rows (see :data:`audit.metrics.verdict.COLUMNS`) plus ``name`` (the category's display name) at quota
     ``k``, or at each of several (one computation serves them all), for ``groupings`` (default: each declared grouping
     at the quotas below its pool size; an AuditError naming the pool sizes when no grouping has one, or when a named
-    grouping's pool size is not above a quota)."""
+    grouping's pool size is not above a quota); ``sizes``: the :func:`pool_sizes` of the selection, when known."""
     design = tables.design(selection.task)
     pool = selection.pool or str(pool_of(design, "pointwise"))
-    sizes = pool_sizes(tables, selection)
+    sizes = sizes or pool_sizes(tables, selection)
     quotas = sorted({int(q) for q in ([k] if isinstance(k, int) else k)})
     chosen = ({g: quotas for g in groupings} if groupings else
               {g: [q for q in quotas if q < size] for g, size in sizes.items() if any(q < size for q in quotas)})
@@ -84,4 +85,4 @@ def every_quota(tables: StoreTables, selection: Selection) -> tuple[pd.DataFrame
     """(the verdict rows at every quota k below some grouping's pool size, each grouping's pool size): one
     computation a slider of k reads slices of."""
     sizes = pool_sizes(tables, selection)
-    return verdict_table(tables, selection, k=range(1, max(sizes.values()))), sizes
+    return verdict_table(tables, selection, k=range(1, max(sizes.values())), sizes=sizes), sizes

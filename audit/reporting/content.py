@@ -173,7 +173,7 @@ def collect(settings: ReportSettings) -> ReportData:
     verdicts, sizes_by_grouping = None, {}
     if settings.mode == "pointwise":
         sizes_by_grouping = pool_sizes(tables, selection)
-        verdicts = verdict_table(tables, selection, k=settings.k, threshold=settings.threshold)
+        verdicts = verdict_table(tables, selection, k=settings.k, threshold=settings.threshold, sizes=sizes_by_grouping)
     settings = replace(settings, task=task, reference=result.reference, grouping=result.grouping, pool=result.pool)
     scores = regroup(scores[scores["model"].isin(metrics["model"]) & scores["subtask"].isin(metrics["subtask"])],
                      result.design.part(result.grouping))
