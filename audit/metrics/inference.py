@@ -4,7 +4,10 @@ Null hypothesis of "no gap": within one (model, subtask, mode) the group labels 
 shuffles the labels over the key's candidates (group sizes kept) and recomputes every group's exact ΔDP and ΔEO
 against the reference for every k, as :mod:`audit.metrics.allocation` does; permutations are processed in blocks as
 one batch (rank laws of every candidate under each shuffled labelling, then one matrix product per block), never in
-a Python loop over permutations. The two-sided p-value is p = (1 + #{b : |gap_b| ≥ |gap|}) / (B + 1), never 0.
+a Python loop over permutations. Where the rank laws do not depend on the labels (``random:N``, recorded pools) a
+shuffle only decides how many rows of each group hold each (law, qualified) cell, so those tables are drawn directly
+with a uniform shuffle's law (:func:`shuffled_tables`). The shares under a shuffle serve a gap against any group.
+The two-sided p-value is p = (1 + #{b : |gap_b| ≥ |gap|}) / (B + 1), never 0.
 """
 from __future__ import annotations
 
