@@ -12,6 +12,7 @@ from datetime import date
 import pandas as pd
 
 from audit.commands.io import emit, emit_table
+from audit.commands.options import add_output
 from audit.errors import AuditError
 from audit.metrics.ll144 import ll144_table
 from audit.recorded.outcomes import ll144_groupings, recorded_decisions
@@ -40,8 +41,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--exclude-small", metavar="JUSTIFICATION",
                         help="exclude categories under 2 %% from the impact ratios, with this justification")
     parser.add_argument("--distribution-date", default="", help="the date the tool was distributed (printed)")
-    parser.add_argument("--format", choices=("md", "csv", "json"), default="md")
-    parser.add_argument("--out", help="write here instead of stdout")
+    add_output(parser, ("md", "csv", "json"))
     parser.set_defaults(handler=run_ll144)
 
 

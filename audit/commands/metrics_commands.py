@@ -8,10 +8,11 @@ import sys
 import pandas as pd
 
 from audit.commands.io import emit, emit_table, parse_quotas, read_table_file, records
+from audit.commands.options import add_adjust, add_bootstrap, add_filters, add_output
 from audit.errors import AuditError
 from audit.metrics.bands import draws_table, ndcg_bands, validity_bands
 from audit.metrics.suite import MetricSuite
-from audit.metrics.inference import METHODS, adjusted
+from audit.metrics.inference import adjusted
 from audit.metrics.pairwise import drop_unreliable
 from audit.metrics.presets import PRESETS
 from audit.metrics.schema import is_pairwise
@@ -20,7 +21,7 @@ from audit.metrics.shape import score_shape
 from audit.metrics.validity import model_rankings, ndcg_table, validity
 from audit.store import Store
 from audit.audit_result import AuditResult, base_rows, compute
-from audit.selection import N_BOOT, Selection
+from audit.selection import Selection
 from audit.views import StoreTables
 
 
@@ -32,31 +33,27 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                                          "rabbi_pvalue, delta_qualified, jsd_qualified, emd_qualified, "
                                          "rabbi_qualified, dp_gap, eo_gap.")
     _common(metrics)
-    metrics.add_argument("--ci", type=float, help="confidence level of bootstrap bounds, e.g. 0.95 (adds *_lo/*_hi)")
-    metrics.add_argument("--bootstrap", type=int, default=N_BOOT, metavar="B",
-                         help=f"bootstrap replicates (default {N_BOOT})")
-    metrics.add_argument("--seed", type=int, default=0, help="bootstrap and permutation seed (default 0)")
+    add_bootstrap(metrics, ci=None, ci_help="confidence level of bootstrap bounds, e.g. 0.95 (adds *_lo/*_hi)",
+                  seed_help="bootstrap and permutation seed")
     metrics.add_argument("--permutations", type=int, metavar="B",
                          help="permutation test of no gap with B label shuffles (adds dp_gap_p, eo_gap_p and, "
                               "adjusted per model, mode and k, dp_gap_padj, eo_gap_padj)")
-    metrics.add_argument("--adjust", choices=tuple(METHODS), default="holm",
-                         help="multiple-comparison adjustment of the p-values: holm (default) or bh")
-    metrics.add_argument("--format", choices=("json", "csv"), default="json")
+    add_adjust(metrics)
+    add_output(metrics, ("json", "csv"))
     metrics.set_defaults(handler=run_metrics)
     check = sub.add_parser("validity", help="Pearson r of bias metrics with allocation gaps, model rankings, NDCG@N",
                            description="Correlations overall and per group (paper Table 1, Figure 6) and model-"
                                        "ranking NDCG@N averaged over subtasks (Figure 4), per task, mode and k.")
     _common(check)
-    check.add_argument("--ci", type=float, help="confidence level of bootstrap bands on r and NDCG (adds r_lo/r_hi, "
-                                                "ndcg_lo/ndcg_hi; candidates resampled within groups)")
-    check.add_argument("--bootstrap", type=int, default=200, metavar="B", help="bootstrap replicates (default 200)")
-    check.add_argument("--format", choices=("json",), default="json")
+    add_bootstrap(check, ci=None, replicates=200, seed_help=None,
+                  ci_help="confidence level of bootstrap bands on r and NDCG (adds r_lo/r_hi, ndcg_lo/ndcg_hi; "
+                          "candidates resampled within groups)")
+    add_output(check, ("json",))
     check.set_defaults(handler=run_validity)
     shape = sub.add_parser("shape", help="skewness and kurtosis of each group's scores (paper Figure 13)",
                            description="One row per (model, task, subtask, mode, group): n, skewness, kurtosis.")
     shape.add_argument("--scores", required=True, help="score table (.csv or .parquet) from `python -m audit scores`")
-    shape.add_argument("--format", choices=("json", "csv"), default="json")
-    shape.add_argument("--out", help="write here instead of stdout")
+    add_output(shape, ("json", "csv"))
     shape.set_defaults(handler=run_shape)
 
 
@@ -69,8 +66,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
                                             "chosen grouping)")
     parser.add_argument("--mode", help="with --db: the scoring mode (default: every mode of the task)")
     parser.add_argument("--grouping", help="with --db: a grouping the task declares, e.g. race (default: whole codes)")
-    parser.add_argument("--models", nargs="+", default=(), help="with --db: models to include (default: all)")
-    parser.add_argument("--subtasks", nargs="+", default=(), help="with --db: subtasks to include (default: all)")
+    add_filters(parser, scope="with --db: ")
     parser.add_argument("--k", required=True, help="quota(s): 2, 1-8 or 1,3,5")
     parser.add_argument("--pool", help="per-group, random:N or observed (with --db: overrides the stored design; "
                                        "with --scores: default per-group)")
@@ -82,7 +78,6 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-inconsistent", type=float, metavar="RATE",
                         help="leave out pairwise models whose share of inconsistent pairs exceeds RATE (the paper "
                              "uses 0.55 and 0.50); default: keep all")
-    parser.add_argument("--out", help="write here instead of stdout")
 
 
 Part = tuple[pd.DataFrame, str, str]  # score rows, reference, pool design

@@ -9,6 +9,7 @@ import pandas as pd
 from audit.errors import AuditError
 from audit.output import csv_text
 from audit.commands.io import emit, read_table_file, records
+from audit.commands.options import add_bootstrap, add_output
 from audit.metrics.planner import SIZES, plan
 from audit.store_tables import score_table
 from audit.store import Store
@@ -31,12 +32,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--mode", default="pointwise", help="scoring mode of the pilot rows (default pointwise)")
     parser.add_argument("--pool", default="per-group", help="per-group (default) or random:N")
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="candidates per group to evaluate")
-    parser.add_argument("--ci", type=float, default=0.95, help="confidence level (default 0.95)")
-    parser.add_argument("--bootstrap", type=int, default=200, metavar="B", help="resampled pilots per size")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--format", choices=("json", "csv"), default="json",
-                        help="json: summary and curve; csv: the summary table only")
-    parser.add_argument("--out", help="write here instead of stdout")
+    add_bootstrap(parser, replicates=200, replicates_help="resampled pilots per size", seed_help="seed")
+    add_output(parser, ("json", "csv"), format_help="json: summary and curve; csv: the summary table only")
     parser.set_defaults(handler=run_plan)
 
 

@@ -13,14 +13,14 @@ from audit.audit_verdict import pool_sizes, refuse_full_pools
 from audit.design import AuditDesign
 from audit.errors import AuditError
 from audit.commands.io import emit, parse_quotas, read_table_file, records
+from audit.commands.options import add_adjust, add_bootstrap, add_filters
 from audit.recorded.outcomes import UNQUOTED, observed_impact
 from audit.output import check_target, csv_text, write_atomic
 from audit.metrics.compare import compare_gaps, rank_correlation, selection_flips
 from audit.metrics.impact import FOUR_FIFTHS, impact_ratios
-from audit.metrics.inference import METHODS
 from audit.reporting import ReportSettings, build_report
 from audit.reporting.content import load_scores
-from audit.selection import N_BOOT, N_PERM, Selection
+from audit.selection import N_PERM, Selection
 from audit.store import Store
 from audit.tasks.designs import completed, derived_design
 from audit.views import StoreTables, regroup
@@ -37,7 +37,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                         help="with --db: leave out pairwise models above RATE inconsistent pairs")
     impact.add_argument("--grouping", action="append",
                         help="grouping(s) the task declares, e.g. race (default: every one it declares)")
-    _bootstrap(impact)
+    add_bootstrap(impact)
     impact.add_argument("--format", choices=("csv", "json", "md"), default="csv")
     impact.set_defaults(handler=run_impact)
 
@@ -49,18 +49,17 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     compare.add_argument("--grouping", help="a grouping the task declares (default: whole group codes)")
     compare.add_argument("--reference", help="reference group (default: the stored design's, in the grouping)")
     compare.add_argument("--k", required=True, help="quota(s): 2, 1-8 or 1,3,5 (flips use the smallest)")
-    _bootstrap(compare)
+    add_bootstrap(compare)
     compare.add_argument("--format", choices=("json",), default="json")
     compare.set_defaults(handler=run_compare)
 
     report = sub.add_parser("report", help="the audit report as one self-contained HTML or PDF document")
     report.add_argument("--db", required=True, help="result store")
     report.add_argument("--task", help="task to report on (needed when the store holds several)")
-    report.add_argument("--models", nargs="+", default=(), help="models to include (default: all)")
+    add_filters(report)
     report.add_argument("--mode", default="pointwise", help="scoring mode (default pointwise)")
     report.add_argument("--grouping", help="a grouping the task declares, e.g. race (default: whole group codes)")
     report.add_argument("--reference", help="reference group (default: the stored design's, in the grouping)")
-    report.add_argument("--subtasks", nargs="+", default=(), help="subtasks to include (default: all)")
     report.add_argument("--groups", nargs="+", default=(), help="groups of the grouping to show (default: all)")
     report.add_argument("--threshold", type=float, default=FOUR_FIFTHS,
                         help="impact-ratio threshold of the verdicts (default 0.8)")
@@ -69,12 +68,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                         help="leave out pairwise models above RATE inconsistent pairs")
     report.add_argument("--permutations", type=int, default=N_PERM, metavar="B",
                         help=f"label shuffles behind the p-values (default {N_PERM})")
-    report.add_argument("--adjust", choices=tuple(METHODS), default="holm",
-                        help="multiple-comparison adjustment of the p-values: holm (default) or bh")
+    add_adjust(report)
     report.add_argument("--k", type=int, default=2, help="quota k (default 2)")
     report.add_argument("--pool", help="pool design (default: the stored design's)")
     report.add_argument("--compare", nargs=2, metavar=("A", "B"), help="add a comparison of models A and B")
-    _bootstrap(report)
+    add_bootstrap(report)
     report.add_argument("--out", required=True, help="report.html or report.pdf")
     report.set_defaults(handler=run_report)
 
@@ -84,17 +82,9 @@ def _source(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scores", help="score table (.csv or .parquet) from `python -m audit scores`")
     parser.add_argument("--task", help="task (needed when the scores hold several)")
     parser.add_argument("--mode", default="pointwise", help="scoring mode (default pointwise)")
-    parser.add_argument("--models", nargs="+", default=(), help="models to include (default: all)")
-    parser.add_argument("--subtasks", nargs="+", default=(), help="subtasks to include (default: all)")
+    add_filters(parser)
     parser.add_argument("--pool", help="pool design (default: the stored design's; per-group for --scores)")
     parser.add_argument("--out", help="write here instead of stdout")
-
-
-def _bootstrap(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--ci", type=float, default=0.95, help="confidence level (default 0.95)")
-    parser.add_argument("--bootstrap", type=int, default=N_BOOT, metavar="B",
-                        help=f"bootstrap replicates (default {N_BOOT})")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
 
 
 def _scores(args: argparse.Namespace) -> tuple[pd.DataFrame, ReportSettings]:

@@ -7,6 +7,7 @@ import json
 import pandas as pd
 
 from audit.commands.io import emit, read_table_file, records
+from audit.commands.options import add_bootstrap, add_filters, add_output
 from audit.errors import AuditError
 from audit.formatting import estimate, markdown_table, pvalue
 from audit.metrics.impact import FOUR_FIFTHS
@@ -16,7 +17,7 @@ from audit.metrics.verdict import rollup, rule_text, verdicts
 from audit.readable import system_verdicts, verdict_words
 from audit.output import csv_text
 from audit.store import Store
-from audit.selection import Selection
+from audit.selection import N_PERM, Selection
 from audit.views import StoreTables
 
 
@@ -29,19 +30,16 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     source.add_argument("--db", help="result store: its pointwise scores and each task's stored design")
     source.add_argument("--scores", help="a score table (.csv or .parquet) from `python -m audit scores`")
     parser.add_argument("--task", help="with --db: the task to audit (default: the store's only task)")
-    parser.add_argument("--models", nargs="+", default=(), help="with --db: models to include (default: all)")
-    parser.add_argument("--subtasks", nargs="+", default=(), help="with --db: subtasks to include (default: all)")
+    add_filters(parser, scope="with --db: ")
     parser.add_argument("--k", type=int, required=True, help="quota k, below every grouping's pool size")
     parser.add_argument("--pool", help="per-group, random:N (with --db: overrides the stored design)")
     parser.add_argument("--grouping", action="append", help="with --db: a grouping the task declares, e.g. race "
                         "(repeatable; default: every one whose pools exceed k)")
     parser.add_argument("--threshold", type=float, default=FOUR_FIFTHS, help="impact-ratio threshold (default 0.8)")
-    parser.add_argument("--ci", type=float, default=0.95, help="confidence level; α = 1 − ci (default 0.95)")
-    parser.add_argument("--bootstrap", type=int, default=1000, metavar="B", help="bootstrap replicates (default 1000)")
-    parser.add_argument("--permutations", type=int, default=1000, metavar="B", help="label shuffles (default 1000)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--format", choices=("json", "csv", "md"), default="json")
-    parser.add_argument("--out", help="write here instead of stdout")
+    add_bootstrap(parser, ci_help="confidence level; α = 1 − ci", seed_help="bootstrap and permutation seed")
+    parser.add_argument("--permutations", type=int, default=N_PERM, metavar="B",
+                        help=f"label shuffles (default {N_PERM})")
+    add_output(parser, ("json", "csv", "md"))
     parser.set_defaults(handler=run_verdict)
 
 
