@@ -22,7 +22,7 @@ from audit.errors import AuditError
 from audit.metrics.ll144 import UNKNOWN, unknown_mask
 from audit.recorded.frame import OUTCOMES
 from audit.recorded.log_spec import LogSpec
-from audit.tasks.loaders import TABLE_SUFFIXES, check_parquet
+from audit.tasks.loaders import TABLE_SUFFIXES, check_parquet, check_size, utf8_text
 
 MAX_LOG_BYTES = 256 * 2**20
 """Largest decision log file accepted (256 MiB: a few million applicants of a few short columns)."""
@@ -58,11 +58,7 @@ def read_table(path: Path) -> tuple[pd.DataFrame, str]:
     suffix = path.suffix.lower()
     if suffix not in TABLE_SUFFIXES:
         raise AuditError(f"{path}: unsupported file type {suffix or '(none)'!r}; use one of {list(TABLE_SUFFIXES)}")
-    if not path.is_file():
-        raise AuditError(f"{path}: no such file")
-    size = path.stat().st_size
-    if size > MAX_LOG_BYTES:
-        raise AuditError(f"{path}: file is {size / 2**20:.1f} MiB; the limit is {MAX_LOG_BYTES // 2**20} MiB")
+    check_size(path, MAX_LOG_BYTES)
     raw = path.read_bytes()
     digest = hashlib.sha256(raw).hexdigest()
     if suffix == ".parquet":
@@ -72,12 +68,7 @@ def read_table(path: Path) -> tuple[pd.DataFrame, str]:
         except Exception as exc:  # pyarrow raises several types for damaged files
             raise AuditError(f"{path}: cannot be read as Parquet ({exc})") from None
     else:
-        try:
-            text = raw.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            line = raw[: exc.start].count(b"\n") + 1
-            raise AuditError(f"{path}, row {line}: not UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
-                             "save the file as UTF-8") from None
+        text = utf8_text(raw, path)
         if not text.strip():
             raise AuditError(f"{path}, row 1: empty file (expected a header row naming the spec's columns)")
         frame = _read_csv(path, text) if suffix == ".csv" else _read_jsonl(path, text)

@@ -27,13 +27,13 @@ TABLE_SUFFIXES = (".csv", ".parquet", ".jsonl")
 Row = dict[str, Any]
 
 
-def check_size(path: Path) -> None:
-    """An :class:`AuditError` unless ``path`` is a file of at most :data:`MAX_BYTES`."""
+def check_size(path: Path, limit: int = MAX_BYTES) -> None:
+    """An :class:`AuditError` unless ``path`` is a file of at most ``limit`` bytes."""
     if not path.is_file():
         raise AuditError(f"{path}: no such file")
     size = path.stat().st_size
-    if size > MAX_BYTES:
-        raise AuditError(f"{path}: file is {size / 2**20:.1f} MiB; the limit is {MAX_BYTES // 2**20} MiB")
+    if size > limit:
+        raise AuditError(f"{path}: file is {size / 2**20:.1f} MiB; the limit is {limit // 2**20} MiB")
 
 
 def save_upload(name: str, content: bytes, allowed: tuple[str, ...]) -> Path:
@@ -56,7 +56,12 @@ def save_upload(name: str, content: bytes, allowed: tuple[str, ...]) -> Path:
 def read_text(path: Path) -> str:
     """The file as text; an :class:`AuditError` naming the line if it is not UTF-8 (a leading BOM is dropped)."""
     check_size(path)
-    raw = path.read_bytes()
+    return utf8_text(path.read_bytes(), path)
+
+
+def utf8_text(raw: bytes, path: Path) -> str:
+    """``raw`` decoded as UTF-8 (a leading BOM dropped); an :class:`AuditError` naming the line of the first bad
+    byte if it is not UTF-8."""
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
