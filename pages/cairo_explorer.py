@@ -51,8 +51,7 @@ version = common.store_version(path)
 try:
     scorers, decodings, writers = choices(path, version)
 except AuditError as exc:
-    st.info("Cannot read CAIRO results from this store:")
-    st.code(str(exc), language=None)
+    common.error("Cannot read CAIRO results from this store:", exc, st.info)
     st.stop()
 if not scorers:
     st.info("This store holds no CAIRO results yet: run `python -m audit cairo run --prompts data/cairo --models …`.")
@@ -66,8 +65,7 @@ paraphraser = left.selectbox("paraphrase sets written by", [None, *writers], key
 try:
     results, table = search(path, version, scorer, decoding, rule, paraphraser)
 except AuditError as exc:
-    st.info("No CAIRO correlations for these results:")
-    st.code(str(exc), language=None)
+    common.error("No CAIRO correlations for these results:", exc, st.info)
     st.stop()
 
 left, middle, right = st.columns(3)

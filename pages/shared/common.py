@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Callable
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -79,7 +80,7 @@ def metric_view(slider_key: str) -> tuple[views.View, pd.DataFrame, int]:
     try:
         found = base_rows(current.store, current.version, current.selection().base())
     except AuditError as exc:
-        error("No metrics for this selection:", exc, warn=True)
+        error("No metrics for this selection:", exc, st.warning)
         st.stop()
     if found.skipped:
         with st.expander(f"{len(found.skipped)} model · subtask combination(s) left out"):
@@ -90,9 +91,9 @@ def metric_view(slider_key: str) -> tuple[views.View, pd.DataFrame, int]:
     return current, found.table, quota_slider(found.table, key=slider_key)
 
 
-def error(title: str, exc: Exception, warn: bool = False) -> None:
-    """An error (or warning) box with ``title`` and the exact message (shown as code: escaped, copyable)."""
-    (st.warning if warn else st.error)(title)
+def error(title: str, exc: Exception, box: Callable[[str], Any] = st.error) -> None:
+    """A box (``st.error`` unless told) with ``title`` and the exact message (shown as code: escaped, copyable)."""
+    box(title)
     st.code(str(exc), language=None)
 
 
