@@ -6,9 +6,11 @@ Ours: one forward pass per candidate, batches of 8, the job description's KV cac
 full fp32 (the CPU default) and again in bf16 (``--quant bf16``, the opt-in fast path).
 Both read the same label tokens ("Yes"/" Yes", "No"/" No") on the same 64 candidates of one job.
 ``--api-url URL`` also scores the same prompts through the API backend (``openai:NAME`` at that URL, e.g. the test
-server ``tests/openai_server.py`` or ``vllm serve`` on the same machine) and prints its throughput beside ours.
+server ``tests/openai_server.py`` or ``vllm serve`` on the same machine) and prints its throughput beside ours;
+``--vllm float32|bfloat16`` does the same against a compiled ``vllm serve`` of the bundled model that the bench starts
+from ``.venv-vllm`` (``make vllm-env``) once the in-process rows are timed, so an idle server never shares their cores.
 
-    .venv/bin/python bench/scoring.py [--model smollm2-135m] [--candidates 64] [--api-url URL]
+    .venv/bin/python bench/scoring.py [--model smollm2-135m] [--candidates 64] [--api-url URL | --vllm DTYPE]
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import argparse
 import os
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -29,6 +32,7 @@ from audit.backend.chat import render_ids  # noqa: E402
 from audit.backend.cpu import cpu_flags, native_bf16  # noqa: E402
 from audit.backend.spec import BackendSpec, load_backend  # noqa: E402
 from audit.tasks import get_task  # noqa: E402
+from tests.served import NAME, VLLM_PYTHON, served  # noqa: E402
 
 
 def baseline_p_yes(lm: CausalLM, prompts: list, batch: int = 2) -> list[float]:
@@ -53,8 +57,14 @@ def main() -> None:
     parser.add_argument("--subtask", default="software_engineer")
     parser.add_argument("--candidates", type=int, default=64)
     parser.add_argument("--api-url", help="also time the API backend against this OpenAI-compatible endpoint")
+    parser.add_argument("--vllm", choices=("float32", "bfloat16"),
+                        help="serve the bundled model with vLLM at this dtype (needs make vllm-env) and time it too")
     parser.add_argument("--api-concurrency", type=int, default=4)
     args = parser.parse_args()
+    if args.vllm and (args.api_url or args.model != NAME):
+        parser.error(f"--vllm serves the bundled {NAME} itself: it takes no --api-url or other --model")
+    if args.vllm and not VLLM_PYTHON.exists():
+        parser.error(f"--vllm needs the vLLM virtualenv {VLLM_PYTHON} (make vllm-env)")
 
     task = get_task("resume", args.subtask)
     candidates = task.candidates(limit=args.candidates // len(task.groups))
@@ -89,16 +99,20 @@ def main() -> None:
     print(f"ours in bf16 ({fast_ref.label}; native bf16 on this CPU: {native_bf16(cpu_flags())}): {fast_s:7.2f} s  "
           f"{len(prompts) / fast_s:6.2f} cand/s  ({ours_s / fast_s:.2f}x fp32)   "
           f"max |P(Yes) bf16 - fp32| = {max(abs(a - b) for a, b in zip(quick, ours)):.2e}")
-    if args.api_url:
-        api = load_backend(BackendSpec(api_ref(f"openai:{args.model}", args.api_url), "openai",
-                                       concurrency=args.api_concurrency))
-        started = time.perf_counter()
-        remote = [r.probs[0] for r in api.label_probabilities(prompts, ["Yes", "No"])]
-        api_s = time.perf_counter() - started
-        gap = max(abs(a - b) for a, b in zip(ours, remote))
-        print(f"API backend ({args.api_url}, {args.api_concurrency} in flight): {api_s:7.2f} s  "
-              f"{len(prompts) / api_s:6.2f} cand/s  ({ours_s / api_s:.2f}x fp32; bf16 runs {api_s / fast_s:.2f}x it)   "
-              f"max |P(Yes) API - ours| = {gap:.2e}")
+    with ExitStack() as stack:
+        where = f"vllm serve --dtype {args.vllm}" if args.vllm else args.api_url
+        if args.vllm:
+            args.api_url, _ = stack.enter_context(served("vllm", dict(os.environ), vllm_flags=("--dtype", args.vllm)))
+        if args.api_url:
+            api = load_backend(BackendSpec(api_ref(f"openai:{args.model}", args.api_url), "openai",
+                                           concurrency=args.api_concurrency))
+            started = time.perf_counter()
+            remote = [r.probs[0] for r in api.label_probabilities(prompts, ["Yes", "No"])]
+            api_s = time.perf_counter() - started
+            gap = max(abs(a - b) for a, b in zip(ours, remote))
+            print(f"API backend ({where}, {args.api_concurrency} in flight): {api_s:7.2f} s  "
+                  f"{len(prompts) / api_s:6.2f} cand/s  ({ours_s / api_s:.2f}x fp32; bf16 runs {api_s / fast_s:.2f}x "
+                  f"it)   max |P(Yes) API - ours| = {gap:.2e}")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ needs_vllm = pytest.mark.skipif(not VLLM_PYTHON.exists(), reason=f"needs the vLL
                                                                  "(make vllm-env)")
 #: server kinds as test parameters: vLLM itself, and the built-in server
 KINDS = [pytest.param("vllm", marks=needs_vllm), "builtin"]
+VLLM_TEST_FLAGS = ("--dtype", "float32", "--enforce-eager")  # full precision; eager starts faster than compiled
 START_TIMEOUT = 900  # vLLM on 2 busy CPU cores: about 45 s; its first start ever compiles kernels
 
 
@@ -37,26 +38,29 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def command(kind: str, port: int, *, key_env: str | None, logprobs: bool, extra: tuple[str, ...] = ()) -> list[str]:
+def command(kind: str, port: int, *, key_env: str | None, logprobs: bool, extra: tuple[str, ...] = (),
+            vllm_flags: tuple[str, ...] = VLLM_TEST_FLAGS) -> list[str]:
     """The server's command line (a vLLM key comes from ``VLLM_API_KEY`` in its environment, never argv)."""
     if kind == "vllm":
         return [str(VLLM_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model",
                 str(converted_dir(resolve(NAME))), "--served-model-name", NAME, "--host", "127.0.0.1", "--port",
-                str(port), "--dtype", "float32", "--enforce-eager", "--max-model-len", "4096",
-                "--max-logprobs", "20" if logprobs else "0"]
+                str(port), *vllm_flags, "--max-model-len", "4096", "--max-logprobs", "20" if logprobs else "0"]
     return [sys.executable, str(ROOT / "tests" / "openai_server.py"), "--port", str(port),
             *(["--key-env", key_env] if key_env else []), *([] if logprobs else ["--no-logprobs"]), *extra]
 
 
 @contextmanager
 def served(kind: str, env: dict[str, str], *, port: int | None = None, key_env: str | None = None,
-           logprobs: bool = True, extra: tuple[str, ...] = ()) -> Iterator[tuple[str, subprocess.Popen]]:
+           logprobs: bool = True, extra: tuple[str, ...] = (), vllm_flags: tuple[str, ...] = VLLM_TEST_FLAGS
+           ) -> Iterator[tuple[str, subprocess.Popen]]:
     """A running server of the bundled model: yields (base URL, process) and kills it (with its engine processes)
-    on exit. ``key_env`` names the variable of ``env`` holding the key the server demands."""
+    on exit. ``key_env`` names the variable of ``env`` holding the key the server demands; ``vllm_flags``: vLLM's
+    precision and compilation flags."""
     port = port or free_port()
     server_env = {**env, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_API_KEY": env[key_env] if key_env else ""}
     with tempfile.TemporaryFile() as log:
-        process = subprocess.Popen(command(kind, port, key_env=key_env, logprobs=logprobs, extra=extra), cwd=ROOT,
+        process = subprocess.Popen(command(kind, port, key_env=key_env, logprobs=logprobs, extra=extra,
+                                           vllm_flags=vllm_flags), cwd=ROOT,
                                    env=server_env,
                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         url = f"http://127.0.0.1:{port}/v1"
