@@ -157,19 +157,13 @@ class Store:
             self._open_for_writing()
         try:
             self.db.execute("BEGIN IMMEDIATE")
-        except sqlite3.DatabaseError as exc:
-            raise AuditError(f"cannot write result store {self.path}: {exc}") from None
-        try:
-            yield self.db
-        except sqlite3.DatabaseError as exc:
-            self.db.execute("ROLLBACK")
-            raise AuditError(f"cannot write result store {self.path}: {exc}") from None
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        try:
+            try:
+                yield self.db
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
             self.db.execute("COMMIT")
-        except sqlite3.DatabaseError as exc:
+        except sqlite3.DatabaseError as exc:  # a lock, a full disk or a damaged file, at any of the three steps
             raise AuditError(f"cannot write result store {self.path}: {exc}") from None
 
     def query(self, sql: str, params: Sequence = ()) -> pd.DataFrame:
