@@ -12,7 +12,7 @@ from audit.metrics.impact import FOUR_FIFTHS
 from audit.metrics.pools import pool_size
 from audit.metrics.keys import split_keys
 from audit.design import PoolDesign
-from audit.metrics.verdict import verdicts
+from audit.metrics.verdict import decide, measure
 from audit.selection import Selection
 from audit.views import StoreTables, pool_of, regroup
 
@@ -55,12 +55,15 @@ def refuse_full_pools(k: int, sizes: dict[str, int], groupings: Sequence[str] | 
 
 
 def verdict_table(tables: StoreTables, selection: Selection, *, k: "int | Iterable[int]", groupings: Sequence[str] = (),
-                  threshold: float = FOUR_FIFTHS, plan_boot: int = 100,
+                  threshold: float = FOUR_FIFTHS,
                   sizes: dict[str, int] | None = None) -> pd.DataFrame:
     """Verdict rows (see :data:`audit.metrics.verdict.COLUMNS`) plus ``name`` (the category's display name) at quota
     ``k``, or at each of several (one computation serves them all), for ``groupings`` (default: each declared grouping
     at the quotas below its pool size; an AuditError naming the pool sizes when no grouping has one, or when a named
-    grouping's pool size is not above a quota); ``sizes``: the :func:`pool_sizes` of the selection, when known."""
+    grouping's pool size is not above a quota); ``sizes``: the :func:`pool_sizes` of the selection, when known.
+
+    Every grouping is measured, then all are decided together, so the selection's multiple-testing ``family``
+    (grouping, system or audit) and ``rule`` (practice or strict) hold across groupings and systems."""
     design = tables.design(selection.task)
     pool = selection.pool or str(pool_of(design, "pointwise"))
     sizes = sizes or pool_sizes(tables, selection)
@@ -72,13 +75,14 @@ def verdict_table(tables: StoreTables, selection: Selection, *, k: "int | Iterab
         raise AuditError(f"quota k={', '.join(map(str, quotas))} is not below any grouping's pool size ({listed}); "
                          "choose a smaller k")
     rows = selected_scores(tables, selection)
-    frames = []
-    for grouping, ks in chosen.items():
-        table = verdicts(regroup(rows, design.part(grouping)), grouping=grouping, k=ks, pool=pool, threshold=threshold,
-                         ci=selection.ci or 0.95, n_boot=selection.n_boot, n_perm=selection.n_perm or 1000,
-                         plan_boot=plan_boot, seed=selection.seed)
-        frames.append(table.assign(name=[design.display_name(c, grouping) for c in table["category"]]))
-    return pd.concat(frames, ignore_index=True)
+    ci = selection.ci or 0.95
+    measured = [measure(regroup(rows, design.part(grouping)), grouping=grouping, k=ks, pool=pool, ci=ci,
+                        n_boot=selection.n_boot, n_perm=selection.n_perm or 1000, seed=selection.seed)
+                for grouping, ks in chosen.items()]
+    table = decide(pd.concat([m[0] for m in measured], ignore_index=True),
+                   pd.concat([m[1] for m in measured], ignore_index=True), family=selection.family,
+                   threshold=threshold, ci=ci, rule=selection.rule)
+    return table.assign(name=[design.display_name(c, g) for c, g in zip(table["category"], table["grouping"])])
 
 
 def every_quota(tables: StoreTables, selection: Selection) -> tuple[pd.DataFrame, dict[str, int]]:

@@ -11,11 +11,12 @@ def _missing(value: object) -> bool:
 
 
 def pvalue(value: object) -> str:
-    """``< 0.001`` below a thousandth, else three decimals (``0.042``); ``n/a`` when missing."""
+    """Three decimals (``0.042``); below a thousandth two significant digits (``3.1e-07``: exact tests give such
+    values, never floored); ``< 1e-300`` for an underflowed 0; ``n/a`` when missing."""
     if _missing(value):
         return "n/a"
     p = float(value)
-    return "< 0.001" if p < 0.001 else f"{p:.3f}"
+    return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}" if p > 0 else "< 1e-300"
 
 
 def number(value: object, digits: int = 3) -> str:

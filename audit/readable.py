@@ -20,9 +20,12 @@ if TYPE_CHECKING:  # the scoring module loads the model backends: not needed to 
 
 
 def verdict_words(row: pd.Series) -> str:
-    """A verdict in words, with the planner's estimate for inconclusive rows."""
+    """A verdict in words, with the planner's estimate for inconclusive rows (more pools for recorded pools, else
+    more candidates per group; "roughly" beyond 10× the present sample)."""
     if row["verdict"] == INCONCLUSIVE and pd.notna(row.get("more_per_group")):
-        return f"inconclusive — about {int(row['more_per_group']):,} more candidates per group needed"
+        unit = "pools" if row.get("needed_unit") == "pools" else "candidates per group"
+        about = "roughly" if row.get("rough") is True or row.get("rough") == 1 else "about"
+        return f"inconclusive — {about} {int(row['more_per_group']):,} more {unit} needed"
     return str(row["verdict"])
 
 

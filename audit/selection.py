@@ -14,7 +14,9 @@ N_PERM = 1000
 class Selection:
     """One audit's choices. Empty ``models`` / ``subtasks`` / ``groups`` / ``ks`` mean all; ``grouping`` None keeps
     group codes whole; ``reference`` None is the stored design's reference (coarsened to the grouping); ``ci`` None
-    gives no intervals; ``n_perm`` None gives no p-values; ``pool`` None is the stored pool design."""
+    gives no intervals; ``n_perm`` None gives no p-values; ``pool`` None is the stored pool design. ``family``: the
+    verdict's multiple-testing family (grouping, system or audit: :data:`audit.metrics.verdict.FAMILIES`);
+    ``rule``: its reading of adverse impact (practice or strict: :data:`audit.metrics.verdict.RULES`)."""
 
     task: str
     mode: str = "pointwise"
@@ -32,6 +34,8 @@ class Selection:
     adjust: str = "holm"
     ks: tuple[int, ...] = ()
     seed: int = 0
+    family: str = "system"
+    rule: str = "practice"
 
     def base(self) -> "Selection":
         """The part that decides the expensive metric pass: this selection with every filter cleared (models,

@@ -31,6 +31,19 @@ def add_adjust(parser: argparse.ArgumentParser) -> None:
                         help="multiple-comparison adjustment of the p-values: holm (default) or bh")
 
 
+def add_verdict_rule(parser: argparse.ArgumentParser) -> None:
+    """``--family`` (the verdict's multiple-testing family) and ``--rule`` (its reading of adverse impact)."""
+    from audit.metrics.verdict import DEFAULT_FAMILY, FAMILIES, RULES
+
+    parser.add_argument("--family", choices=tuple(FAMILIES), default=DEFAULT_FAMILY,
+                        help="multiple-testing family of the verdict's Holm adjustment: "
+                             + "; ".join(f"{name}: {words}" for name, words in FAMILIES.items())
+                             + f" (default {DEFAULT_FAMILY})")
+    parser.add_argument("--rule", choices=tuple(RULES), default="practice",
+                        help="reading of adverse impact: " + "; ".join(f"{n}: {w}" for n, w in RULES.items())
+                             + " (default practice)")
+
+
 def add_output(parser: argparse.ArgumentParser, formats: tuple[str, ...], *, format_help: str | None = None) -> None:
     """``--format`` (the first of ``formats`` by default) and ``--out``."""
     parser.add_argument("--format", choices=formats, default=formats[0], help=format_help)

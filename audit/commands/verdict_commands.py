@@ -7,7 +7,7 @@ import json
 import pandas as pd
 
 from audit.commands.io import emit, read_table_file, records
-from audit.commands.options import add_bootstrap, add_filters, add_output
+from audit.commands.options import add_bootstrap, add_filters, add_output, add_verdict_rule
 from audit.errors import AuditError
 from audit.formatting import estimate, markdown_table, pvalue
 from audit.metrics.impact import FOUR_FIFTHS
@@ -36,6 +36,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--grouping", action="append", help="with --db: a grouping the task declares, e.g. race "
                         "(repeatable; default: every one whose pools exceed k)")
     parser.add_argument("--threshold", type=float, default=FOUR_FIFTHS, help="impact-ratio threshold (default 0.8)")
+    add_verdict_rule(parser)
     add_bootstrap(parser, ci_help="confidence level; α = 1 − ci", seed_help="bootstrap and permutation seed")
     parser.add_argument("--permutations", type=int, default=N_PERM, metavar="B",
                         help=f"label shuffles (default {N_PERM})")
@@ -51,7 +52,8 @@ def _table(args: argparse.Namespace) -> pd.DataFrame:
         scores = read_table_file(args.scores, "score table")
         scores = scores[scores["mode"].astype(str) == "pointwise"] if "mode" in scores else scores
         table = verdicts(scores, grouping=WHOLE, k=args.k, pool=args.pool or "per-group", threshold=args.threshold,
-                         ci=args.ci, n_boot=args.bootstrap, n_perm=args.permutations, seed=args.seed)
+                         ci=args.ci, n_boot=args.bootstrap, n_perm=args.permutations, seed=args.seed,
+                         family=args.family, rule=args.rule)
         return table.assign(name=table["category"])
     with Store(args.db, create=False) as store:
         tables = StoreTables.read(store)
@@ -63,8 +65,9 @@ def _table(args: argparse.Namespace) -> pd.DataFrame:
         if missing:
             raise AuditError(f"{column} {missing[0]!r} has no pointwise scores for task {task!r}; {column}s are: "
                              f"{', '.join(sorted(known))}")
-    selection = Selection(task, models=tuple(args.models), subtasks=tuple(args.subtasks), pool=args.pool, ci=args.ci, n_boot=args.bootstrap, n_perm=args.permutations,
-                          seed=args.seed)
+    selection = Selection(task, models=tuple(args.models), subtasks=tuple(args.subtasks), pool=args.pool, ci=args.ci,
+                          n_boot=args.bootstrap, n_perm=args.permutations, seed=args.seed, family=args.family,
+                          rule=args.rule)
     return verdict_table(tables, selection, k=args.k, groupings=args.grouping or (), threshold=args.threshold)
 
 
@@ -75,8 +78,9 @@ def run_verdict(args: argparse.Namespace) -> int:
     if args.format == "csv":
         emit(csv_text(table), args.out)
     elif args.format == "json":
-        emit(json.dumps({"rule": rule_text(args.threshold, args.ci), "k": args.k, "threshold": args.threshold,
-                         "ci": args.ci, "overall": records(overall)[0], "systems": records(systems),
+        emit(json.dumps({"rule": rule_text(args.threshold, args.ci, args.family, args.rule), "k": args.k,
+                         "threshold": args.threshold, "ci": args.ci, "family": args.family, "reading": args.rule,
+                         "overall": records(overall)[0], "systems": records(systems),
                          "categories": records(table)}, indent=1) + "\n", args.out)
     else:
         emit(_markdown(table, overall, args), args.out)
@@ -86,9 +90,11 @@ def run_verdict(args: argparse.Namespace) -> int:
 def _markdown(table: pd.DataFrame, overall: pd.DataFrame, args: argparse.Namespace) -> str:
     shown = pd.DataFrame({"System": table["model"], "Subtask": table["subtask"], "Grouping": table["grouping"],
                           "Group": table["name"], "Candidates": table["candidates"],
-                          "Impact ratio": [estimate(r, lo, hi) for r, lo, hi in
+                          "Impact ratio": [estimate(r, lo, hi, digits=3) for r, lo, hi in
                                            zip(table["impact_ratio"], table["impact_ratio_lo"], table["impact_ratio_hi"])],
-                          "Adjusted p": table["p_adj"].map(pvalue), "Verdict": table.apply(verdict_words, axis=1)})
-    return (f"# Verdict at k = {args.k}\n\n**Overall: {overall['verdict'].iloc[0]}**\n\n"
-            f"{rule_text(args.threshold, args.ci)}\n\n## Per system\n\n"
+                          "p": table["p"].map(pvalue), "Adjusted p": table["p_adj"].map(pvalue),
+                          "Verdict": table.apply(verdict_words, axis=1), "Why": table["evidence"]})
+    return (f"# Verdict at k = {args.k}\n\n**Overall: {overall['verdict'].iloc[0]}** (family: {args.family}, "
+            f"reading: {args.rule})\n\n{rule_text(args.threshold, args.ci, args.family, args.rule)}\n\n"
+            "## Per system\n\n"
             f"{markdown_table(system_verdicts(table))}\n## Per category\n\n{markdown_table(shown)}")

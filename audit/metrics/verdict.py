@@ -1,22 +1,51 @@
 """The audit's answer: one verdict per system × grouping × category at quota k, rolled up per system and overall.
 
-The rule (stated once, :data:`RULE`; the CLI, pages and report quote it):
+The rule (stated once, :data:`RULE`; the CLI, pages and report quote it). Each category c is compared with the
+most-selected category of its system, grouping and k (the *comparator*, ratio 1 by construction):
 
-* **adverse impact** — the impact ratio (selection rate ÷ the most-selected category's) is below ``threshold``
-  (four-fifths by default) *and* the permutation test of equal selection rates against the most-selected category
-  rejects at α = 1 − ci after Holm's adjustment over the categories of that system and grouping;
-* **no evidence of adverse impact at this sample size** — the impact ratio's bootstrap interval lies entirely above
-  ``threshold``;
-* **inconclusive** — otherwise, with the planner's estimate (:mod:`audit.metrics.planner`) of the candidates per group
-  an audit needs for its ΔDP interval to be narrow enough to decide: half-width below the distance between the
-  category's selection rate and the threshold (``threshold × top rate``), or below the gap itself when the ratio
-  is under the threshold.
+* **adverse impact** — the impact ratio r = rate(c) ÷ rate(comparator) is below ``threshold`` (four-fifths by
+  default) *and* the test of equal selection rates of c and the comparator rejects at α = 1 − ci after Holm's
+  adjustment over **every pairwise comparison** of the categories in the chosen *family* (``grouping``: one system ×
+  grouping; ``system``: every grouping of one system, the default; ``audit``: everything judged at that k). Adjusting
+  over all G(G − 1)/2 pairs, not only the G − 1 comparisons with the comparator, covers the comparator's having been
+  chosen from the data (a max-type correction: the largest of the pairwise statistics is what is compared). With
+  ``rule="strict"`` the ratio's upper confidence bound must lie below the threshold as well.
+* **no evidence of adverse impact at this sample size** — the ratio's interval lies entirely above ``threshold``
+  (and the comparator itself);
+* **inconclusive** — otherwise, with the planner's answer (see *planner*).
+
+The test follows the design: recorded pools (``observed``: recorded rankings, decision logs) use the exact
+conditional test stratified by pool of :mod:`audit.metrics.exact` (Fisher's exact test for one pool); the virtual
+designs of scored pilots (``per-group``, ``random:N``, whose rates are exact expectations over all pools) shuffle the
+candidates' labels (:mod:`audit.metrics.inference`), every pair read from the same shuffles. One interval per ratio:
+the pairwise ratio against the comparator, with the pool-robust Katz log interval (recorded pools) or the percentile
+bootstrap of the pair (virtual designs). The test decides adverse impact and the interval decides no evidence; they
+can disagree (different methods, and the test is adjusted for multiplicity while the interval is not), and then the
+``evidence`` column says so in one sentence.
+
+*Planner* (inconclusive cells): the sample at which the verdict's own decision is reached with 80 % power at the
+planning ratio r* = (r + threshold)/2 (the observed ratio moved halfway to the threshold: a smaller effect than
+observed, on the same side of the threshold). Below the threshold that is the pairwise test at the family's
+Bonferroni level α/m (m: the family's comparisons; Holm's first step, so conservative) detecting
+rate(comparator)·(1 − r*); at or above it, the interval's lower bound exceeding the threshold at r*. Normal
+approximation with the standard error observed now scaled by 1/√n: n = n₀·((z_crit + z_0.8)·se₀ / distance)². The
+unit n is candidates per group (virtual designs, one-pool logs) or pools (recorded pools). At least one more than
+now; beyond 10× the present sample the answer is flagged ``rough``.
+
+Columns (:data:`COLUMNS`): the system key, grouping, category, k, candidates, selection_rate, impact_ratio (against
+the comparator, unrounded: a flag is decided on it), impact_ratio_lo/hi, p_adj (Holm over the family), verdict,
+needed_per_group (planner: candidates per group or pools, see needed_unit), more_per_group (needed − now, ≥ 1),
+then **p** (raw two-sided p-value of the pair, exact for recorded pools), **comparator** (the most-selected category),
+**family** and **family_size** (its pairwise comparisons), **evidence** (a sentence where test and interval
+disagree, else empty), **planning_ratio** (r*), **needed_unit** (``candidates`` or ``pools``), **rough** (planner
+beyond 10× the present sample), **rule** (``practice`` or ``strict``).
 
 A quota k must be below the pool size: at k = pool size every candidate is selected and every ratio is 1 by
 construction, so no verdict is defined there.
 """
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Iterable
 
@@ -25,12 +54,13 @@ import pandas as pd
 
 from audit.design import PoolDesign, PoolKind
 from audit.errors import AuditError
+from audit.metrics.bootstrap import percentiles, share_draws
+from audit.metrics.exact import informing_units, katz_bounds, pair_errors, pair_pvalue, pool_tables
 from audit.metrics.impact import FOUR_FIFTHS, key_impact, known_categories
 from audit.metrics.inference import adjust, permutation_pvalues, permuted_shares
 from audit.metrics.keys import KeyData, split_keys
-from audit.metrics.planner import SIZES, gap_half_widths, needed, planned_shares
 from audit.metrics.pools import pool_size
-from audit.metrics.schema import KEY, is_pairwise
+from audit.metrics.schema import KEY
 
 ADVERSE = "adverse impact"
 NO_EVIDENCE = "no evidence of adverse impact at this sample size"
@@ -38,36 +68,56 @@ INCONCLUSIVE = "inconclusive"
 #: strongest first: the order of roll-ups
 STRENGTH = (ADVERSE, INCONCLUSIVE, NO_EVIDENCE)
 _SHORT = ("adverse", "inconclusive", "no_evidence")
-RULE = ("Adverse impact: impact ratio below {threshold:g} and the permutation test of equal selection rates "
-        "(against the most-selected category, Holm-adjusted over the categories of one system and grouping) rejects "
-        "at α = {alpha:g}. No evidence of adverse impact at this sample size: the ratio's {level:.0%} bootstrap "
-        "interval lies above {threshold:g}. Otherwise inconclusive, with the candidates per group an audit needs to "
-        "decide (planner estimate).")
+#: the multiple-testing family → what it holds
+FAMILIES = {"grouping": "the categories of one system and grouping",
+            "system": "every grouping and category of one system (model and subtask)",
+            "audit": "every system, grouping and category of the audit"}
+DEFAULT_FAMILY = "system"
+_FAMILY_BY = {"grouping": (*KEY, "grouping", "k"), "system": (*KEY, "k"), "audit": ("k",)}
+#: the reading of "adverse impact" → in words
+RULES = {"practice": "four-fifths plus significance: ratio below the threshold and the adjusted test rejects",
+         "strict": "as practice, and the ratio's upper confidence bound lies below the threshold"}
+PLANNED_POWER = 0.8
+ROUGH_BEYOND = 10
+RULE = ("Adverse impact: impact ratio (against the most-selected category) below {threshold:g}{strict} and the exact "
+        "test of equal selection rates (stratified by pool for recorded pools; label shuffles for scored pilots) "
+        "rejects at α = {alpha:g} after Holm's adjustment over every pairwise comparison of categories within "
+        "{family_words} (family '{family}'; all pairs, so choosing the most-selected category from the data is "
+        "covered). No evidence of adverse impact at this sample size: the ratio's {level:.0%} interval lies above "
+        "{threshold:g}. The test decides adverse impact and the interval decides no evidence; they can disagree "
+        "(different methods; the test is adjusted for multiplicity, the interval is not), and the cell then says "
+        "so. Otherwise inconclusive, with the sample at which the verdict's own decision has 80% power at the "
+        "planning ratio halfway between the observed ratio and {threshold:g}.")
 COLUMNS = (*KEY, "grouping", "category", "k", "candidates", "selection_rate", "impact_ratio", "impact_ratio_lo",
-           "impact_ratio_hi", "p_adj", "verdict", "needed_per_group", "more_per_group")
+           "impact_ratio_hi", "p_adj", "verdict", "needed_per_group", "more_per_group", "p", "comparator", "family",
+           "family_size", "evidence", "planning_ratio", "needed_unit", "rough", "rule")
+PAIR_COLUMNS = (*KEY, "grouping", "k", "a", "b", "p")
 
 
-def rule_text(threshold: float = FOUR_FIFTHS, ci: float = 0.95) -> str:
-    """The verdict rule in words, with this audit's threshold and confidence level."""
-    return RULE.format(threshold=threshold, alpha=round(1 - ci, 6), level=ci)
+def rule_text(threshold: float = FOUR_FIFTHS, ci: float = 0.95, family: str = DEFAULT_FAMILY,
+              rule: str = "practice") -> str:
+    """The verdict rule in words, with this audit's threshold, confidence level, family and reading."""
+    _check_choice(family, FAMILIES, "family"), _check_choice(rule, RULES, "rule")
+    strict = " with its upper confidence bound below it too (strict reading)" if rule == "strict" else ""
+    return RULE.format(threshold=threshold, alpha=round(1 - ci, 6), level=ci, family=family,
+                       family_words=FAMILIES[family], strict=strict)
+
+
+def _check_choice(value: str, choices: dict, what: str) -> None:
+    if value not in choices:
+        raise AuditError(f"{what} {value!r} not known; use {', '.join(choices)}")
 
 
 def classify(ratio: float, ratio_lo: float, p_adj: float, *, threshold: float = FOUR_FIFTHS,
-             alpha: float = 0.05) -> str:
-    """The verdict of one category (see the module's rule); NaN p-values (the most-selected category) never
-    reject."""
-    if ratio < threshold and np.isfinite(p_adj) and p_adj <= alpha:
+             alpha: float = 0.05, ratio_hi: float = math.nan, rule: str = "practice") -> str:
+    """The verdict of one category (see the module's rule); NaN p-values (the comparator) never reject, and the
+    strict reading needs ``ratio_hi`` below the threshold."""
+    if (ratio < threshold and np.isfinite(p_adj) and p_adj <= alpha
+            and (rule == "practice" or ratio_hi < threshold)):
         return ADVERSE
     if np.isfinite(ratio_lo) and ratio_lo > threshold:
         return NO_EVIDENCE
     return INCONCLUSIVE
-
-
-def decision_target(rate: float, top_rate: float, ratio: float, threshold: float) -> float:
-    """The ΔDP half-width at which the interval would decide: the distance from the rate to ``threshold × top``
-    (ratio at or above the threshold) or the gap to the top rate (ratio below it), kept within (0.005, 0.5)."""
-    distance = abs(rate - threshold * top_rate) if ratio >= threshold else abs(top_rate - rate)
-    return float(np.clip(distance, 0.005, 0.5))
 
 
 def check_k(scores: pd.DataFrame, k: int, pool: "str | PoolDesign", grouping: str) -> int:
@@ -93,77 +143,194 @@ def _check_quotas(keys: list[KeyData], ks: "int | Iterable[int]", design: PoolDe
 
 def verdicts(scores: pd.DataFrame, *, grouping: str, k: "int | Iterable[int]", pool: "str | PoolDesign" = "per-group",
              threshold: float = FOUR_FIFTHS, ci: float = 0.95, n_boot: int = 1000, n_perm: int = 1000,
-             plan_boot: int = 100, seed: int = 0) -> pd.DataFrame:
+             plan_boot: int = 100, seed: int = 0, family: str = DEFAULT_FAMILY,
+             rule: str = "practice") -> pd.DataFrame:
     """One row per system (model, task, subtask, mode) × category × quota in ``k`` (columns :data:`COLUMNS`) of
     pointwise ``scores`` whose groups are already the categories of ``grouping`` (see
-    :meth:`audit.design.AuditDesign.category`): impact ratio and its bootstrap interval, Holm-adjusted permutation
-    p-value, verdict, and for inconclusive rows the planner's candidates per group needed (``needed_per_group``)
-    and how many more than the system's smallest category has now (``more_per_group``).
+    :meth:`audit.design.AuditDesign.category`): :func:`measure` then :func:`decide`. ``plan_boot`` is accepted for
+    callers of the bootstrap planner this replaced and has no effect (the planner is analytic)."""
+    del plan_boot
+    rows, pairs = measure(scores, grouping=grouping, k=k, pool=pool, ci=ci, n_boot=n_boot, n_perm=n_perm, seed=seed)
+    return decide(rows, pairs, family=family, threshold=threshold, ci=ci, rule=rule)
 
-    The permutations and the planner's draws of a system are made once and serve every k and every most-selected
-    category: a verdict at each k costs about what one does."""
-    if not 0 < threshold <= 1:
-        raise AuditError(f"threshold {threshold} must lie in (0, 1]")
+
+def measure(scores: pd.DataFrame, *, grouping: str, k: "int | Iterable[int]", pool: "str | PoolDesign" = "per-group",
+            ci: float = 0.95, n_boot: int = 1000, n_perm: int = 1000,
+            seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(rows, pairs): per system × category × quota the selection rate, pairwise ratio against the comparator with
+    its interval, the pair's raw p-value and what the planner needs; per system × quota × pair of known categories
+    (``a`` < ``b``) the raw p-value (columns :data:`PAIR_COLUMNS`), for :func:`decide`'s family adjustment.
+
+    The shuffles (virtual designs) and bootstrap draws of a system are made once and serve every k and pair."""
     if not 0 < ci < 1:
         raise AuditError(f"confidence level {ci} must lie strictly between 0 and 1")
     if scores.empty:
         raise AuditError("no pointwise scores to judge")
+    if n_perm < 1 or n_boot < 2:
+        raise AuditError(f"permutations {n_perm} and bootstrap replicates {n_boot} must be at least 1 and 2")
     design = PoolDesign.parse(pool)
     keys = split_keys(scores, reference=str(scores["group"].iloc[0]))
     quotas = _check_quotas(keys, k, design, grouping)[0]
-    frames = [_judged(data, design, quotas, grouping=grouping, threshold=threshold, ci=ci, n_boot=n_boot,
-                      n_perm=n_perm, plan_boot=plan_boot, seed=seed) for data in keys]
-    return pd.concat(frames, ignore_index=True)[list(COLUMNS)]
+    parts = [_measured(data, design, quotas, grouping=grouping, ci=ci, n_boot=n_boot, n_perm=n_perm, seed=seed)
+             for data in keys]
+    return (pd.concat([rows for rows, _ in parts], ignore_index=True),
+            pd.concat([pairs for _, pairs in parts], ignore_index=True))
 
 
-def _judged(data: KeyData, design: PoolDesign, quotas: list[int], *, grouping: str, threshold: float, ci: float,
-            n_boot: int, n_perm: int, plan_boot: int, seed: int) -> pd.DataFrame:
-    """The verdict rows of one system: its impact rows (category by category, each at every quota) with p-values,
-    verdicts and the candidates needed."""
-    part = key_impact(data, design, quotas, grouping=grouping, ci=ci, n_boot=n_boot, seed=seed)
-    shape, columns = (len(data.groups), len(quotas)), np.arange(len(quotas))
-    rate, ratio = (part[name].to_numpy().reshape(shape) for name in ("selection_rate", "impact_ratio"))
-    top = np.where(known_categories(data.groups)[:, None], rate, -np.inf).argmax(axis=0)  # most selected, per k
-    null = permuted_shares(data, design, n_perm=n_perm, seed=seed)[0][:, :, np.asarray(quotas) - 1]
-    p = permutation_pvalues({"dp": rate - rate[top, columns]}, {"dp": null - null[:, top, columns][:, None]})["dp_p"]
-    p[top, columns] = np.nan
-    p_adj = np.stack([adjust(p[:, j], "holm") for j in columns], axis=1)
-    verdict = np.array([[classify(r, lo, q, threshold=threshold, alpha=1 - ci) for r, lo, q in zip(*row)] for row in
-                        zip(ratio, part["impact_ratio_lo"].to_numpy().reshape(shape), p_adj)])
-    needed_n = _needed(data, design, quotas, verdict == INCONCLUSIVE, rate, ratio, top, threshold=threshold,
-                       level=ci, plan_boot=plan_boot, seed=seed)
-    part["p_adj"], part["verdict"], part["needed_per_group"] = p_adj.ravel(), verdict.ravel(), needed_n.ravel()
-    part["more_per_group"] = (part["needed_per_group"] - part["candidates"].min()).clip(lower=0)
-    return part
+def _measured(data: KeyData, design: PoolDesign, quotas: list[int], *, grouping: str, ci: float, n_boot: int,
+              n_perm: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`measure` for one system: its rows (category by category, each at every quota) and its pairs."""
+    part = key_impact(data, design, quotas, grouping=grouping, ci=None, n_boot=n_boot, seed=seed)
+    groups, columns = len(data.groups), np.arange(len(quotas))
+    rate = part["selection_rate"].to_numpy().reshape(groups, len(quotas))
+    known = np.flatnonzero(known_categories(data.groups))
+    top = known[rate[known].argmax(axis=0)]  # the comparator, per k
+    a, b = (known[i] for i in np.triu_indices(known.size, 1))
+    if design.kind == PoolKind.OBSERVED:
+        pair_p, bounds, errors, units = _recorded(data, design, quotas, rate, top, a, b, ci)
+    else:
+        pair_p, bounds, errors, units = _virtual(data, design, quotas, rate, top, a, b, ci, n_boot=n_boot,
+                                                 n_perm=n_perm, seed=seed)
+    index = np.full((groups, groups), -1)
+    index[a, b] = index[b, a] = np.arange(a.size)
+    at_top = index[:, top]  # (groups, quotas): each category's pair with the comparator (−1: none)
+    p = np.where(at_top >= 0, pair_p[np.maximum(at_top, 0), columns], np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratio = np.where(known_categories(data.groups)[:, None], rate / rate[top, columns], np.nan)
+    part["impact_ratio"] = ratio.ravel()
+    comparator = np.asarray(data.groups, dtype=object)[top]
+    for name, values in (("impact_ratio_lo", bounds[0]), ("impact_ratio_hi", bounds[1]), ("p", p),
+                         ("se_diff", errors[0]), ("se_log", errors[1]), ("units", units[0]), ("unit", units[1]),
+                         ("comparator", np.broadcast_to(comparator, rate.shape)),
+                         ("comparator_rate", np.broadcast_to(rate[top, columns], rate.shape))):
+        part[name] = np.asarray(values).ravel()
+    pairs = pd.DataFrame({"grouping": grouping, "k": np.tile(quotas, a.size),
+                          "a": np.repeat(np.asarray(data.groups, dtype=object)[a], len(quotas)),
+                          "b": np.repeat(np.asarray(data.groups, dtype=object)[b], len(quotas)),
+                          "p": pair_p.ravel()})
+    for position, (name, value) in enumerate(zip(KEY, data.key)):
+        pairs.insert(position, name, value)
+    return part.drop(columns="four_fifths"), pairs[list(PAIR_COLUMNS)]
 
 
-def _needed(data: KeyData, design: PoolDesign, quotas: list[int], todo: np.ndarray, rate: np.ndarray,
-            ratio: np.ndarray, top: np.ndarray, *, threshold: float, level: float, plan_boot: int,
-            seed: int) -> np.ndarray:
-    """(categories, quotas): the candidates per group the planner estimates for each ``todo`` (inconclusive) cell;
-    NaN elsewhere, for pairwise scores and when the pool design cannot be resized (observed pools)."""
-    out = np.full(todo.shape, np.nan)
-    if not todo.any() or design.kind == PoolKind.OBSERVED or is_pairwise(data.key[-1]):
-        return out
-    if plan_boot < 10:
-        raise AuditError(f"bootstrap replicates {plan_boot} must be at least 10")
-    grid = sorted({*SIZES, int(np.bincount(data.group).min())})
-    draws = planned_shares(data, design, sizes=grid, n_boot=plan_boot, seed=seed)
-    widths: dict[int, list] = {}  # per most-selected category: each size's half-widths (groups, L)
-    for j in np.flatnonzero(todo.any(axis=0)):
-        reference = int(top[j])
-        if reference not in widths:
-            widths[reference] = [gap_half_widths(phi, reference, level) for phi in draws]
-        at_k = np.array([np.full(len(data.groups), np.nan) if np.isscalar(w) else w[:, quotas[j] - 1]
-                         for w in widths[reference]])
-        at_k[:, reference] = np.nan
-        with warnings.catch_warnings():  # a size whose pools do not fit has no width (as the planner reads it)
-            warnings.simplefilter("ignore", RuntimeWarning)
-            widest = np.nanmax(at_k, axis=1)
-        for g in np.flatnonzero(todo[:, j]):
-            target = decision_target(rate[g, j], rate[reference, j], ratio[g, j], threshold)
-            out[g, j] = needed(grid, widest, target)[0]
-    return out
+def _recorded(data: KeyData, design: PoolDesign, quotas: list[int], rate: np.ndarray, top: np.ndarray,
+              a: np.ndarray, b: np.ndarray, ci: float) -> tuple:
+    """Recorded pools: exact stratified p-values (pairs, quotas), Katz bounds with the pool-robust error, the
+    errors (se of the difference, of the log ratio) and units of each category against the comparator."""
+    members, selected = pool_tables(data, design, quotas)
+    pair_p = np.array([[pair_pvalue(members, selected[:, :, j], i, h) for j in range(len(quotas))]
+                       for i, h in zip(a, b)]).reshape(a.size, len(quotas))
+    shape = rate.shape
+    errors, bounds, units = np.full((2, *shape), np.nan), np.full((2, *shape), np.nan), np.zeros(shape)
+    unit = np.full(shape, "", dtype=object)
+    for g, j in np.ndindex(*shape):
+        if g == top[j] or not np.isfinite(rate[g, j]):
+            continue
+        errors[:, g, j] = pair_errors(members, selected[:, :, j], g, top[j])
+        bounds[:, g, j] = katz_bounds(rate[g, j] / rate[top[j], j], errors[1, g, j], ci)
+        units[g, j], unit[g, j] = informing_units(members, g, top[j])
+    return pair_p, bounds, errors, (units, unit)
+
+
+def _virtual(data: KeyData, design: PoolDesign, quotas: list[int], rate: np.ndarray, top: np.ndarray,
+             a: np.ndarray, b: np.ndarray, ci: float, *, n_boot: int, n_perm: int, seed: int) -> tuple:
+    """Virtual designs: permutation p-values of every pair from one set of label shuffles; the percentile bootstrap
+    interval of each category's ratio to the comparator (the pair's own draws), the draws' standard errors, and
+    the pair's smaller count of candidates as its units."""
+    at = np.asarray(quotas) - 1
+    columns = np.arange(len(quotas))
+    null = permuted_shares(data, design, n_perm=n_perm, seed=seed)[0][:, :, at]
+    pair_p = permutation_pvalues({"d": rate[a] - rate[b]}, {"d": null[:, a] - null[:, b]})["d_p"]
+    draws = share_draws(data, design, n_boot=n_boot, seed=seed)[0][:, :, at]
+    reference = draws[:, top, columns][:, None]
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the comparator's own (constant) draws
+        ratios = draws / reference
+        bounds = percentiles(ratios, ci)
+        logs = np.where(ratios > 0, np.log(ratios), np.nan)
+        errors = np.stack([np.std(draws - reference, axis=0, ddof=1), np.nanstd(logs, axis=0, ddof=1)])
+    candidates = np.bincount(data.group, minlength=len(data.groups)).astype(float)
+    units = np.minimum(candidates[:, None], candidates[top][None])
+    bounds[:, top, columns] = errors[:, top, columns] = np.nan
+    return pair_p, bounds, errors, (units, np.full(units.shape, "candidates", dtype=object))
+
+
+def decide(rows: pd.DataFrame, pairs: pd.DataFrame, *, family: str = DEFAULT_FAMILY, threshold: float = FOUR_FIFTHS,
+           ci: float = 0.95, rule: str = "practice") -> pd.DataFrame:
+    """The verdict rows (:data:`COLUMNS`) of :func:`measure`'s rows and pairs (several groupings' may be
+    concatenated): Holm over every pair of the chosen ``family``, the verdict, the ``evidence`` sentence and the
+    planner's answer for inconclusive cells."""
+    if not 0 < threshold <= 1:
+        raise AuditError(f"threshold {threshold} must lie in (0, 1]")
+    _check_choice(family, FAMILIES, "family"), _check_choice(rule, RULES, "rule")
+    adjusted = _family_adjusted(pairs, family)
+    first = np.where(rows["category"].astype(str) < rows["comparator"].astype(str), rows["category"], rows["comparator"])
+    last = np.where(first == rows["category"], rows["comparator"], rows["category"])
+    out = rows.assign(a=first, b=last).merge(adjusted, on=[*KEY, "grouping", "k", "a", "b"], how="left",
+                                             validate="many_to_one")
+    sizes = adjusted.groupby(list(_FAMILY_BY[family]), observed=True)["family_size"].first()
+    out["family_size"] = out.set_index(list(_FAMILY_BY[family])).index.map(sizes).to_numpy()
+    alpha = 1 - ci
+    is_top = (out["category"] == out["comparator"]).to_numpy()
+    out["verdict"] = [NO_EVIDENCE if top else classify(r, lo, q, threshold=threshold, alpha=alpha, ratio_hi=hi,
+                                                        rule=rule)
+                      for top, r, lo, hi, q in zip(is_top, out["impact_ratio"], out["impact_ratio_lo"],
+                                                   out["impact_ratio_hi"], out["p_adj"])]
+    out["evidence"] = [_evidence(row, threshold, alpha, top) for row, top in zip(out.itertuples(), is_top)]
+    out["family"], out["rule"] = family, rule
+    out = out.join(_planned(out, threshold=threshold, ci=ci, rule=rule))
+    return out[list(COLUMNS)]
+
+
+def _family_adjusted(pairs: pd.DataFrame, family: str) -> pd.DataFrame:
+    """``pairs`` with ``p_adj`` (Holm over every pair of its family) and ``family_size`` (the family's pairs)."""
+    out = pairs.assign(p_adj=np.nan, family_size=0)
+    for _, index in out.groupby(list(_FAMILY_BY[family]), sort=False, observed=True).groups.items():
+        out.loc[index, "p_adj"] = adjust(out.loc[index, "p"].to_numpy(), "holm")
+        out.loc[index, "family_size"] = int(out.loc[index, "p"].notna().sum())
+    return out.drop(columns="p")
+
+
+def _evidence(row, threshold: float, alpha: float, top: bool) -> str:
+    """One sentence where the ratio's interval and the adjusted test point different ways (empty otherwise)."""
+    if top:
+        return "the comparator (most-selected category): ratio 1 by construction"
+    below, rejects = row.impact_ratio_hi < threshold, row.p_adj <= alpha
+    if below and not rejects:
+        return (f"the ratio's interval lies below {threshold:g}, but the test adjusted over the family's "
+                f"{row.family_size} comparisons does not reject (p_adj {row.p_adj:.3g}): the test decides adverse "
+                "impact, so this stays inconclusive")
+    if rejects and row.impact_ratio < threshold and row.impact_ratio_hi >= threshold:
+        return (f"the adjusted test rejects equal rates, but the ratio's interval reaches {threshold:g}: the true "
+                "ratio may lie at or above the threshold")
+    if rejects and row.impact_ratio_lo > threshold:
+        return (f"the rates differ significantly, but the ratio's interval lies above {threshold:g}: a difference "
+                "within the threshold, so no evidence of adverse impact (the interval decides)")
+    return ""
+
+
+def _planned(rows: pd.DataFrame, *, threshold: float, ci: float, rule: str) -> pd.DataFrame:
+    """``needed_per_group``, ``more_per_group``, ``planning_ratio``, ``needed_unit`` and ``rough`` of the
+    inconclusive rows (see the module's planner); NaN elsewhere and where the ratio is undefined."""
+    from scipy.stats import norm
+
+    ratio = rows["impact_ratio"].to_numpy(dtype=float)
+    todo = (rows["verdict"] == INCONCLUSIVE).to_numpy() & np.isfinite(ratio) & (ratio > 0)
+    plan = np.where(todo, (np.minimum(ratio, 1) + threshold) / 2, np.nan)
+    beta = norm.ppf(PLANNED_POWER)
+    z_test = norm.ppf(1 - (1 - ci) / (2 * np.maximum(rows["family_size"].to_numpy(dtype=float), 1)))
+    z_interval = norm.ppf((1 + ci) / 2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        test = ((z_test + beta) * rows["se_diff"] / (rows["comparator_rate"] * (1 - plan))) ** 2
+        interval = ((z_interval + beta) * rows["se_log"] / np.abs(np.log(plan) - np.log(threshold))) ** 2
+    below = ratio < threshold
+    factor = np.where(below, np.fmax(test, interval) if rule == "strict" else test, interval)
+    units = rows["units"].to_numpy(dtype=float)
+    factor = np.where(todo & np.isfinite(factor) & (factor > 0), factor, np.nan)
+    needed = np.fmax(np.ceil(units * factor), units + 1)
+    return pd.DataFrame({"needed_per_group": needed, "more_per_group": needed - units, "planning_ratio": plan,
+                         "needed_unit": np.where(np.isfinite(needed), rows["unit"], ""),
+                         "rough": needed > ROUGH_BEYOND * units}, index=rows.index)
 
 
 def rollup(table: pd.DataFrame, by: list[str] | tuple[str, ...] = KEY) -> pd.DataFrame:
