@@ -24,6 +24,7 @@ difference p_a − p_b is made the same way (u_i without the division by the rat
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -48,11 +49,15 @@ def pool_tables(data: KeyData, design: PoolDesign, quotas: list[int]) -> tuple[n
     return members, selected.reshape(*members.shape, len(quotas))
 
 
+@lru_cache(maxsize=4096)
 def hypergeometric(n_a: int, n_b: int, s: int) -> np.ndarray:
-    """P(x = 0 … min(s, n_a)) for x ~ H(n_a + n_b, n_a, s): a's members among s drawn from n_a + n_b."""
+    """P(x = 0 … min(s, n_a)) for x ~ H(n_a + n_b, n_a, s): a's members among s drawn from n_a + n_b (cached;
+    read-only)."""
     from scipy.stats import hypergeom  # imported on use: slow to import
 
-    return hypergeom.pmf(np.arange(min(s, n_a) + 1), n_a + n_b, n_a, s)
+    law = hypergeom.pmf(np.arange(min(s, n_a) + 1), n_a + n_b, n_a, s)
+    law.flags.writeable = False
+    return law
 
 
 def convolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -90,11 +95,11 @@ def stratified_pvalue(x: np.ndarray, n_a: np.ndarray, n_b: np.ndarray, s: np.nda
     inform = (n_a > 0) & (n_b > 0) & (s > 0) & (s < n_a + n_b)
     if not inform.any():
         return 1.0
-    signatures, repeats = np.unique(np.stack([n_a[inform], n_b[inform], s[inform]], axis=1), axis=0,
-                                    return_counts=True)
+    base = int(max(n_a.max(), n_b.max())) + 1  # pools sharing (n_a, n_b, s) share one code
+    codes, repeats = np.unique((n_a[inform] * base + n_b[inform]) * base + s[inform], return_counts=True)
     law = np.ones(1)
-    for (na, nb, ss), times in zip(signatures.tolist(), repeats.tolist()):
-        law = convolve(law, power(hypergeometric(na, nb, ss), times))
+    for code, times in zip(codes.tolist(), repeats.tolist()):
+        law = convolve(law, power(hypergeometric(code // base // base, code // base % base, code % base), times))
     return two_sided(law / law.sum(), int(x[inform].sum()))
 
 

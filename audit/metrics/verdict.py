@@ -284,10 +284,9 @@ def decide(rows: pd.DataFrame, pairs: pd.DataFrame, *, family: str = DEFAULT_FAM
 
 def _family_adjusted(pairs: pd.DataFrame, family: str) -> pd.DataFrame:
     """``pairs`` with ``p_adj`` (Holm over every pair of its family) and ``family_size`` (the family's pairs)."""
-    out = pairs.assign(p_adj=np.nan, family_size=0)
-    for _, index in out.groupby(list(_FAMILY_BY[family]), sort=False, observed=True).groups.items():
-        out.loc[index, "p_adj"] = adjust(out.loc[index, "p"].to_numpy(), "holm")
-        out.loc[index, "family_size"] = int(out.loc[index, "p"].notna().sum())
+    grouped = pairs.groupby(list(_FAMILY_BY[family]), sort=False, observed=True)["p"]
+    out = pairs.assign(p_adj=grouped.transform(lambda p: adjust(p.to_numpy(), "holm")),
+                       family_size=grouped.transform("count"))
     return out.drop(columns="p")
 
 
@@ -309,25 +308,35 @@ def _evidence(row, threshold: float, alpha: float, top: bool) -> str:
     return ""
 
 
+def planned_units(units: np.ndarray, se: np.ndarray, distance: np.ndarray, z_crit: np.ndarray,
+                  power: float = PLANNED_POWER) -> np.ndarray:
+    """n = n₀·((z_crit + z_power)·se₀ / distance)²: the sample at which an estimate with standard error se₀ at n₀
+    (shrinking as 1/√n) lies ``distance`` from its decision boundary with z_crit to spare at ``power`` (normal
+    approximation)."""
+    from scipy.stats import norm
+
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return units * ((z_crit + norm.ppf(power)) * se / distance) ** 2
+
+
 def _planned(rows: pd.DataFrame, *, threshold: float, ci: float, rule: str) -> pd.DataFrame:
     """``needed_per_group``, ``more_per_group``, ``planning_ratio``, ``needed_unit`` and ``rough`` of the
     inconclusive rows (see the module's planner); NaN elsewhere and where the ratio is undefined."""
     from scipy.stats import norm
 
     ratio = rows["impact_ratio"].to_numpy(dtype=float)
+    units = rows["units"].to_numpy(dtype=float)
     todo = (rows["verdict"] == INCONCLUSIVE).to_numpy() & np.isfinite(ratio) & (ratio > 0)
     plan = np.where(todo, (np.minimum(ratio, 1) + threshold) / 2, np.nan)
-    beta = norm.ppf(PLANNED_POWER)
     z_test = norm.ppf(1 - (1 - ci) / (2 * np.maximum(rows["family_size"].to_numpy(dtype=float), 1)))
-    z_interval = norm.ppf((1 + ci) / 2)
     with np.errstate(invalid="ignore", divide="ignore"):
-        test = ((z_test + beta) * rows["se_diff"] / (rows["comparator_rate"] * (1 - plan))) ** 2
-        interval = ((z_interval + beta) * rows["se_log"] / np.abs(np.log(plan) - np.log(threshold))) ** 2
+        test = planned_units(units, rows["se_diff"].to_numpy(), rows["comparator_rate"].to_numpy() * (1 - plan),
+                             z_test)
+        interval = planned_units(units, rows["se_log"].to_numpy(), np.abs(np.log(plan) - np.log(threshold)),
+                                 norm.ppf((1 + ci) / 2))
     below = ratio < threshold
-    factor = np.where(below, np.fmax(test, interval) if rule == "strict" else test, interval)
-    units = rows["units"].to_numpy(dtype=float)
-    factor = np.where(todo & np.isfinite(factor) & (factor > 0), factor, np.nan)
-    needed = np.fmax(np.ceil(units * factor), units + 1)
+    needed = np.where(below, np.fmax(test, interval) if rule == "strict" else test, interval)
+    needed = np.where(todo & np.isfinite(needed) & (needed > 0), np.fmax(np.ceil(needed), units + 1), np.nan)
     return pd.DataFrame({"needed_per_group": needed, "more_per_group": needed - units, "planning_ratio": plan,
                          "needed_unit": np.where(np.isfinite(needed), rows["unit"], ""),
                          "rough": needed > ROUGH_BEYOND * units}, index=rows.index)

@@ -1,0 +1,71 @@
+"""The exact stratified test and the pairwise ratio interval: equal to the binomial and Fisher's tests where they
+reduce to them; the interval's coverage and the planner's promised power checked by seeded simulation."""
+import numpy as np
+import pytest
+from scipy.stats import binomtest, fisher_exact, norm
+
+from audit.metrics.exact import katz_bounds, pair_errors, pair_pvalue, stratified_pvalue
+from audit.metrics.verdict import planned_units
+
+
+def picks(rng: np.random.Generator, pools: int, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(members, selected) of pools of one applicant per group at k = 1: the first place drawn ∝ ``weights``."""
+    first = rng.choice(weights.size, size=pools, p=weights / weights.sum())
+    return np.ones((pools, weights.size), dtype=int), np.eye(weights.size)[first]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_one_applicant_per_group_at_k1_is_the_exact_binomial_test(seed):
+    rng = np.random.default_rng(seed)
+    members, selected = picks(rng, 120, np.array([1.0, 0.7, 0.9]))
+    a, b = selected[:, 0].sum(), selected[:, 1].sum()
+    expected = binomtest(int(a), int(a + b)).pvalue
+    assert pair_pvalue(members, selected, 0, 1) == pytest.approx(expected, rel=1e-9)
+
+
+def test_one_pool_is_fishers_exact_test_and_tiny_p_values_are_exact():
+    for x, n_a, n_b, s in ((10, 40, 50, 30), (0, 25, 25, 20), (3, 10, 200, 40)):
+        expected = fisher_exact([[x, n_a - x], [s - x, n_b - s + x]]).pvalue
+        assert stratified_pvalue(np.array([x]), np.array([n_a]), np.array([n_b]), np.array([s])) == \
+            pytest.approx(expected, rel=1e-9)
+    # 1000 pools, one picked of two, 403 of one side: the binomial p far below any permutation floor
+    x = np.r_[np.ones(403, int), np.zeros(597, int)]
+    ones = np.ones(1000, int)
+    assert stratified_pvalue(x, ones, ones, ones) == pytest.approx(binomtest(403, 1000).pvalue, rel=1e-9)
+    assert stratified_pvalue(x, ones, ones, ones) < 1e-6
+
+
+@pytest.mark.parametrize("groups", [2, 4, 8])
+def test_pool_robust_katz_interval_covers_the_pairwise_ratio(groups):
+    """95 % intervals of each category's ratio to the category most selected in the sample, over 300 seeded
+    audits of 300 pools of one applicant per group at k = 1 (ratios 1 … 0.6 in truth). With 8 close groups the
+    comparator chosen from the data is the winner of near-ties and its rate is biased up, so coverage falls
+    toward 91 % (measured: 2 groups 93 %, 4 groups 96 %, 8 groups 91 %); at least 90 % is required."""
+    rng = np.random.default_rng(groups)
+    weights = np.linspace(1.0, 0.6, groups)
+    covered, total = 0, 0
+    for _ in range(300):
+        members, selected = picks(rng, 300, weights)
+        top = int(selected.sum(axis=0).argmax())
+        rates = selected.sum(axis=0) / 300
+        for g in range(groups):
+            if g == top:
+                continue
+            low, high = katz_bounds(rates[g] / rates[top], pair_errors(members, selected, g, top)[1], 0.95)
+            covered += low <= weights[g] / weights[top] <= high
+            total += 1
+    assert covered / total >= 0.90
+
+
+def test_the_planned_pools_reach_the_promised_power():
+    """A pilot of 2,000 pools (true ratio 0.7, two groups, k = 1) plans the pools for 80 % power of the exact
+    test at α = 0.05; 400 seeded audits of that many pools reject in 80 ± 10 % of cases."""
+    rng = np.random.default_rng(7)
+    weights = np.array([1.0, 0.7])
+    members, selected = picks(rng, 2000, weights)
+    rates = selected.sum(axis=0) / 2000
+    distance = rates[0] * (1 - 0.7)
+    pools = int(np.ceil(planned_units(2000, pair_errors(members, selected, 1, 0)[0], distance, norm.ppf(0.975))))
+    assert 100 < pools < 400
+    rejected = [pair_pvalue(*picks(rng, pools, weights), 0, 1) <= 0.05 for _ in range(400)]
+    assert 0.7 <= np.mean(rejected) <= 0.9

@@ -1,0 +1,60 @@
+"""Null simulations of the verdict rule (issue 29): seeded decision logs with no bias are called "adverse impact"
+in at most 5 % of audits plus twice the Monte Carlo error, per family; a true ratio of 0.6 is found.
+
+Each replicate audit is one system (model) of one score table, judged by :func:`audit.metrics.verdict.measure` and
+:func:`decide` directly (the CLI's computation without its I/O). With one grouping per system the ``grouping`` and
+``system`` families coincide; the ``audit`` family would pool the replicates, so it is checked on one audit of
+several systems instead (its adjustment covers more comparisons, so it never rejects more)."""
+import numpy as np
+import pytest
+
+from audit.metrics.verdict import ADVERSE, decide, measure
+from pool_logs import pool_logs
+
+REPLICATES = 200
+BOUND = 0.05 + 2 * np.sqrt(0.05 * 0.95 / REPLICATES)  # 8.1 %
+
+
+def adverse_share(scores, family: str = "system") -> float:
+    """The share of systems of ``scores`` with at least one adverse-impact verdict at k = 1."""
+    rows, pairs = measure(scores, grouping="group", k=1, pool="observed", n_boot=2, n_perm=1)
+    table = decide(rows, pairs, family=family)
+    return float(table.groupby("model")["verdict"].apply(lambda v: (v == ADVERSE).any()).mean())
+
+
+@pytest.mark.parametrize("groups, pools", [(2, 100), (4, 100), (8, 100), (2, 1000), (4, 1000), (8, 1000)])
+def test_no_bias_in_pools_of_one_per_group_is_rarely_called_adverse(groups, pools):
+    scores = pool_logs(np.random.default_rng([groups, pools]), systems=REPLICATES, pools=pools, groups=groups)
+    assert adverse_share(scores) <= BOUND
+
+
+@pytest.mark.parametrize("groups", [2, 4, 8])
+def test_no_bias_in_observational_logs_is_rarely_called_adverse(groups):
+    """Pools of 6 applicants whose groups are drawn at random (some pools lack a group, some hold several)."""
+    scores = pool_logs(np.random.default_rng([groups, 6]), systems=REPLICATES, pools=200, groups=groups,
+                       per_pool=6)
+    assert adverse_share(scores) <= BOUND
+
+
+def test_the_audit_family_never_keeps_more_than_the_system_family():
+    scores = pool_logs(np.random.default_rng(11), systems=20, pools=300, groups=4, weights=[1, 0.75, 0.9, 1])
+    rows, pairs = measure(scores, grouping="group", k=1, pool="observed", n_boot=2, n_perm=1)
+    by_system, by_audit = (decide(rows, pairs, family=f) for f in ("system", "audit"))
+    tested = by_system["p_adj"].notna()
+    assert by_audit["p_adj"].notna().eq(tested).all()
+    assert (by_audit["p_adj"][tested] >= by_system["p_adj"][tested] - 1e-12).all()
+    assert (by_audit["verdict"] == ADVERSE).sum() <= (by_system["verdict"] == ADVERSE).sum()
+    assert set(by_audit["family_size"]) == {20 * 6} and set(by_system["family_size"]) == {6}
+
+
+def test_a_true_ratio_of_06_over_400_pools_of_8_is_called_adverse():
+    """400 pools of 8 applicants, 4 of each of two groups (as the study's pools by sex), k = 1; an applicant of B
+    is first with 0.6 times the chance of one of A (B's true impact ratio at k = 1): B is called adverse in at least
+    90 % of 50 seeded audits. (With 8 groups of one applicant each, B's 32 expected picks against the winner of
+    seven are found in about half the audits after the all-pairs adjustment: stated in the README's table.)"""
+    scores = pool_logs(np.random.default_rng(6), systems=50, pools=400, groups=2, weights=[1, 0.6], per_pool=8,
+                       balanced=True)
+    rows, pairs = measure(scores, grouping="group", k=1, pool="observed", n_boot=2, n_perm=1)
+    table = decide(rows, pairs)
+    found = table[table["category"] == "B"]["verdict"].eq(ADVERSE).mean()
+    assert found >= 0.9
