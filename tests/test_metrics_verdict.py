@@ -128,3 +128,35 @@ def test_quota_at_the_pool_size_is_refused_by_every_command(argv, capsys):
     err = capsys.readouterr().err
     assert err.startswith("error:") and err.count("\n") == 1
     assert re.search(r"pool size.*\b(8|2)\b", err)
+
+
+def test_the_study_at_k1_exact_p_values_families_and_a_planner_answer_for_every_inconclusive_cell(tmp_path):
+    """On the recorded GPT hiring study (pools of 8, k = 1): p-values are exact (the strongest far below any
+    permutation floor), the whole-audit family keeps fewer adverse verdicts than per-grouping Holm, every
+    inconclusive cell has a planner answer of at least one more pool, and the Markdown shows ratios to three
+    decimals so a flag never contradicts its shown value."""
+    demo = Path(__file__).resolve().parents[1] / "data" / "demo.db"
+    if not demo.exists():
+        pytest.skip("data/demo.db not built")
+    db = tmp_path / "demo.db"
+    db.write_bytes(demo.read_bytes())
+    from audit.audit_verdict import verdict_table
+    from audit.selection import Selection
+    from audit.store import Store
+    from audit.views import StoreTables
+
+    with Store(str(db), create=False) as store:
+        tables = StoreTables.read(store)
+    found = {family: verdict_table(tables, Selection("study-gpt-hiring", family=family), k=1)
+             for family in ("grouping", "system", "audit")}
+    adverse = {family: int((t["verdict"] == ADVERSE).sum()) for family, t in found.items()}
+    assert adverse["audit"] < adverse["grouping"] and adverse["system"] <= adverse["grouping"]
+    table = found["system"]
+    assert table["p"].min() < 1e-6 and set(table["family"]) == {"system"}
+    inconclusive = table[table["verdict"] == INCONCLUSIVE]
+    assert len(inconclusive) and (inconclusive["more_per_group"] >= 1).all()
+    assert set(inconclusive["needed_unit"]) == {"pools"}
+    flagged = table[table["verdict"] == ADVERSE]
+    assert (flagged["impact_ratio"] < 0.8).all() and (flagged["p_adj"] <= 0.05).all()
+    near = table[(table["impact_ratio"] - 0.8).abs() < 0.005]
+    assert len(near) and all(f"{r:.3f}" != "0.800" or r >= 0.8 for r in near["impact_ratio"])

@@ -31,7 +31,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                                         "applicants, selection rate (rank outcome: top k of each recorded pool; "
                                         "selected: the recorded selection; score: scoring rate above the sample "
                                         "median), impact ratio against the most-selected category with its CI, "
-                                        "Fisher's exact test (Holm-adjusted), the unknown category, categories "
+                                        "Fisher's exact test (rank outcomes: the exact test stratified by pool; "
+                                        "Holm-adjusted), the unknown category, categories "
                                         "under 2 %.")
     parser.add_argument("--db", required=True, help="result store with imported recorded decisions")
     parser.add_argument("--task", help="task (default: every recorded task)")
@@ -60,9 +61,10 @@ def run_ll144(args: argparse.Namespace) -> int:
     frames = []
     for (model, task, subtask), part in decisions.groupby(["model", "task", "subtask"], sort=True):
         groupings = {name: columns for name, (_, columns) in ll144_groupings(designs[task, subtask]).items()}
-        table = ll144_table(part, groupings, level=args.ci, exclude_small=args.exclude_small)
-        details = json.loads(models.loc[model, "details"]) if model in models.index else {}
         kind = str(part["outcome"].iloc[0])
+        table = ll144_table(part, groupings, level=args.ci, exclude_small=args.exclude_small,
+                            strata="pool" if kind == "rank" else None)  # a quota per pool: stratified exact test
+        details = json.loads(models.loc[model, "details"]) if model in models.index else {}
         frames.append(table.assign(model=model, task=task, subtask=subtask, outcome=kind,
                                    k=args.k if kind == "rank" else None, score_median=part["threshold"].iloc[0],
                                    source=details.get("source", ""), source_sha256=details.get("source_sha256", ""),

@@ -3,7 +3,11 @@
 For each grouping (sex, race/ethnicity, their intersection) separately, per category: applicants, selected, selection
 rate, impact ratio = rate / the most-selected category's rate (among those with at least :data:`MIN_APPLICANTS`
 applicants, when any has) with a Katz log-interval, and Fisher's exact test of
-no difference from the most-selected category (two-sided), Holm-adjusted across the grouping's categories. Missing or
+no difference from the most-selected category (two-sided), Holm-adjusted across the grouping's categories. Where the
+decisions were made in pools with a quota (``strata``: recorded rankings, top k of each pool) selections within a
+pool exclude each other, so the test is the exact conditional test stratified by pool and the Katz interval takes
+the pool-robust standard error (:mod:`audit.metrics.exact`); with one pool (an unpooled log) these are Fisher's test
+and Katz's interval themselves. Missing or
 ``unknown`` values form the *unknown category*: counted and reported, left out of that grouping's rates only.
 Categories under 2 % of the grouping's known applicants are flagged; they are excluded from the impact ratios only
 when the auditor gives a justification (and then still printed with their count and rate). A category with fewer
@@ -44,23 +48,21 @@ def holm(p: Sequence[float]) -> np.ndarray:
     return out
 
 
-def katz_interval(a: int, n1: int, b: int, n2: int, level: float) -> tuple[float, float]:
-    """Katz log interval of the ratio (a/n1)/(b/n2); NaN when a or b is 0."""
-    if a == 0 or b == 0:
-        return math.nan, math.nan
-    from scipy.stats import norm
-
-    z = norm.ppf(0.5 + level / 2)
-    centre = math.log((a / n1) / (b / n2))
-    half = z * math.sqrt(1 / a - 1 / n1 + 1 / b - 1 / n2)
-    return math.exp(centre - half), math.exp(centre + half)
+def pooled_counts(known: pd.DataFrame, category: pd.Series, outcome: str, strata: str | None
+                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(members, selected): pools × categories counts (one pool when ``strata`` is None)."""
+    pools = known[strata] if strata else pd.Series(0, index=known.index)
+    members = pd.crosstab(pools, category)
+    selected = pd.crosstab(pools, category, values=known[outcome], aggfunc="sum").reindex_like(members).fillna(0)
+    return members, selected
 
 
 def ll144_table(decisions: pd.DataFrame, groupings: Mapping[str, Sequence[str]], *, outcome: str = "selected",
-                level: float = 0.95, exclude_small: str | None = None) -> pd.DataFrame:
+                level: float = 0.95, exclude_small: str | None = None, strata: str | None = None) -> pd.DataFrame:
     """The summary for ``groupings`` (name → demographic columns; several columns make the intersection, joined
-    with ``_``); one row per (grouping, category) plus an ``unknown`` row per grouping."""
-    from scipy.stats import fisher_exact
+    with ``_``); one row per (grouping, category) plus an ``unknown`` row per grouping. ``strata``: the column of
+    the pools decisions were made in with a quota (None: one pool, Fisher's test)."""
+    from audit.metrics.exact import katz_bounds, pair_errors, pair_pvalue
 
     frames = []
     for name, columns in groupings.items():
@@ -72,6 +74,9 @@ def ll144_table(decisions: pd.DataFrame, groupings: Mapping[str, Sequence[str]],
         small = share < SMALL_SHARE
         excluded = small & (exclude_small is not None)
         rates = counts["sum"] / counts["size"]
+        members, selected = (t.reindex(columns=counts.index, fill_value=0).to_numpy()
+                             for t in pooled_counts(known, category, outcome, strata))
+        column = {c: i for i, c in enumerate(counts.index)}
         compared = rates[~excluded]
         enough = compared[counts["size"][~excluded] >= MIN_APPLICANTS]  # a tiny category is never the comparison
         best = (enough if len(enough) else compared).idxmax() if len(compared) else None
@@ -89,8 +94,9 @@ def ll144_table(decisions: pd.DataFrame, groupings: Mapping[str, Sequence[str]],
             else:
                 row["impact_ratio"] = (s / n) / (bs / bn)
                 if cat != best:
-                    row["impact_ratio_lo"], row["impact_ratio_hi"] = katz_interval(s, n, bs, bn, level)
-                    row["p_value"] = float(fisher_exact([[s, n - s], [bs, bn - bs]]).pvalue)
+                    se_log = pair_errors(members, selected, column[cat], column[best])[1]
+                    row["impact_ratio_lo"], row["impact_ratio_hi"] = katz_bounds(row["impact_ratio"], se_log, level)
+                    row["p_value"] = pair_pvalue(members, selected, column[cat], column[best])
                 if row["small"]:
                     row["note"] = "under 2 % of applicants"
             rows.append(row)
