@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from audit.metrics.verdict import ADVERSE, decide, measure
-from pool_logs import pool_logs
+from audit.metrics.simulate import pool_logs
 
 REPLICATES = 200
 BOUND = 0.05 + 2 * np.sqrt(0.05 * 0.95 / REPLICATES)  # 8.1 %

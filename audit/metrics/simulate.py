@@ -4,6 +4,10 @@ Each round draws a pool (per-group or random:N), selects the top k with tied can
 and tallies, per group, selected shares and appearances. φ̂(X, k) = Σ_r selected_r / Σ_r appearances_r (ratio
 estimator; likewise ψ̂ on qualified members). Standard errors of ΔDP̂ and ΔEÔ use the delta method on the per-round
 tallies: z_r = (a_r − φ̂·b_r)/mean(b) for each group, SE = sd(z_A − z_B)/√rounds.
+
+:func:`pool_logs` makes seeded decision logs for the verdict's calibration (tests, ``bench/operating.py``): pools
+whose ranks follow a Plackett–Luce law (an applicant of group g is first in its pool with chance ∝ weight[g]), as
+score tables the verdict reads with pool design ``observed``; equal weights: no bias.
 """
 from __future__ import annotations
 
@@ -79,3 +83,24 @@ def simulate_gaps(scores: pd.DataFrame, *, reference: str, ks: Iterable[int], po
             frame.insert(i, name, data.key[i])
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
+
+
+#: group codes of simulated logs
+LETTERS = np.array(list("ABCDEFGH"))
+
+
+def pool_logs(rng: np.random.Generator, *, systems: int, pools: int, groups: int, weights: Iterable[float] | None = None,
+              per_pool: int | None = None, balanced: bool = False) -> pd.DataFrame:
+    """``systems`` logs (models m0, m1, …) of ``pools`` pools each. Pools hold one applicant per group, or with
+    ``per_pool`` that many applicants whose groups are drawn at random (an observational log), or with ``balanced``
+    ``per_pool`` / groups of each group."""
+    w = np.ones(groups) if weights is None else np.asarray(weights, dtype=float)
+    size = groups if per_pool is None else per_pool
+    count = systems * pools * size
+    group = (np.tile(np.arange(size) % groups, systems * pools) if per_pool is None or balanced
+             else rng.integers(0, groups, count))
+    score = np.log(w)[group] + rng.gumbel(size=count)  # Gumbel-max: the first place ∝ weight
+    return pd.DataFrame({"model": np.char.add("m", (np.arange(count) // (pools * size)).astype(str)), "task": "t",
+                         "subtask": "s", "mode": "pointwise", "candidate_id": np.arange(count).astype(str),
+                         "group": LETTERS[group], "qualified": 1, "score": score,
+                         "pool": np.arange(count) // size})
