@@ -84,3 +84,15 @@ def correlation_table(correlations: pd.DataFrame, names: "dict[str, str] | None"
                      "r [interval]": "" if note else estimate(row.r, low, high),
                      "p": "" if note else pvalue(getattr(row, "pvalue", None)), "n": n, "note": note})
     return pd.DataFrame(rows, columns=["scope", "gap", "metric", "r [interval]", "p", "n", "note"])
+
+
+def subtask_name(subtask: object) -> str:
+    """A subtask as people read it: ``financial_analyst`` → ``Financial analyst``, ``HR specialist`` unchanged."""
+    text = str(subtask).replace("_", " ").strip()
+    return text[:1].upper() + text[1:]
+
+
+def ratio(value: object, low: object = None, high: object = None) -> str:
+    """An impact ratio to three decimals (``0.796 [0.702, 0.899]``): a flag read against a threshold (0.8) never
+    contradicts the shown value, as ``0.80`` for a true 0.7956 would."""
+    return estimate(value, low, high, digits=3)

@@ -27,8 +27,8 @@ from audit.views import StoreTables, regroup
 @dataclass(frozen=True)
 class ReportSettings:
     """What to report on: one :class:`audit.selection.Selection` of a store plus the report's quota ``k`` and an
-    optional comparison of two model labels (A, B). ``reference``, ``grouping`` and ``pool`` None: the stored
-    design's; after :func:`collect` they hold the values the report used."""
+    optional comparison of two model labels (A, B). ``reference``, ``grouping``, ``pool`` and ``k`` None: the stored
+    design's; after :func:`collect` they hold the values the report used, and ``quota_reason`` says why that k."""
 
     store: str
     task: str | None = None
@@ -40,7 +40,8 @@ class ReportSettings:
     groups: tuple[str, ...] = ()
     preset: str = "default"
     max_inconsistent: float | None = None
-    k: int = 2
+    k: int | None = None
+    quota_reason: str = ""
     pool: str | None = None
     ci: float = 0.95
     n_boot: int = N_BOOT
@@ -164,6 +165,8 @@ def collect(settings: ReportSettings) -> ReportData:
         data_hash = provenance.data_hash(store, task, [t for t in subtasks if not settings.subtasks
                                                        or t in settings.subtasks])
     selection = settings.selection(task)
+    k, why = tables.design(task).audited_quota(settings.k)
+    settings = replace(settings, k=k, quota_reason=why)
     result = compute(tables, selection)
     metrics = result.table
     size = int(metrics["k"].max())

@@ -15,13 +15,14 @@ import plotly.graph_objects as go
 
 from audit import charts
 from audit.exports import figure_bytes
-from audit.formatting import correlation_table, estimate, number, pvalue
+from audit.formatting import correlation_table, estimate, number, pvalue, ratio, subtask_name
 from audit.metrics.verdict import ADVERSE, INCONCLUSIVE, NO_EVIDENCE, rollup, rule_text
 from audit.reporting.content import (ReportData, commands, limitations, sample_sizes, settings_record,
                                      shell_text)
-from audit.reporting.findings import findings, not_significant
+from audit.reporting.findings import SENTENCES_UP_TO, Finding, findings, not_significant
 from audit.reporting.method import GLOSSARY, method_paragraphs
 from audit.reporting.style import STYLE
+from audit.tasks.recorded import mode_name
 
 #: under every verdict table
 LEGEND = ("<caption>Each cell: the impact ratio, then <b>adverse</b> (adverse impact), <b>no evidence</b> (no evidence "
@@ -31,18 +32,18 @@ _CSS_CLASS = {ADVERSE: "v-adverse", NO_EVIDENCE: "v-no-evidence", INCONCLUSIVE: 
 
 
 def table(frame: pd.DataFrame, *, numeric: tuple[str, ...] = (), css: str = "",
-          rows: list[dict[str, str]] | None = None) -> str:
+          rows: list[dict[str, str]] | None = None, row_class: str = "", caption: str = "") -> str:
     """``frame`` (cells already text) as an escaped HTML table; ``numeric`` columns right-aligned and never
-    wrapped; ``rows``: data attributes of each ``<tr>``."""
+    wrapped; ``rows``: data attributes of each ``<tr>`` (of class ``row_class`` when given)."""
     head = "".join(f'<th{" class=num" if c in numeric else ""}>{escape(str(c))}</th>' for c in frame.columns)
     body = []
     for i, values in enumerate(frame.itertuples(index=False, name=None)):
         attrs = "".join(f' data-{k}="{escape(str(v))}"' for k, v in (rows[i] if rows else {}).items())
         cells = "".join(f'<td{" class=num" if c in numeric else ""}>{escape(str(v))}</td>'
                         for c, v in zip(frame.columns, values))
-        body.append(f"<tr{attrs}>{cells}</tr>")
-    return (f'<table{f" class={css!r}" if css else ""}><thead><tr>{head}</tr></thead>'
-            f'<tbody>{"".join(body)}</tbody></table>')
+        body.append(f"<tr{f' class={row_class}' if row_class else ''}{attrs}>{cells}</tr>")
+    return (f'<table{f" class={css!r}" if css else ""}>{f"<caption>{escape(caption)}</caption>" if caption else ""}'
+            f'<thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>')
 
 
 def _figure(fig: go.Figure, width: int | None = None) -> str:
@@ -75,14 +76,20 @@ def _short(verdict: str, more: float) -> str:
     return f"inconclusive, {_more(more)}" if verdict == INCONCLUSIVE else verdict
 
 
+def quota_words(data: ReportData) -> str:
+    """``k = 1, the quota of the study's published result``: the report's quota and why."""
+    s = data.settings
+    return f"k = {s.k}, {s.quota_reason}" if s.quota_reason else f"k = {s.k}"
+
+
 def audited(data: ReportData) -> str:
     """Page 1, part 1: the systems (fingerprint, content hash, scoring dates), the data and its hash, the choices."""
     s = data.settings
     data_digest, rows, what = data.data
-    facts = {"task": data.task, "subtasks": ", ".join(data.subtasks), "scoring mode": s.mode,
-             "grouping": s.grouping, "reference group": s.reference,
-             "reference group name": data.design.display_name(s.reference, s.grouping),
-             "pool design": s.design, "quota k": str(s.k),
+    facts = {"task": data.task, "subtasks": ", ".join(data.subtasks), "scoring mode": mode_name(data.design, s.mode),
+             "design": data.design.kind, "grouping": s.grouping,
+             "reference group": f"{data.design.display_name(s.reference, s.grouping)} ({s.reference})",
+             "pool design": s.design, "quota k": quota_words(data),
              "intervals": f"{round(s.ci * 100)} % percentile bootstrap, {s.n_boot} replicates, seed {s.seed}",
              "tests": f"{s.n_perm} permutations, {s.adjust}-adjusted",
              "tool version": data.version, "generated": data.generated}
@@ -135,8 +142,9 @@ def verdict(data: ReportData) -> str:
     named = [f"{r.name} ({r.grouping}) with {r.model} for {r.subtask}" for r in adverse.itertuples(index=False)]
     carriers = "" if not named else " — " + "; ".join(named[:5]) + (f"; and {len(named) - 5} more" if len(named) > 5
                                                                      else "")
-    parts = [f"<h2>Verdict at k = {s.k}</h2><p class='verdict-line'>Overall: {escape(overall['verdict'])}"
-             f"{escape(carriers)}</p><p>{escape(counts)}.</p>",
+    parts = [f"<h2>Verdict at k = {s.k}</h2><p class='quota'>Judged at {escape(quota_words(data))}.</p>"
+             f"<p class='verdict-line'>Overall: {escape(overall['verdict'])}{escape(carriers)}</p>"
+             f"<p>{escape(counts)}; every adverse-impact verdict is listed under Findings.</p>",
              f"<h3>How sure</h3><p class='rule'>{escape(rule_text(s.threshold, s.ci))} Gaps (ΔDP) are findings only "
              f"when their permutation p-value, {escape(s.adjust)}-adjusted across the groups × subtasks of one system, "
              f"is at most α = {1 - s.ci:.2g}.</p>"]
@@ -163,12 +171,38 @@ def findings_section(data: ReportData) -> str:
         judged = "no category has adverse impact and " if data.verdicts is not None else ""
         return (f"<h2>Findings</h2><p>No finding is significant by the rule above at this sample size: {judged}no gap "
                 f"is rejected after adjustment.</p>{note}")
-    items = "".join(f'<li class="finding" data-kind="{f.kind}" data-model="{escape(f.model)}" '
-                    f'data-subtask="{escape(f.subtask)}" data-group="{escape(f.group)}">{escape(f.text)}</li>'
-                    for f in found)
-    return (f"<section class=keep><h2>Findings</h2><p>Every item is significant by the rule above; gaps are ΔDP in "
-            f"points of selection rate against {escape(data.design.display_name(s.reference, s.grouping))}.</p>"
-            f"{note}<ol>{items}</ol></section>")
+    flags = [f for f in found if f.kind == "impact"]
+    gaps = [f for f in found if f.kind == "gap"]
+    listed = [_finding_list(part, s.ci) for part in (flags, gaps) if part]
+    counts = (f"All {len(flags)} adverse-impact verdict{'s' if len(flags) != 1 else ''} (lowest ratio first) and "
+              f"all {len(gaps)} significant gap{'s' if len(gaps) != 1 else ''} (largest first) are listed.")
+    return (f"<h2>Findings</h2><p>Every item is significant by the rule above; gaps are ΔDP in "
+            f"points of selection rate against {escape(data.design.display_name(s.reference, s.grouping))}. "
+            f"{escape(counts)}</p>{note}{''.join(listed)}")
+
+
+def _finding_list(found: list[Finding], ci: float) -> str:
+    """Findings of one kind as numbered sentences, or, when there are many, as one compact table (a row each)."""
+    attrs = [{"kind": f.kind, "model": f.model, "subtask": f.subtask, "grouping": f.grouping, "group": f.group}
+             for f in found]
+    if len(found) <= SENTENCES_UP_TO:
+        items = "".join(f'<li class="finding" data-kind="{f.kind}" data-model="{escape(f.model)}" '
+                        f'data-subtask="{escape(f.subtask)}" data-group="{escape(f.group)}">{escape(f.text)}</li>'
+                        for f in found)
+        return f"<ol>{items}</ol>"
+    impact = found[0].kind == "impact"
+    value = "impact ratio" if impact else "ΔDP (points)"
+    digits = 3 if impact else 1
+    shown = pd.DataFrame({"#": [str(i) for i in range(1, len(found) + 1)], "system": [f.model for f in found],
+                          "subtask": [subtask_name(f.subtask) for f in found],
+                          **({"grouping": [f.grouping for f in found]} if impact else {}),
+                          "group": [f.name or f.group for f in found],
+                          f"{value} [{round(ci * 100)} % CI]": [estimate(f.value, f.low, f.high, digits) for f in found],
+                          "adj. p": [pvalue(f.p_value) for f in found]})
+    caption = ("Adverse impact: ratio below the threshold and the adjusted test rejects." if impact else
+               "Significant gaps: the adjusted permutation test rejects.")
+    return table(shown, numeric=("#", shown.columns[-2], "adj. p"), css="small findings", rows=attrs,
+                 row_class="finding", caption=caption)
 
 
 def method(data: ReportData) -> str:

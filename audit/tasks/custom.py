@@ -66,6 +66,14 @@ class CustomTask:
     def counterfactual(self) -> bool:
         return False
 
+    @property
+    def quota(self) -> int:
+        return 1
+
+    @property
+    def quota_reason(self) -> str:
+        return "the first place of each pool (the task spec declares no quota)"
+
     def candidates(self, limit: int | None = None) -> list[Candidate]:
         """The file's candidates in file order, at most ``limit`` per group."""
         taken: dict[str, int] = {}
