@@ -9,7 +9,7 @@ import pandas as pd
 from audit.commands.io import emit, read_table_file, records
 from audit.commands.options import add_bootstrap, add_filters, add_output
 from audit.errors import AuditError
-from audit.formatting import estimate, markdown_table, pvalue
+from audit.formatting import markdown_table, pvalue, ratio
 from audit.metrics.impact import FOUR_FIFTHS
 from audit.audit_verdict import verdict_table
 from audit.design import WHOLE
@@ -94,7 +94,7 @@ def run_verdict(args: argparse.Namespace) -> int:
 def _markdown(table: pd.DataFrame, overall: pd.DataFrame, args: argparse.Namespace) -> str:
     shown = pd.DataFrame({"System": table["model"], "Subtask": table["subtask"], "Grouping": table["grouping"],
                           "Group": table["name"], "Candidates": table["candidates"],
-                          "Impact ratio": [estimate(r, lo, hi) for r, lo, hi in
+                          "Impact ratio": [ratio(r, lo, hi) for r, lo, hi in
                                            zip(table["impact_ratio"], table["impact_ratio_lo"], table["impact_ratio_hi"])],
                           "Adjusted p": table["p_adj"].map(pvalue), "Verdict": table.apply(verdict_words, axis=1)})
     return (f"# Verdict at k = {args.k}\n\nQuota: {args.quota_reason}.\n\n**Overall: {overall['verdict'].iloc[0]}**\n\n"

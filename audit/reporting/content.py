@@ -243,7 +243,7 @@ def commands(data: ReportData) -> list[list[str]]:
     """The shell commands that reproduce every number of the report (the same selection, read from the store), each
     as its list of shell-quoted words (see :func:`shell_text`)."""
     s = data.settings
-    source = ["--db", _quoted(s.store), "--task", _quoted(data.task)]
+    source = ["--db", _quoted(provenance.portable_path(s.store)), "--task", _quoted(data.task)]
     picked = (["--models", *map(_quoted, s.models)] if s.models else []) + (
         ["--subtasks", *map(_quoted, s.subtasks)] if s.subtasks else [])
     chosen = ["--mode", s.mode, *picked, "--grouping", _quoted(s.grouping), "--pool", _quoted(s.design)]
@@ -291,5 +291,5 @@ def _quoted(text: str) -> str:
 
 
 def settings_record(settings: ReportSettings) -> dict:
-    """The settings as plain values."""
-    return {**asdict(settings), "pool": settings.design}
+    """The settings as plain values (the store's path as :func:`provenance.portable_path` prints it)."""
+    return {**asdict(settings), "pool": settings.design, "store": provenance.portable_path(settings.store)}

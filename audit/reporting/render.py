@@ -123,7 +123,7 @@ def _matrix(verdicts: pd.DataFrame, grouping: str) -> str:
             cells.append(f'<td class="v {_CSS_CLASS[row["verdict"]]}" data-model="{escape(model)}" '
                          f'data-subtask="{escape(subtask)}" data-grouping="{escape(grouping)}" '
                          f'data-category="{escape(category)}" data-verdict="{escape(row["verdict"])}">'
-                         f'{number(row["impact_ratio"], 2)}<br>{escape(mark)}</td>')
+                         f'{number(row["impact_ratio"], 3)}<br>{escape(mark)}</td>')
         body.append(f"<tr><td>{escape(model)}<br><span class=muted>{escape(subtask)}</span></td>{''.join(cells)}</tr>")
     return (f"<table class='matrix small'>{LEGEND}<thead><tr><th>system<br>subtask</th>{head}</tr></thead>"
             f"<tbody>{''.join(body)}</tbody></table>")
@@ -201,13 +201,19 @@ def _finding_list(found: list[Finding], ci: float) -> str:
                           "adj. p": [pvalue(f.p_value) for f in found]})
     caption = ("Adverse impact: ratio below the threshold and the adjusted test rejects." if impact else
                "Significant gaps: the adjusted permutation test rejects.")
-    return table(shown, numeric=("#", shown.columns[-2], "adj. p"), css="small findings", rows=attrs,
+    return table(shown, numeric=("#", shown.columns[-2], "adj. p"), css="long findings", rows=attrs,
                  row_class="finding", caption=caption)
+
+
+def _recorded(data: ReportData) -> bool:
+    """Every system of the report is imported decisions (nothing was scored: no prompts, label mass or LM
+    diagnostics)."""
+    return bool(len(data.models)) and bool((data.models["backend"] == "imported").all())
 
 
 def method(data: ReportData) -> str:
     s, design = data.settings, data.design
-    recorded = bool(len(data.models)) and bool((data.models["backend"] == "imported").all())
+    recorded = _recorded(data)
     paragraphs = method_paragraphs(pool=s.design, mode=s.mode, k=s.k, reference=design.display_name(
         s.reference, s.grouping), reference_code=s.reference, grouping=s.grouping, labels=design.labels,
         relevance=design.relevance, qualification=design.qualification, recorded=recorded)
@@ -238,17 +244,21 @@ def gaps(data: ReportData) -> str:
     names = {g: data.design.display_name(g, s.grouping) for g in data.metrics["group"].unique()}
     rows_of_figures = []  # one row per model: its ΔDP and ΔEO curves side by side
     defined = data.metrics[data.metrics["k"] < data.metrics["k"].max()]  # at k = pool size every gap is 0
+    same = bool(((defined["dp_gap"] - defined["eo_gap"]).abs() < 1e-12).all())  # everyone qualified: ΔEO = ΔDP
+    shown_gaps = {"dp": charts.GAP_NAMES["dp"]} if same else charts.GAP_NAMES
     for model, rows in defined.groupby("model", sort=True):
         mean = rows.groupby(["model", "group", "k"], as_index=False)[["dp_gap", "eo_gap"]].mean()
         mean["group"] = mean["group"].map(names)
         pair = []
-        for gap, name in charts.GAP_NAMES.items():
+        for gap, name in shown_gaps.items():
             fig = charts.gap_curves(mean, gap=gap, title=f"{name} against k: {escape(model)}")
             fig.update_layout(height=380, margin=dict(l=50, r=10, t=50, b=40))
             pair.append(_figure(fig, width=600))
         rows_of_figures.append(f"<div class='figures keep'>{''.join(pair)}</div>")
+    why = (f" ΔEO is not drawn: every candidate counts as qualified ({escape(data.design.qualification)}), so ΔEO "
+           "equals ΔDP." if same else "")
     head = (f"<h2>Allocation gaps against k</h2><p>Mean over subtasks, group minus "
-            f"{escape(names.get(s.reference, data.design.display_name(s.reference, s.grouping)))}.</p>")
+            f"{escape(names.get(s.reference, data.design.display_name(s.reference, s.grouping)))}.{why}</p>")
     parts = [f"<div class=keep>{head}{''.join(rows_of_figures[:1])}</div>", *rows_of_figures[1:]]
     overall = data.correlations[data.correlations["scope"] == "overall"].reset_index(drop=True)
     parts.append(f"<h2>Bias measures against gaps at k = {s.k}</h2>")
@@ -302,8 +312,10 @@ def closing(data: ReportData) -> str:
     explained = ("Label mass: the share of the next-token probability that falls on the answer labels (low mass: "
                  "the model mostly wanted to say something else)." if data.settings.mode == "pointwise" else
                  "Shares of irregular answers, ties and answers that flip with the order of the pair.")
-    return (f"<h2>Limitations</h2><ul>{items}</ul><h2>Diagnostics</h2><p>{explained}</p>"
-            f"{table(diagnostics, numeric=tuple(diagnostics.columns[1:]), css='small')}"
+    diagnosed = ("" if _recorded(data) else  # recorded decisions: no model answered here, nothing to diagnose
+                 f"<h2>Diagnostics</h2><p>{explained}</p>"
+                 f"{table(diagnostics, numeric=tuple(diagnostics.columns[1:]), css='small')}")
+    return (f"<h2>Limitations</h2><ul>{items}</ul>{diagnosed}"
             f"<h2>Reproduce</h2><p>Each command recomputes one part of this report from the same store "
             f"(copy and paste into a shell at the project root):</p><pre class=reproduce>{escape(reproduce)}</pre>")
 
@@ -318,7 +330,7 @@ def appendix(data: ReportData) -> str:
             shown = pd.DataFrame({"subtask": v["subtask"], "grouping": v["grouping"], "group": v["name"],
                                   "code": v["category"], "n": v["candidates"].astype(str),
                                   "rate": v["selection_rate"].map(lambda x: number(x, 2)),
-                                  "impact ratio": [estimate(r, lo, hi) for r, lo, hi in
+                                  "impact ratio": [ratio(r, lo, hi) for r, lo, hi in
                                                    zip(v["impact_ratio"], v["impact_ratio_lo"], v["impact_ratio_hi"])],
                                   "adj. p": v["p_adj"].map(pvalue),
                                   "verdict": [_short(a, b) for a, b in zip(v["verdict"], v["more_per_group"])]})
@@ -339,11 +351,20 @@ def appendix(data: ReportData) -> str:
     long = data.verdicts is not None and len(data.verdicts) > 60  # a long table A: B starts on a page of its own
     parts.append(f"<h3{' class=pagebreak' if long else ''}>B. Gaps against {escape(s.reference)} at k = {s.k}</h3>"
                  + table(shown, numeric=("ΔDP", "adj. p", "ΔEO", "δ", "RABBI"), css="long"))
-    sources = "".join(f"<li>{escape(r.model)}: {escape(r.kind)}, {escape(r.backend)} on {escape(r.device)}, "
-                      f"{_code(r.source)}; content SHA-256 {_code(digest)}</li>"
-                      for r, digest in zip(data.models.itertuples(index=False), data.models["content hash"]))
+    sources = "".join(f"<li>{escape(r['model'])}: {escape(_origin(r))}, {_code(r['source'])}; content SHA-256 "
+                      f"{_code(r['content hash'])}</li>" for r in data.models.to_dict("records"))
     parts.append(f"<h3>C. Model sources and content hashes</h3><ul>{sources}</ul>")
     return "".join(parts)
+
+
+def _origin(system: dict) -> str:
+    """Where a system's results come from, in words (``system``: a row of :func:`provenance.systems`): a scored
+    model's backend and device, or, for imported decisions, when they were recorded and when imported."""
+    if system["recorded"]:
+        dates = (f"recorded {system['first scored']} to {system['last scored']}" if system["first scored"]
+                 else "recording dates not in the source")
+        return f"{system['kind']}, {dates}, imported on {system['registered'][:10]}"
+    return f"{system['kind']}, {system['backend']}" + (f" on {system['device']}" if system["device"] else "")
 
 
 #: the report's sections, in order (each ReportData → HTML)
