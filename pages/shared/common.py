@@ -93,9 +93,10 @@ def metric_view(slider_key: str) -> tuple[views.View, pd.DataFrame, int]:
 
 
 def error(title: str, exc: Exception, box: Callable[[str], Any] = st.error) -> None:
-    """A box (``st.error`` unless told) with ``title`` and the exact message (shown as code: escaped, copyable)."""
+    """A box (``st.error`` unless told) with ``title`` and the exact message (shown as code: escaped, copyable,
+    long lines wrapped so nothing is cut at the box's edge)."""
     box(title)
-    st.code(str(exc), language=None)
+    st.code(str(exc), language=None, wrap_lines=True)
 
 
 def quota_slider(table: pd.DataFrame, key: str, default: int = DEFAULT_K) -> int:
