@@ -92,7 +92,20 @@ def subtask_name(subtask: object) -> str:
     return text[:1].upper() + text[1:]
 
 
-def ratio(value: object, low: object = None, high: object = None) -> str:
-    """An impact ratio to three decimals (``0.796 [0.702, 0.899]``): a flag read against a threshold (0.8) never
-    contradicts the shown value, as ``0.80`` for a true 0.7956 would."""
-    return estimate(value, low, high, digits=3)
+def ratio(value: object, low: object = None, high: object = None, threshold: float = 0.8) -> str:
+    """An impact ratio to three decimals (``0.796 [0.702, 0.899]``), more where three would put a number on the
+    other side of ``threshold`` than it is (a true 0.79963 reads ``0.7996``, never ``0.800``): a flag read against the
+    threshold never contradicts the shown value."""
+    if _missing(value):
+        return "n/a"
+    digits = max(_digits(v, threshold) for v in (value, low, high) if not _missing(v))
+    return estimate(value, low, high, digits=digits)
+
+
+def _digits(value: object, threshold: float, least: int = 3, most: int = 6) -> int:
+    """The fewest decimals (``least`` … ``most``) at which ``value`` rounds to the same side of ``threshold``."""
+    x = float(value)
+    for digits in range(least, most + 1):
+        if (round(x, digits) < threshold) == (x < threshold):
+            return digits
+    return most

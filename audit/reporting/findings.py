@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from audit.formatting import pvalue
+from audit.formatting import pvalue, ratio, subtask_name
 from audit.metrics.verdict import ADVERSE
 
 #: above this many findings of one kind, the report lists them as a compact table instead of sentences
@@ -76,10 +76,13 @@ def impact_findings(verdicts: pd.DataFrame | None, *, ci: float, threshold: floa
         return []
     out = []
     for row in verdicts[verdicts["verdict"] == ADVERSE].itertuples(index=False):
-        value, low, high = (round(v, 3) for v in (row.impact_ratio, row.impact_ratio_lo, row.impact_ratio_hi))
+        value, low, high = row.impact_ratio, row.impact_ratio_lo, row.impact_ratio_hi
+        shown = ratio(value, low, high, threshold)  # "0.796 [0.702, 0.899]": never a side of the threshold it is not
+        estimate_text, bounds = shown.split(" ", 1) if " " in shown else (shown, "")
+        interval = bounds.strip("[]").replace(", ", " to ")
         sentence = (f"Adverse impact: at k = {row.k}, {row.name} ({row.grouping}) have an impact ratio of "
-                    f"{value:.3f} with {row.model} for {row.subtask}, below {threshold:g}, and the test of equal "
-                    f"selection rates rejects ({round(ci * 100)} % CI {low:.3f} to {high:.3f}{{p}}).")
+                    f"{estimate_text} with {row.model} for {subtask_name(row.subtask)}, below {threshold:g}, and the "
+                    f"test of equal selection rates rejects ({round(ci * 100)} % CI {interval}{{p}}).")
         out.append(Finding("impact", row.model, row.subtask, row.category, int(row.k), value, low, high,
                            1 - row.impact_ratio, sentence, float(row.p_adj), row.grouping, row.name))
     return out

@@ -123,8 +123,9 @@ def _matrix(verdicts: pd.DataFrame, grouping: str) -> str:
             cells.append(f'<td class="v {_CSS_CLASS[row["verdict"]]}" data-model="{escape(model)}" '
                          f'data-subtask="{escape(subtask)}" data-grouping="{escape(grouping)}" '
                          f'data-category="{escape(category)}" data-verdict="{escape(row["verdict"])}">'
-                         f'{number(row["impact_ratio"], 3)}<br>{escape(mark)}</td>')
-        body.append(f"<tr><td>{escape(model)}<br><span class=muted>{escape(subtask)}</span></td>{''.join(cells)}</tr>")
+                         f'{ratio(row["impact_ratio"])}<br>{escape(mark)}</td>')
+        body.append(f"<tr><td>{escape(model)}<br><span class=muted>{escape(subtask_name(subtask))}</span></td>"
+                    f"{''.join(cells)}</tr>")
     return (f"<table class='matrix small'>{LEGEND}<thead><tr><th>system<br>subtask</th>{head}</tr></thead>"
             f"<tbody>{''.join(body)}</tbody></table>")
 
@@ -192,12 +193,13 @@ def _finding_list(found: list[Finding], ci: float) -> str:
         return f"<ol>{items}</ol>"
     impact = found[0].kind == "impact"
     value = "impact ratio" if impact else "ΔDP (points)"
-    digits = 3 if impact else 1
+    digits = 1  # gaps in points
     shown = pd.DataFrame({"#": [str(i) for i in range(1, len(found) + 1)], "system": [f.model for f in found],
                           "subtask": [subtask_name(f.subtask) for f in found],
                           **({"grouping": [f.grouping for f in found]} if impact else {}),
                           "group": [f.name or f.group for f in found],
-                          f"{value} [{round(ci * 100)} % CI]": [estimate(f.value, f.low, f.high, digits) for f in found],
+                          f"{value} [{round(ci * 100)} % CI]": [ratio(f.value, f.low, f.high) if impact else
+                                                                estimate(f.value, f.low, f.high, digits) for f in found],
                           "adj. p": [pvalue(f.p_value) for f in found]})
     caption = ("Adverse impact: ratio below the threshold and the adjusted test rejects." if impact else
                "Significant gaps: the adjusted permutation test rejects.")
@@ -327,7 +329,8 @@ def appendix(data: ReportData) -> str:
         parts.append(f"<h3>A. Verdict per system × category at k = {s.k}</h3><p class=muted>Inconclusive, +N: about N "
                      "more candidates per group needed (planner estimate). n: candidates of the group.</p>")
         for model, v in data.verdicts.groupby("model", sort=True):
-            shown = pd.DataFrame({"subtask": v["subtask"], "grouping": v["grouping"], "group": v["name"],
+            shown = pd.DataFrame({"subtask": v["subtask"].map(subtask_name), "grouping": v["grouping"],
+                                  "group": v["name"],
                                   "code": v["category"], "n": v["candidates"].astype(str),
                                   "rate": v["selection_rate"].map(lambda x: number(x, 2)),
                                   "impact ratio": [ratio(r, lo, hi) for r, lo, hi in
@@ -339,7 +342,7 @@ def appendix(data: ReportData) -> str:
             parts.append(f"<h4>{escape(model)}</h4>" + table(shown, numeric=("n", "rate", "impact ratio", "adj. p"),
                                                                  css="long verdicts", rows=attrs))
     at_k = data.at_k
-    shown = pd.DataFrame({"system": at_k["model"], "subtask": at_k["subtask"],
+    shown = pd.DataFrame({"system": at_k["model"], "subtask": at_k["subtask"].map(subtask_name),
                           "group": [data.design.display_name(g, s.grouping) for g in at_k["group"]],
                           "code": at_k["group"],
                           "ΔDP": [estimate(a, b, c) for a, b, c in zip(at_k["dp_gap"], at_k["dp_gap_lo"],
@@ -349,7 +352,8 @@ def appendix(data: ReportData) -> str:
                                                                        at_k["eo_gap_hi"])],
                           "δ": at_k["delta"].map(number), "RABBI": at_k["rabbi"].map(number)})
     long = data.verdicts is not None and len(data.verdicts) > 60  # a long table A: B starts on a page of its own
-    parts.append(f"<h3{' class=pagebreak' if long else ''}>B. Gaps against {escape(s.reference)} at k = {s.k}</h3>"
+    reference = data.design.display_name(s.reference, s.grouping)
+    parts.append(f"<h3{' class=pagebreak' if long else ''}>B. Gaps against {escape(reference)} at k = {s.k}</h3>"
                  + table(shown, numeric=("ΔDP", "adj. p", "ΔEO", "δ", "RABBI"), css="long"))
     sources = "".join(f"<li>{escape(r['model'])}: {escape(_origin(r))}, {_code(r['source'])}; content SHA-256 "
                       f"{_code(r['content hash'])}</li>" for r in data.models.to_dict("records"))
