@@ -93,12 +93,14 @@ def audited(data: ReportData) -> str:
              "intervals": f"{round(s.ci * 100)} % percentile bootstrap, {s.n_boot} replicates, seed {s.seed}",
              "tests": f"{s.n_perm} permutations, {s.adjust}-adjusted",
              "tool version": data.version, "generated": data.generated}
+    verb = "recorded" if _recorded(data) else "scored"
     systems = pd.DataFrame({"system": data.models["model"], "fingerprint": data.models["fingerprint"],
-                            "precision": data.models["precision"], "first scored": data.models["first scored"],
-                            "last scored": data.models["last scored"]})
-    return (f"<h2>What was audited</h2>{table(systems, numeric=('first scored', 'last scored'), css='small')}"
-            "<p class=muted>The fingerprint identifies a system: its weights' content hash with its precision and "
-            "backend (hashes and sources: Appendix C).</p>"
+                            "precision": data.models["precision"], f"first {verb}": data.models["first scored"],
+                            f"last {verb}": data.models["last scored"]})
+    identity = ("a hash of the source its decisions were imported from" if _recorded(data) else
+                "its weights' content hash with its precision and backend")
+    return (f"<h2>What was audited</h2>{table(systems, numeric=(f'first {verb}', f'last {verb}'), css='small')}"
+            f"<p class=muted>The fingerprint identifies a system: {identity} (hashes and sources: Appendix C).</p>"
             f"<p>Candidate data: {rows:,} {what}, SHA-256 {_code(data_digest)}.</p>"
             f"{_facts(facts)}")
 
