@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from audit.metrics.validity import PAIRINGS
-from audit.tasks import GROUP_COLOURS
+from audit.tasks import GROUP_COLOURS, GROUP_NAME_COLOURS
 
 OKABE_ITO = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#999999")
 #: Paul Tol's "bright" scheme (colour-blind safe) for models and metrics, kept apart from the group colours.
@@ -29,10 +29,16 @@ HOVER_COLUMNS = ("delta", "jsd", "emd", "rabbi", "delta_qualified", "jsd_qualifi
                  "dp_gap", "eo_gap")
 
 
-def group_colours(groups: Sequence[str]) -> dict[str, str]:
-    """A fixed colour for each group code: the one its task declares, else the palette in sorted order."""
-    unknown = sorted(g for g in set(groups) if g not in GROUP_COLOURS)
-    return {g: GROUP_COLOURS.get(g) or OKABE_ITO[unknown.index(g) % len(OKABE_ITO)] for g in groups}
+def group_colours(groups: Sequence[str], names: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A fixed colour for each group: the one fixed for what it is (its display name from ``names``, or the group
+    itself when it is a name: ``Hispanic women`` in every task), else the one its task declares for its code, else
+    the palette in sorted order, skipping colours already taken (no two groups of a chart share one)."""
+    names = names or {}
+    fixed = {g: GROUP_NAME_COLOURS.get(names.get(g, g)) or GROUP_NAME_COLOURS.get(g) or GROUP_COLOURS.get(g)
+             for g in set(groups)}
+    free = [c for c in OKABE_ITO if c not in set(fixed.values())] or list(OKABE_ITO)
+    unknown = sorted(g for g, colour in fixed.items() if colour is None)
+    return {g: fixed[g] or free[unknown.index(g) % len(free)] for g in groups}
 
 
 def series_colours(names: Sequence[str]) -> dict[str, str]:
@@ -54,7 +60,7 @@ def _escaped(table: pd.DataFrame) -> pd.DataFrame:
 def _groups(table: pd.DataFrame, column: str, names: Mapping[str, str] | None) -> tuple[pd.DataFrame, dict[str, str]]:
     """``table`` escaped with the group codes of ``column`` shown by their display name (``names``; the code where
     none is given), and each shown name's colour, fixed by its code."""
-    colours = group_colours(table[column].astype(str).unique())
+    colours = group_colours(table[column].astype(str).unique(), names)
     shown = {code: escape((names or {}).get(code, code)) for code in colours}
     named = _escaped(table).assign(**{column: table[column].astype(str).map(shown)})
     return named, {shown[code]: colour for code, colour in colours.items()}

@@ -60,8 +60,10 @@ class AuditDesign:
     e.g. race × gender → None, race → 0, gender → 1. ``prompt_hash`` is a SHA-256 of the task's prompt templates
     (empty when unknown, e.g. for a task recorded before designs were stored). ``names`` maps each part of a group
     code to its display name (``W`` → White, ``F`` → women); ``counterfactual``: groups differ only by the name on
-    otherwise identical documents (else the design is observational). ``undeclared``: what the design had to assume
-    because its task declared none (results stored before designs were recorded), said plainly; empty otherwise.
+    otherwise identical documents (else the design is observational). ``quota``: the quota k the audit is judged at
+    unless the auditor chooses another, with ``quota_reason`` saying why (None: the decision itself, a log's recorded
+    selection, with no quota). ``undeclared``: what the design had to assume because its task declared none (results
+    stored before designs were recorded), said plainly; empty otherwise.
     """
 
     task: str
@@ -78,6 +80,23 @@ class AuditDesign:
     names: dict[str, str] = field(default_factory=dict, compare=False)
     counterfactual: bool = field(default=False, compare=False)
     undeclared: str = field(default="", compare=False)
+    quota: int | None = field(default=None, compare=False)
+    quota_reason: str = field(default="", compare=False)
+
+    @property
+    def kind(self) -> str:
+        """``counterfactual`` (identical documents under different names) or ``observational`` (e.g. decision logs)."""
+        return "counterfactual" if self.counterfactual else "observational"
+
+    def audited_quota(self, chosen: int | None = None) -> tuple[int, str]:
+        """(k, why): the auditor's ``chosen`` k, else the quota the design declares, else 1 (said so)."""
+        if chosen is not None:
+            own = f"; the design's own is k = {self.quota}, {self.quota_reason}" if (
+                self.quota is not None and self.quota != chosen) else ""
+            return int(chosen), f"chosen by the auditor{own}"
+        if self.quota is not None:
+            return self.quota, self.quota_reason or "the quota the design declares"
+        return 1, self.quota_reason or "the smallest quota (the design declares none)"
 
     def part(self, grouping: str) -> int | None:
         """The part of a group code that ``grouping`` keeps (an AuditError for a grouping the design lacks)."""
@@ -113,10 +132,12 @@ class AuditDesign:
         return self.names.get(f"{owner}:{piece}") or self.names.get(piece)
 
     def row(self) -> tuple:
-        """The store's ``designs`` row (display names and the counterfactual flag ride in the groupings column, so
-        the table keeps its columns and older rows still load)."""
+        """The store's ``designs`` row (display names, the counterfactual flag and the quota ride in the groupings
+        column, so the table keeps its columns and older rows still load)."""
         groupings = {"groupings": self.groupings, "names": self.names, "counterfactual": self.counterfactual,
-                     **({"undeclared": self.undeclared} if self.undeclared else {})}
+                     **({"undeclared": self.undeclared} if self.undeclared else {}),
+                     **({"quota": self.quota} if self.quota is not None else {}),
+                     **({"quota_reason": self.quota_reason} if self.quota_reason else {})}
         return (self.task, self.subtask, self.reference, str(self.pools), json.dumps(list(self.labels)),
                 json.dumps(list(self.relevance)), self.qualification, json.dumps(groupings), self.prompt_hash)
 
@@ -127,7 +148,9 @@ class AuditDesign:
         extra = {}
         if isinstance(stored.get("groupings"), dict):  # written with names (a grouping's part is never a dict)
             extra = {"names": dict(stored.get("names", {})), "counterfactual": bool(stored.get("counterfactual")),
-                     "undeclared": str(stored.get("undeclared", ""))}
+                     "undeclared": str(stored.get("undeclared", "")),
+                     "quota": int(stored["quota"]) if stored.get("quota") is not None else None,
+                     "quota_reason": str(stored.get("quota_reason", ""))}
             stored = stored["groupings"]
         return cls(task, subtask, reference, PoolDesign.parse(pools), tuple(json.loads(labels)),
                    tuple(json.loads(relevance)), qualification, stored, prompt_hash, **extra)

@@ -85,3 +85,28 @@ def correlation_table(correlations: pd.DataFrame, names: "dict[str, str] | None"
                      "r [interval]": "" if note else estimate(row.r, low, high),
                      "p": "" if note else pvalue(getattr(row, "pvalue", None)), "n": n, "note": note})
     return pd.DataFrame(rows, columns=["scope", "gap", "metric", "r [interval]", "p", "n", "note"])
+
+
+def subtask_name(subtask: object) -> str:
+    """A subtask as people read it: ``financial_analyst`` → ``Financial analyst``, ``HR specialist`` unchanged."""
+    text = str(subtask).replace("_", " ").strip()
+    return text[:1].upper() + text[1:]
+
+
+def ratio(value: object, low: object = None, high: object = None, threshold: float = 0.8) -> str:
+    """An impact ratio to three decimals (``0.796 [0.702, 0.899]``), more where three would put a number on the
+    other side of ``threshold`` than it is (a true 0.79963 reads ``0.7996``, never ``0.800``): a flag read against the
+    threshold never contradicts the shown value."""
+    if _missing(value):
+        return "n/a"
+    digits = max(_digits(v, threshold) for v in (value, low, high) if not _missing(v))
+    return estimate(value, low, high, digits=digits)
+
+
+def _digits(value: object, threshold: float, least: int = 3, most: int = 6) -> int:
+    """The fewest decimals (``least`` … ``most``) at which ``value`` rounds to the same side of ``threshold``."""
+    x = float(value)
+    for digits in range(least, most + 1):
+        if (round(x, digits) < threshold) == (x < threshold):
+            return digits
+    return most

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, NamedTuple
 import pandas as pd
 
 from audit.design import AuditDesign
-from audit.formatting import estimate, number, pvalue
+from audit.formatting import estimate, number, pvalue, ratio, subtask_name
 from audit.views import LOW_LABEL_MASS, View
 from audit.metrics.impact import FOUR_FIFTHS
-from audit.metrics.verdict import INCONCLUSIVE, rollup, rule_text
+from audit.metrics.verdict import ADVERSE, INCONCLUSIVE, NO_EVIDENCE, rollup, rule_text
 
 if TYPE_CHECKING:  # the scoring module loads the model backends: not needed to read a table
     from audit.scoring import RunSummary
@@ -44,7 +44,8 @@ def system_verdicts(table: pd.DataFrame) -> pd.DataFrame:
     counts = systems[["n_adverse", "n_inconclusive", "n_no_evidence"]]
     carrying = [f"all {int(row.sum())}" if (row > 0).sum() == 1 else text
                 for (_, row), text in zip(counts.iterrows(), systems["categories"])]
-    return pd.DataFrame({"system": systems["model"], "subtask": systems["subtask"], "verdict": systems["verdict"],
+    return pd.DataFrame({"system": systems["model"], "subtask": systems["subtask"].map(subtask_name),
+                         "verdict": systems["verdict"],
                          "adverse": systems["n_adverse"], "inconclusive": systems["n_inconclusive"],
                          "no evidence": systems["n_no_evidence"], "groups carrying the verdict": carrying})
 
@@ -54,14 +55,47 @@ def category_verdicts(table: pd.DataFrame, *, with_grouping: bool = True) -> pd.
     four-fifths flag, the adjusted p-value ("most selected" for the category compared against), selection rate and
     candidates."""
     out = pd.DataFrame({
-        "system": table["model"], "subtask": table["subtask"], "grouping": table["grouping"], "group": table["name"],
-        "verdict": table.apply(verdict_words, axis=1),
-        "impact ratio [interval]": [estimate(r, lo, hi) for r, lo, hi in
+        "system": table["model"], "subtask": table["subtask"].map(subtask_name), "grouping": table["grouping"],
+        "group": table["name"], "verdict": table.apply(verdict_words, axis=1),
+        "impact ratio [interval]": [ratio(r, lo, hi) for r, lo, hi in
                                     zip(table["impact_ratio"], table["impact_ratio_lo"], table["impact_ratio_hi"])],
         f"below {FOUR_FIFTHS:g}": (table["impact_ratio"] < FOUR_FIFTHS).map({True: "yes", False: "no"}),
+        **({"p": [pvalue(p) if pd.notna(p) else "" for p in table["p"]]} if "p" in table else {}),
         "adjusted p": [pvalue(p) if pd.notna(p) else "most selected" for p in table["p_adj"]],
+        **({"family": table["family"]} if "family" in table else {}),
+        **({"evidence": table["evidence"].fillna("")} if "evidence" in table else {}),
         "selection rate": table["selection_rate"].map(number), "candidates": table["candidates"]})
     return out if with_grouping else out.drop(columns="grouping")
+
+
+def quota_strip(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per system: its verdict at every quota k of ``table`` (the verdict rows at several k; the strongest
+    over its subtasks, groupings and categories, with the number of adverse cells) and the quotas where adverse
+    impact appears, so where it vanishes reads off the row."""
+    rolled = rollup(table, by=["model", "k"])
+    rows = []
+    for model, part in rolled.groupby("model", sort=True):
+        part = part.sort_values("k")
+        marks = {f"k = {int(k)}": f"adverse ({n})" if v == ADVERSE else _MARKS[v]
+                 for k, v, n in zip(part["k"], part["verdict"], part["n_adverse"])}
+        adverse = [int(k) for k, v in zip(part["k"], part["verdict"]) if v == ADVERSE]
+        rows.append({"system": model, "adverse impact at": quota_ranges(adverse) or "no k", **marks})
+    return pd.DataFrame(rows)
+
+
+#: a verdict in one short word for the every-k row
+_MARKS = {ADVERSE: "adverse", INCONCLUSIVE: "inconclusive", NO_EVIDENCE: "no evidence"}
+
+
+def quota_ranges(ks: Sequence[int]) -> str:
+    """``k = 1–3, 5`` for the quotas 1, 2, 3, 5 (empty for none)."""
+    runs: list[list[int]] = []
+    for k in sorted(ks):
+        if runs and k == runs[-1][-1] + 1:
+            runs[-1].append(k)
+        else:
+            runs.append([k])
+    return ("k = " + ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 1 else f"{r[0]}" for r in runs)) if runs else ""
 
 
 def not_defined(grouping: str, size: int | None, k: int) -> str:

@@ -5,6 +5,7 @@ Used by the dashboard (which wraps these calls in its caches) and by ``audit met
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
@@ -45,8 +46,10 @@ class StoreTables:
     def read(cls, store: Store) -> "StoreTables":
         pointwise, prompts = store.pointwise_table(), store.pairwise_table()
         designs = {key: completed(design) for key, design in store.designs().items()}
-        return cls(scores_of(pointwise, prompts), pairs_of(prompts), store_summary(pointwise, prompts),
-                   model_table(store.models()), designs, store.recorded_systems())
+        models = store.models()
+        return cls(scores_of(pointwise, prompts), pairs_of(prompts), record_dates(store_summary(pointwise, prompts),
+                                                                                  models),
+                   model_table(models), designs, store.recorded_systems())
 
     def tasks(self) -> list[str]:
         """Tasks with results: those holding a recorded system's decisions first (an auditor's first job is the
@@ -241,6 +244,23 @@ def model_table(models: pd.DataFrame) -> pd.DataFrame:
     out = models[["label", "fingerprint", "created", "details"]].copy()
     out["created"] = pd.to_datetime(out["created"], unit="s").dt.strftime("%Y-%m-%d %H:%M")
     return out.rename(columns={"label": "model", "created": "registered"})
+
+
+def record_dates(summary: pd.DataFrame, models: pd.DataFrame) -> pd.DataFrame:
+    """``summary`` (:func:`store_summary`) with an imported system's first / last dates those of its records (the
+    source's own dates, as the report prints them), not the time of the import."""
+    dated = {}
+    for fingerprint, details in zip(models["fingerprint"], models["details"]):
+        info = json.loads(details)
+        if "source_sha256" in info:
+            dated[fingerprint] = (info.get("first_date") or "n/a", info.get("last_date") or "n/a")
+    if not dated:
+        return summary
+    out = summary.copy()
+    recorded = out["fingerprint"].isin(dated)
+    out.loc[recorded, "first scored"] = out.loc[recorded, "fingerprint"].map(lambda f: dated[f][0])
+    out.loc[recorded, "last scored"] = out.loc[recorded, "fingerprint"].map(lambda f: dated[f][1])
+    return out
 
 
 def store_summary(point: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:

@@ -6,6 +6,7 @@ from audit.audit_verdict import pool_sizes
 from audit.errors import AuditError
 from audit.metrics.shape import score_shape
 from audit.selection import Selection
+from audit.tasks.recorded import mode_name, shown_modes
 from pages.shared import common, verdict_panel
 
 st.title("Allocation audit")
@@ -17,12 +18,17 @@ names = common.names(current)
 st.header(f"Verdict · task {current.task}")
 try:
     sizes = pool_sizes(stored, Selection(current.task, models=current.models, subtasks=current.subtasks))
-    k = max(1, min(int(st.session_state.get("quota", common.DEFAULT_K)), max(sizes.values()) - 1))
 except AuditError as exc:
     st.info(f"No verdict for this selection: {exc}")
 else:
+    own, _ = design.audited_quota()
+    top = max(sizes.values()) - 1
+    k = own if top <= 1 else st.slider("quota k of this verdict", 1, top, min(own, top), key=f"overview_k_{current.task}",
+                                       help="Starts at the quota the audit's design declares; the verdict at every "
+                                            "k is in the row below.")
+    st.markdown(f"**Judged at k = {k}, {design.audited_quota(k if k != own else None)[1]}.**")
     verdict_panel.verdict(current, k)
-    st.caption("The quota k is the one chosen on the Allocation page, kept below the largest pool size.")
+    verdict_panel.every_quota_row(current)
 
 st.header("What each page answers")
 st.markdown(
@@ -45,15 +51,22 @@ for column, (label, value) in zip(st.columns(4), (
         ("candidates", len(scores[["subtask", "candidate_id"]].drop_duplicates())), ("scores stored", len(scores)))):
     column.metric(label, value)
 groups = sorted(scores["group"].astype(str).unique())
+mode = mode_name(design, current.mode)
 st.markdown(f"**Reference group:** {design.display_name(current.reference)} (stored: "
-            f"{design.display_name(design.reference)}) · **grouping:** {current.grouping} · **mode:** {current.mode} "
-            f"(pool design {current.pool})  \n**Groups:** {', '.join(names.get(g, g) for g in groups)}  \n"
+            f"{design.display_name(design.reference)}) · **grouping:** {current.grouping} · **mode:** {mode} "
+            f"(pool design {current.pool}) · **design:** {design.kind}  \n"
+            f"**Groups:** {', '.join(names.get(g, g) for g in groups)}  \n"
             f"**Qualified:** {design.qualification}  \n**Store:** `{current.store}`")
 st.subheader("Results")
-st.dataframe(readable.summary_table(summary), hide_index=True, width="stretch")
+st.dataframe(readable.summary_table(shown_modes(summary, stored.designs)), hide_index=True, width="stretch")
 st.subheader("Models")
 models = stored.models[stored.models["model"].isin(summary["model"].unique())]
 st.dataframe(readable.model_table(models), hide_index=True, width="stretch")
+if mode != current.mode:  # recorded decisions: no model scored them, so no label mass or score distributions
+    st.caption(f"These systems are {mode}s: their decisions were recorded where they were deployed, so there is no "
+               "label mass, and their scores are read off the recorded ranks or selections (no score distribution "
+               "or shape to diagnose).")
+    st.stop()
 st.subheader("Label mass")
 st.caption(f"Mean share of the next-token probability on the task's labels (pointwise). Below "
            f"{views.LOW_LABEL_MASS:.0%} a model mostly ignores the answer format and its scores are renormalised noise.")

@@ -1,4 +1,6 @@
 """Run audit: score a task with a model into the result store, through the same scoring run and store as the CLI."""
+from collections import Counter
+
 import streamlit as st
 
 from audit import readable
@@ -10,7 +12,7 @@ from audit.store_files import run_store
 from audit.tasks import DATA_TASKS, TASKS, get_task, list_subtasks
 from pages.shared import common
 from pages.run.runner import run_tasks
-from pages.run.task_inputs import task_inputs
+from pages.run.task_inputs import named_error, task_inputs
 
 OTHER = "other: hub id, local path or openai:NAME"
 TASK_TITLES = {"resume": "resume screening (shipped)", "essay": "essay grading (shipped demo essays)",
@@ -50,7 +52,7 @@ try:
     inputs = task_inputs(task_name)
     subtasks = list_subtasks(task_name, **inputs) if inputs is not None else []
 except AuditError as exc:
-    common.error("The task input is not usable:", exc)
+    common.error("The task input is not usable:", named_error(exc))
     inputs, subtasks = None, []
 if inputs is None:
     st.info("Give the task's data above to choose a subtask and run.")
@@ -61,15 +63,24 @@ try:  # every input is read and checked here, before the Run button can write an
     tasks = [get_task(task_name, item, **inputs) for item in (subtasks if subtask == "all" else [subtask])
              ] if subtasks else []
 except AuditError as exc:
-    common.error("The task input is not usable:", exc)
+    common.error("The task input is not usable:", named_error(exc))
     tasks = []
 mode = left.radio("mode", ["pointwise", "pairwise"], key="run_mode", horizontal=True)
 method = right.radio("pairwise method", PAIRWISE_METHODS, key="run_method", horizontal=True,
                      disabled=mode == "pointwise", help="generate: parse a generated answer (the paper); "
                      "likelihood: compare the two answers' log-probabilities (fast).")
-limit = left.number_input("candidates per group", 1, 1000, 2, key="run_limit", disabled=mode == "pairwise",
+sizes = [Counter(c.group for c in task.candidates()) for task in tasks]
+most = max((max(size.values()) for size in sizes if size), default=1)
+limit = left.number_input("candidates per group", 1, most, most if task_name == "custom" else min(2, most),
+                          key=f"run_limit_{task_name}" if tasks else "run_limit_none",  # starts once the data is read
+                          disabled=mode == "pairwise" or not tasks,
                           help="Pairwise runs draw one candidate per group for each pool instead.")
-rounds = right.number_input("pairwise pools", 1, 100, 2, key="run_rounds", disabled=mode == "pointwise")
+if sizes and mode == "pointwise":
+    total = sum(sum(size.values()) for size in sizes)
+    scored = sum(min(n, int(limit)) for size in sizes for n in size.values())
+    left.caption(f"{scored:,} of {total:,} candidates will be scored (at most {int(limit)} per group and subtask).")
+rounds = right.number_input("pairwise pools to draw", 1, 100, 2, key="run_rounds", disabled=mode == "pointwise",
+                            help="How many pools of candidates a pairwise run draws and compares pair by pair.")
 batch_size = left.number_input("batch size", 1, 64, 8, key="run_batch")
 truncate = right.checkbox("cut texts too long for the model's context", key="run_truncate",
                           help="Off: a run with a text longer than the context stops before scoring and names it.")
@@ -83,7 +94,7 @@ if st.button("Run", type="primary", disabled=not name or not tasks, key="run_sta
                               pairwise_method=method, limit=int(limit) if mode == "pointwise" else None,
                               rounds=int(rounds), truncate=truncate, base_url=base_url, key_env=key_env)
     except AuditError as exc:
-        common.error("The run stopped with an error:", exc)
+        common.error("The run stopped with an error:", named_error(exc))
     st.session_state["run_active"] = False
     if summaries:
         st.session_state["run_summaries"] = readable.run_table(summaries)

@@ -12,6 +12,7 @@ from audit.metrics import MetricSuite, model_rankings, ndcg_table, validity
 from audit.paths import DEMO_STORE
 from audit.store_tables import score_table
 from audit.store import Store
+from audit.views import StoreTables
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +103,19 @@ def test_correlations_over_too_few_systems_or_constant_values_are_not_printed_as
     table = pd.DataFrame({"dp_gap_padj": [0.01, 0.2, None, 0.05]})
     assert charts.significant(table, "dp_gap").tolist() == [True, False, False, True]
     assert not charts.significant(table, "eo_gap").any()
+
+
+def test_a_group_keeps_one_distinct_colour_across_tasks():
+    """Issue 29: the study's codes (women written W: A_W) get eight distinct colours, each the colour the resume
+    pilot gives the same group (Hispanic women no longer share Hispanic men's green), by code or by display name."""
+    with Store(DEMO_STORE, create=False) as store:
+        tables = StoreTables.read(store)
+    study, pilot = tables.design("study-gpt-hiring"), tables.design("resume")
+    study_codes = ["A_M", "A_W", "B_M", "B_W", "H_M", "H_W", "W_M", "W_W"]
+    pilot_codes = ["A_M", "A_F", "B_M", "B_F", "H_M", "H_F", "W_M", "W_F"]
+    by_study = charts.group_colours(study_codes, {c: study.display_name(c) for c in study_codes})
+    by_pilot = charts.group_colours(pilot_codes, {c: pilot.display_name(c) for c in pilot_codes})
+    assert len(set(by_study.values())) == 8 and by_study["H_W"] != by_study["H_M"]
+    assert [by_study[s] for s in study_codes] == [by_pilot[p] for p in pilot_codes]
+    names = [study.display_name(c) for c in study_codes]  # charts drawn on display names (the report's)
+    assert charts.group_colours(names) == {study.display_name(c): by_study[c] for c in study_codes}

@@ -196,3 +196,23 @@ def test_compare_page_compares_recorded_systems_unpaired(demo):
     assert any("unpaired" in c.value for c in demo.caption)
     assert demo.slider(key="compare_k").max == 7
     assert not any("selected_b" in frame.value.columns for frame in demo.dataframe)
+
+
+def test_overview_judges_the_study_at_its_own_quota_and_shows_every_k(monkeypatch):
+    """Issue 29: the Overview's verdict has its own k, starting at the design's (the study's published top-1, said
+    with its reason), one row per system across every valid k, and the recorded systems named as what they are."""
+    at = app(monkeypatch, DEMO_STORE, task="study-gpt-hiring")
+    at.switch_page("pages/overview.py").run()
+    assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
+    assert at.slider(key="overview_k_study-gpt-hiring").value == 1
+    assert any("Judged at k = 1, the quota of the study's published result" in m.value for m in at.markdown)
+    strip = next(frame.value for frame in at.dataframe if "adverse impact at" in frame.value.columns)
+    assert list(strip["system"]) == ["gpt-3.5-turbo", "gpt-4"]
+    assert [c for c in strip.columns if c.startswith("k = ")] == [f"k = {k}" for k in range(1, 8)]
+    assert strip["k = 1"].str.startswith("adverse").all() and strip["k = 7"].eq("no evidence").all()
+    assert at.sidebar.selectbox(key="mode_study-gpt-hiring").value == "pointwise"
+    assert "recorded ranking" in at.sidebar.selectbox(key="mode_study-gpt-hiring").options
+    assert any("**mode:** recorded ranking" in m.value for m in at.markdown)
+    assert not [s for s in at.subheader if s.value == "Label mass"]  # no model answered: nothing of the sort
+    at.slider(key="overview_k_study-gpt-hiring").set_value(7).run()
+    assert any("Judged at k = 7, chosen by the auditor" in m.value for m in at.markdown)

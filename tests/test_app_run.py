@@ -25,7 +25,7 @@ def test_run_page_scores_into_a_temporary_store_and_overview_shows_it(monkeypatc
     at.switch_page("pages/run_audit.py").run()
     assert at.selectbox(key="run_model").value == DEFAULT_MODEL
     at.selectbox(key="run_subtask").set_value("retail")
-    at.number_input(key="run_limit").set_value(1)
+    at.number_input(key=f"run_limit_{at.selectbox(key='run_task').value}").set_value(1)
     at.button(key="run_start").click().run()
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
@@ -58,7 +58,7 @@ def test_a_run_on_the_demo_store_goes_to_the_users_own_store(monkeypatch, tmp_pa
     at.switch_page("pages/run_audit.py").run()
     at.selectbox(key="run_task").set_value("essay").run()
     at.selectbox(key="run_subtask").set_value("smk")
-    at.number_input(key="run_limit").set_value(1)
+    at.number_input(key=f"run_limit_{at.selectbox(key='run_task').value}").set_value(1)
     at.button(key="run_start").click().run()
     assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
     own = tmp_path / "my-results.db"

@@ -79,8 +79,22 @@ def test_bad_upload_is_named_and_nothing_is_written(run_page, content, message):
     assert not at.exception
     shown = " ".join(c.value for c in at.code)
     assert message in shown, shown
+    assert "bad.csv" in shown and "default" not in shown, shown  # the upload's name, never its cache path
     assert at.button(key="run_start").disabled
     assert not store.exists()
+
+
+def test_every_uploaded_row_is_scored_unless_told_and_the_count_is_said(run_page):
+    at, _ = run_page
+    at.selectbox(key="run_task").set_value("custom").run()
+    at.file_uploader(key="run_candidates").set_value(("loans.csv", CSV * 1, "text/csv")).run()
+    at.text_input(key="spec_reference").set_value("Blue").run()
+    assert at.number_input(key="run_limit_custom").value == 2  # every candidate of the largest group
+    assert "4 of 4 candidates will be scored" in " ".join(c.value for c in at.caption)
+    at.number_input(key="run_limit_custom").set_value(1).run()
+    assert "2 of 4 candidates will be scored" in " ".join(c.value for c in at.caption)
+    labels = [w.label for w in (*at.text_input, *at.number_input)]
+    assert len(labels) == len(set(labels)), labels  # no two fields share a label
 
 
 def test_form_labels_must_be_label_equals_number(run_page):

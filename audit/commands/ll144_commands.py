@@ -18,6 +18,7 @@ from audit.metrics.ll144 import ll144_table
 from audit.recorded.outcomes import ll144_groupings, recorded_decisions
 from audit.store_tables import score_table
 from audit.store import Store
+from audit.tasks.designs import completed
 
 #: what "selected" means for each outcome kind (see :func:`audit.recorded.decision_logs.selected_flags`)
 MEANINGS = {"rank": "selected = top {k} of each pool", "selected": "selected = the recorded selection (no quota)",
@@ -36,8 +37,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                                         "under 2 %.")
     parser.add_argument("--db", required=True, help="result store with imported recorded decisions")
     parser.add_argument("--task", help="task (default: every recorded task)")
-    parser.add_argument("--k", type=int, default=1, help="rank outcomes: selected = the top k of each recorded pool "
-                                                         "(default 1)")
+    parser.add_argument("--k", type=int, help="rank outcomes: selected = the top k of each recorded pool (default: "
+                                              "the quota the task's design declares, 1 for the GPT hiring study)")
     parser.add_argument("--ci", type=float, default=0.95, help="confidence level of the impact-ratio CI")
     parser.add_argument("--exclude-small", metavar="JUSTIFICATION",
                         help="exclude categories under 2 %% from the impact ratios, with this justification")
@@ -54,7 +55,10 @@ def run_ll144(args: argparse.Namespace) -> int:
         designs = store.designs()
     if args.task:
         scores = scores[scores["task"] == args.task]
-    decisions = recorded_decisions(scores, outcomes, args.k)
+    quotas = {key: completed(design).audited_quota(args.k) for key, design in designs.items()}
+    parts = [recorded_decisions(part, outcomes, quotas.get(key, (1, ""))[0])
+             for key, part in scores.groupby(["task", "subtask"], sort=True)]
+    decisions = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     if decisions.empty:
         raise AuditError(f"{args.db}: no recorded decisions{' in task ' + repr(args.task) if args.task else ''}; "
                          "import some with `python -m audit import`")
@@ -65,8 +69,10 @@ def run_ll144(args: argparse.Namespace) -> int:
         table = ll144_table(part, groupings, level=args.ci, exclude_small=args.exclude_small,
                             strata="pool" if kind == "rank" else None)  # a quota per pool: stratified exact test
         details = json.loads(models.loc[model, "details"]) if model in models.index else {}
+        k, why = quotas[task, subtask]
         frames.append(table.assign(model=model, task=task, subtask=subtask, outcome=kind,
-                                   k=args.k if kind == "rank" else None, score_median=part["threshold"].iloc[0],
+                                   k=k if kind == "rank" else None, quota_reason=why if kind == "rank" else "",
+                                   score_median=part["threshold"].iloc[0],
                                    source=details.get("source", ""), source_sha256=details.get("source_sha256", ""),
                                    first_date=details.get("first_date", ""), last_date=details.get("last_date", ""),
                                    audit_date=date.today().isoformat(), distribution_date=args.distribution_date))
@@ -86,6 +92,8 @@ def markdown(table: pd.DataFrame) -> str:
     for (model, task, subtask), part in table.groupby(["model", "task", "subtask"], sort=True):
         first = part.iloc[0]
         meaning = MEANINGS[first["outcome"]].format(k=first["k"])
+        if first["quota_reason"]:
+            meaning += f": {first['quota_reason']}"
         if first["outcome"] == "score":
             meaning += f", {first['score_median']:.4g}"
         dates = (f"recorded {first['first_date']} to {first['last_date']}" if first["first_date"]

@@ -22,7 +22,7 @@ from audit.reporting import ReportSettings, build_report
 from audit.reporting.content import load_scores
 from audit.selection import N_PERM, Selection
 from audit.store import Store
-from audit.tasks.designs import completed, derived_design
+from audit.tasks.designs import declared_design
 from audit.views import StoreTables, regroup
 
 
@@ -69,7 +69,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--permutations", type=int, default=N_PERM, metavar="B",
                         help=f"label shuffles behind the p-values (default {N_PERM})")
     add_adjust(report)
-    report.add_argument("--k", type=int, default=2, help="quota k (default 2)")
+    report.add_argument("--k", type=int, help="quota k (default: the quota the task's design declares, e.g. 1 for the "
+                                              "GPT hiring study, said on page 1)")
     report.add_argument("--pool", help="pool design (default: the stored design's)")
     report.add_argument("--compare", nargs=2, metavar=("A", "B"), help="add a comparison of models A and B")
     add_bootstrap(report)
@@ -106,12 +107,6 @@ def _selection(args: argparse.Namespace, tables: StoreTables, **fields) -> Selec
     """The ``--db`` selection of a command's flags (the store's only task unless ``--task``)."""
     return Selection(tables.task(args.task), args.mode, models=tuple(args.models), subtasks=tuple(args.subtasks), pool=args.pool,
                      ci=args.ci, n_boot=args.bootstrap, seed=args.seed, **fields)
-
-
-def _design_of(scores: pd.DataFrame) -> AuditDesign:
-    """For ``--scores``: the design the task's definition declares (derived from the groups for a custom task)."""
-    task, subtask = str(scores["task"].iloc[0]), str(scores["subtask"].iloc[0])
-    return completed(derived_design(task, subtask, sorted(scores["group"].astype(str).unique()), None))
 
 
 def markdown(table: pd.DataFrame) -> str:
@@ -163,7 +158,7 @@ def run_impact(args: argparse.Namespace) -> int:
         if args.max_inconsistent is not None:
             raise AuditError("--max-inconsistent goes with --db (the store's pair outcomes)")
         scores, settings = _scores(args)
-        design = _design_of(scores)
+        design = declared_design(scores)
         frames = [impact_ratios(regroup(scores, design.part(grouping)), ks=quotas, pool=settings.design,
                                 grouping=grouping, ci=args.ci, n_boot=args.bootstrap, seed=args.seed)
                   for grouping in args.grouping or design.groupings]
@@ -194,7 +189,7 @@ def run_compare(args: argparse.Namespace) -> int:
                                                          found.correlation)
     else:
         scores, settings = _scores(args)
-        design = _design_of(scores)
+        design = declared_design(scores)
         grouping = args.grouping or design.finest()
         scores = regroup(scores, design.part(grouping))
         reference = args.reference or design.category(design.reference, grouping)

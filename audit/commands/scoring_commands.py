@@ -19,6 +19,7 @@ from audit.output import check_target, csv_text, write_atomic
 from audit.store_tables import answer_table, design_table, pair_table, score_table
 from audit.store import Store
 from audit.tasks import TASKS, get_task, list_subtasks
+from audit.tasks.recorded import shown_modes
 
 if TYPE_CHECKING:
     from audit.distributed import RayExecutor
@@ -168,6 +169,8 @@ def run_export(args: argparse.Namespace) -> int:
         check_target(args.out, args.db)  # before reading: never overwrite the store, fail early on a bad path
     with Store(args.db, create=False) as store:
         table: pd.DataFrame = args.table(store)
+        if "mode" in table and "subtask" in table:
+            table = shown_modes(table, store.designs())
     if args.task is not None:
         if args.task not in set(table["task"]):
             raise AuditError(f"task {args.task!r} has no rows in {args.db}; tasks: {sorted(set(table['task']))}")

@@ -16,14 +16,14 @@ import time
 from audit.design import AuditDesign, PoolDesign, split_groupings
 from audit.recorded.decision_logs import DecisionLog
 from audit.recorded.ranking_runs import RankingRuns
-from audit.tasks.recorded import RANKING_RUN_GROUPINGS, RANKING_RUN_NAMES, RANKING_RUN_REFERENCE
+from audit.tasks.recorded import (LOG_QUALIFICATION, LOG_QUOTAS, RANKING_RUN_GROUPINGS, RANKING_RUN_NAMES,
+                                   RANKING_RUN_QUALIFICATION, RANKING_RUN_QUOTA, RANKING_RUN_QUOTA_REASON,
+                                   RANKING_RUN_REFERENCE)
 from audit.store import SAVE_DESIGN, Store, save_recorded
 
 FINGERPRINT_PREFIX = "rec-"
 LABEL = "rank"
 LABELS = json.dumps([LABEL])
-QUALIFICATION = "every candidate of a pool equally qualified (the study's design)"
-LOG_QUALIFICATION = "not recorded (an observational decision log)"
 
 
 def import_runs(store: Store, runs: RankingRuns, task: str, reference: str = RANKING_RUN_REFERENCE,
@@ -50,8 +50,9 @@ def import_runs(store: Store, runs: RankingRuns, task: str, reference: str = RAN
         for job, part in rows.groupby("job", sort=True):
             groups = sorted(part["group"].unique())
             design = AuditDesign(task, job, reference if reference in groups else groups[0], PoolDesign("observed"),
-                                 (LABEL,), (1.0,), QUALIFICATION, split_groupings(RANKING_RUN_GROUPINGS), "",
-                                 names=dict(RANKING_RUN_NAMES))
+                                 (LABEL,), (1.0,), RANKING_RUN_QUALIFICATION, split_groupings(RANKING_RUN_GROUPINGS),
+                                 "", names=dict(RANKING_RUN_NAMES), counterfactual=True, quota=RANKING_RUN_QUOTA,
+                                 quota_reason=RANKING_RUN_QUOTA_REASON)
             db.execute(SAVE_DESIGN, design.row())
     return fingerprints
 
@@ -78,7 +79,8 @@ def import_log(store: Store, log: DecisionLog, task: str, label: str) -> str:
                    (fingerprint, label, json.dumps(details, sort_keys=True), time.time()))
         save_recorded(db, fingerprint, task, log.outcome, log.decisions)
         for subtask, reference in log.references.items():
+            quota, why = LOG_QUOTAS[log.outcome]
             design = AuditDesign(task, subtask, reference, PoolDesign("observed"), (log.outcome,), (1.0,),
-                                 LOG_QUALIFICATION, groupings, "")
+                                 LOG_QUALIFICATION, groupings, "", quota=quota, quota_reason=why)
             db.execute(SAVE_DESIGN, design.row())
     return fingerprint

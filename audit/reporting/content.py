@@ -27,8 +27,8 @@ from audit.views import StoreTables, regroup
 @dataclass(frozen=True)
 class ReportSettings:
     """What to report on: one :class:`audit.selection.Selection` of a store plus the report's quota ``k`` and an
-    optional comparison of two model labels (A, B). ``reference``, ``grouping`` and ``pool`` None: the stored
-    design's; after :func:`collect` they hold the values the report used."""
+    optional comparison of two model labels (A, B). ``reference``, ``grouping``, ``pool`` and ``k`` None: the stored
+    design's; after :func:`collect` they hold the values the report used, and ``quota_reason`` says why that k."""
 
     store: str
     task: str | None = None
@@ -40,7 +40,8 @@ class ReportSettings:
     groups: tuple[str, ...] = ()
     preset: str = "default"
     max_inconsistent: float | None = None
-    k: int = 2
+    k: int | None = None
+    quota_reason: str = ""
     pool: str | None = None
     ci: float = 0.95
     n_boot: int = N_BOOT
@@ -164,6 +165,8 @@ def collect(settings: ReportSettings) -> ReportData:
         data_hash = provenance.data_hash(store, task, [t for t in subtasks if not settings.subtasks
                                                        or t in settings.subtasks])
     selection = settings.selection(task)
+    k, why = tables.design(task).audited_quota(settings.k)
+    settings = replace(settings, k=k, quota_reason=why)
     result = compute(tables, selection)
     metrics = result.table
     size = int(metrics["k"].max())
@@ -240,7 +243,7 @@ def commands(data: ReportData) -> list[list[str]]:
     """The shell commands that reproduce every number of the report (the same selection, read from the store), each
     as its list of shell-quoted words (see :func:`shell_text`)."""
     s = data.settings
-    source = ["--db", _quoted(s.store), "--task", _quoted(data.task)]
+    source = ["--db", _quoted(provenance.portable_path(s.store)), "--task", _quoted(data.task)]
     picked = (["--models", *map(_quoted, s.models)] if s.models else []) + (
         ["--subtasks", *map(_quoted, s.subtasks)] if s.subtasks else [])
     chosen = ["--mode", s.mode, *picked, "--grouping", _quoted(s.grouping), "--pool", _quoted(s.design)]
@@ -288,5 +291,5 @@ def _quoted(text: str) -> str:
 
 
 def settings_record(settings: ReportSettings) -> dict:
-    """The settings as plain values."""
-    return {**asdict(settings), "pool": settings.design}
+    """The settings as plain values (the store's path as :func:`provenance.portable_path` prints it)."""
+    return {**asdict(settings), "pool": settings.design, "store": provenance.portable_path(settings.store)}

@@ -1,7 +1,8 @@
 """Findings in plain sentences, each significant by the report's one rule (:mod:`audit.metrics.verdict`): a gap
 is listed only when its permutation p-value, adjusted across the groups × subtasks of its system, is at most
 α = 1 − ci; an impact ratio only when its verdict is *adverse impact* (below the threshold and the Holm-adjusted test
-rejects). Everything else is inconclusive at this sample size and is counted, not listed."""
+rejects). Every finding is listed (the report shows a compact table when there are many); everything else is
+inconclusive at this sample size and is counted, not listed."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -9,10 +10,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from audit.formatting import pvalue
+from audit.formatting import pvalue, ratio, subtask_name
 from audit.metrics.verdict import ADVERSE
 
-MAX_FINDINGS = 12
+#: above this many findings of one kind, the report lists them as a compact table instead of sentences
+SENTENCES_UP_TO = 6
 #: metric-table column of a gap's adjusted permutation p-value (audit.metrics.inference)
 P_COLUMN = "dp_gap_padj"
 
@@ -36,6 +38,8 @@ class Finding:
     size: float  # what orders the findings
     sentence: str
     p_value: float  # the adjusted p that makes it a finding
+    grouping: str = ""
+    name: str = ""  # the group's display name
 
     @property
     def text(self) -> str:
@@ -62,7 +66,7 @@ def gap_findings(at_k: pd.DataFrame, *, reference: str, ci: float, name: Namer =
                     f"often than {name(reference)} by {row.model} for {row.subtask} "
                     f"({round(ci * 100)} % CI {low:.1f} to {high:.1f}{{p}}).")
         out.append(Finding("gap", row.model, row.subtask, row.group, int(row.k), value, low, high, abs(row.dp_gap),
-                           sentence, float(getattr(row, P_COLUMN))))
+                           sentence, float(getattr(row, P_COLUMN)), name=name(row.group)))
     return out
 
 
@@ -72,22 +76,25 @@ def impact_findings(verdicts: pd.DataFrame | None, *, ci: float, threshold: floa
         return []
     out = []
     for row in verdicts[verdicts["verdict"] == ADVERSE].itertuples(index=False):
-        value, low, high = (round(v, 2) for v in (row.impact_ratio, row.impact_ratio_lo, row.impact_ratio_hi))
+        value, low, high = row.impact_ratio, row.impact_ratio_lo, row.impact_ratio_hi
+        shown = ratio(value, low, high, threshold)  # "0.796 [0.702, 0.899]": never a side of the threshold it is not
+        estimate_text, bounds = shown.split(" ", 1) if " " in shown else (shown, "")
+        interval = bounds.strip("[]").replace(", ", " to ")
         sentence = (f"Adverse impact: at k = {row.k}, {row.name} ({row.grouping}) have an impact ratio of "
-                    f"{value:.2f} with {row.model} for {row.subtask}, below {threshold:g}, and the test of equal "
-                    f"selection rates rejects ({round(ci * 100)} % CI {low:.2f} to {high:.2f}{{p}}).")
+                    f"{estimate_text} with {row.model} for {subtask_name(row.subtask)}, below {threshold:g}, and the "
+                    f"test of equal selection rates rejects ({round(ci * 100)} % CI {interval}{{p}}).")
         out.append(Finding("impact", row.model, row.subtask, row.category, int(row.k), value, low, high,
-                           1 - row.impact_ratio, sentence, float(row.p_adj)))
+                           1 - row.impact_ratio, sentence, float(row.p_adj), row.grouping, row.name))
     return out
 
 
 def findings(at_k: pd.DataFrame, verdicts: pd.DataFrame | None, *, reference: str, ci: float,
              threshold: float, name: Namer = str) -> list[Finding]:
-    """The report's findings: adverse-impact verdicts (lowest ratio first), then the significant gaps (largest
-    first), each list capped at :data:`MAX_FINDINGS`."""
+    """The report's findings, all of them: every adverse-impact verdict (lowest ratio first), then every significant
+    gap (largest first)."""
     flags = sorted(impact_findings(verdicts, ci=ci, threshold=threshold), key=lambda f: -f.size)
     gaps = sorted(gap_findings(at_k, reference=reference, ci=ci, name=name), key=lambda f: -f.size)
-    return flags[:MAX_FINDINGS] + gaps[:MAX_FINDINGS]
+    return flags + gaps
 
 
 def not_significant(at_k: pd.DataFrame, ci: float) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import datetime, timezone
+from pathlib import Path
 
 import pandas as pd
 
@@ -21,13 +22,27 @@ def _date(seconds: float | None) -> str:
     return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
+def portable_path(path: str) -> str:
+    """A path as a report may print it, naming nothing of the machine that built the store: relative paths as they
+    are, a file under the working directory relative to it, an installed package's file from ``site-packages/``, any
+    other absolute path by its file name."""
+    if not path or not Path(path).is_absolute():
+        return path
+    try:
+        return Path(path).relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        pass
+    marker = "site-packages/"
+    return path[path.index(marker):] if marker in path else Path(path).name
+
+
 def systems(store: Store, scores: pd.DataFrame, task: str, mode: str) -> pd.DataFrame:
     """One row per audited system: label, fingerprint, content hash, source, kind, precision, device, backend and
     the first / last time one of its answers for this task and mode was stored (the ``created`` columns)."""
     table, plan, match = _RESULTS["pointwise" if mode == "pointwise" else "pairwise"]
     rows = []
-    for label, fingerprint, details in store.models()[["label", "fingerprint", "details"]].itertuples(index=False,
-                                                                                                      name=None):
+    for label, fingerprint, details, created in store.models()[["label", "fingerprint", "details", "created"]
+                                                                 ].itertuples(index=False, name=None):
         if fingerprint not in set(scores["fingerprint"]):
             continue
         info = json.loads(details)
@@ -39,9 +54,11 @@ def systems(store: Store, scores: pd.DataFrame, task: str, mode: str) -> pd.Data
             str(v) for v in (info.get("quant", ""), info.get("dtype", "")) if v)
         rows.append({"model": label, "fingerprint": fingerprint,
                      "content hash": info.get("source_sha256" if recorded else "content_id", ""),
-                     "source": info.get("source" if recorded else "location", ""), "kind": info.get("kind", ""),
+                     "source": portable_path(str(info.get("source" if recorded else "location", ""))),
+                     "kind": info.get("kind", ""), "registered": _date(created),
                      "precision": precision, "device": info.get("device", ""),
                      "backend": "imported" if recorded else info.get("runtime", info.get("engine", "transformers")),
+                     "recorded": recorded,
                      "first scored": info.get("first_date", "") if recorded else _date(first),
                      "last scored": info.get("last_date", "") if recorded else _date(last)})
     return pd.DataFrame(rows).sort_values("model", ignore_index=True)

@@ -15,13 +15,14 @@ import plotly.graph_objects as go
 
 from audit import charts
 from audit.exports import figure_bytes
-from audit.formatting import correlation_table, estimate, number, pvalue
+from audit.formatting import correlation_table, estimate, number, pvalue, ratio, subtask_name
 from audit.metrics.verdict import ADVERSE, INCONCLUSIVE, NO_EVIDENCE, rollup, rule_text
 from audit.reporting.content import (ReportData, commands, limitations, sample_sizes, settings_record,
                                      shell_text)
-from audit.reporting.findings import findings, not_significant
+from audit.reporting.findings import SENTENCES_UP_TO, Finding, findings, not_significant
 from audit.reporting.method import GLOSSARY, method_paragraphs
 from audit.reporting.style import STYLE
+from audit.tasks.recorded import mode_name
 
 #: under every verdict table
 LEGEND = ("<caption>Each cell: the impact ratio, then <b>adverse</b> (adverse impact), <b>no evidence</b> (no evidence "
@@ -31,18 +32,18 @@ _CSS_CLASS = {ADVERSE: "v-adverse", NO_EVIDENCE: "v-no-evidence", INCONCLUSIVE: 
 
 
 def table(frame: pd.DataFrame, *, numeric: tuple[str, ...] = (), css: str = "",
-          rows: list[dict[str, str]] | None = None) -> str:
+          rows: list[dict[str, str]] | None = None, row_class: str = "", caption: str = "") -> str:
     """``frame`` (cells already text) as an escaped HTML table; ``numeric`` columns right-aligned and never
-    wrapped; ``rows``: data attributes of each ``<tr>``."""
+    wrapped; ``rows``: data attributes of each ``<tr>`` (of class ``row_class`` when given)."""
     head = "".join(f'<th{" class=num" if c in numeric else ""}>{escape(str(c))}</th>' for c in frame.columns)
     body = []
     for i, values in enumerate(frame.itertuples(index=False, name=None)):
         attrs = "".join(f' data-{k}="{escape(str(v))}"' for k, v in (rows[i] if rows else {}).items())
         cells = "".join(f'<td{" class=num" if c in numeric else ""}>{escape(str(v))}</td>'
                         for c, v in zip(frame.columns, values))
-        body.append(f"<tr{attrs}>{cells}</tr>")
-    return (f'<table{f" class={css!r}" if css else ""}><thead><tr>{head}</tr></thead>'
-            f'<tbody>{"".join(body)}</tbody></table>')
+        body.append(f"<tr{f' class={row_class}' if row_class else ''}{attrs}>{cells}</tr>")
+    return (f'<table{f" class={css!r}" if css else ""}>{f"<caption>{escape(caption)}</caption>" if caption else ""}'
+            f'<thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>')
 
 
 def _figure(fig: go.Figure, width: int | None = None) -> str:
@@ -75,23 +76,31 @@ def _short(verdict: str, more: float) -> str:
     return f"inconclusive, {_more(more)}" if verdict == INCONCLUSIVE else verdict
 
 
+def quota_words(data: ReportData) -> str:
+    """``k = 1, the quota of the study's published result``: the report's quota and why."""
+    s = data.settings
+    return f"k = {s.k}, {s.quota_reason}" if s.quota_reason else f"k = {s.k}"
+
+
 def audited(data: ReportData) -> str:
     """Page 1, part 1: the systems (fingerprint, content hash, scoring dates), the data and its hash, the choices."""
     s = data.settings
     data_digest, rows, what = data.data
-    facts = {"task": data.task, "subtasks": ", ".join(data.subtasks), "scoring mode": s.mode,
-             "grouping": s.grouping, "reference group": s.reference,
-             "reference group name": data.design.display_name(s.reference, s.grouping),
-             "pool design": s.design, "quota k": str(s.k),
+    facts = {"task": data.task, "subtasks": ", ".join(data.subtasks), "scoring mode": mode_name(data.design, s.mode),
+             "design": data.design.kind, "grouping": s.grouping,
+             "reference group": f"{data.design.display_name(s.reference, s.grouping)} ({s.reference})",
+             "pool design": s.design, "quota k": quota_words(data),
              "intervals": f"{round(s.ci * 100)} % percentile bootstrap, {s.n_boot} replicates, seed {s.seed}",
              "tests": f"{s.n_perm} permutations, {s.adjust}-adjusted",
              "tool version": data.version, "generated": data.generated}
+    verb = "recorded" if _recorded(data) else "scored"
     systems = pd.DataFrame({"system": data.models["model"], "fingerprint": data.models["fingerprint"],
-                            "precision": data.models["precision"], "first scored": data.models["first scored"],
-                            "last scored": data.models["last scored"]})
-    return (f"<h2>What was audited</h2>{table(systems, numeric=('first scored', 'last scored'), css='small')}"
-            "<p class=muted>The fingerprint identifies a system: its weights' content hash with its precision and "
-            "backend (hashes and sources: Appendix C).</p>"
+                            "precision": data.models["precision"], f"first {verb}": data.models["first scored"],
+                            f"last {verb}": data.models["last scored"]})
+    identity = ("a hash of the source its decisions were imported from" if _recorded(data) else
+                "its weights' content hash with its precision and backend")
+    return (f"<h2>What was audited</h2>{table(systems, numeric=(f'first {verb}', f'last {verb}'), css='small')}"
+            f"<p class=muted>The fingerprint identifies a system: {identity} (hashes and sources: Appendix C).</p>"
             f"<p>Candidate data: {rows:,} {what}, SHA-256 {_code(data_digest)}.</p>"
             f"{_facts(facts)}")
 
@@ -116,8 +125,9 @@ def _matrix(verdicts: pd.DataFrame, grouping: str) -> str:
             cells.append(f'<td class="v {_CSS_CLASS[row["verdict"]]}" data-model="{escape(model)}" '
                          f'data-subtask="{escape(subtask)}" data-grouping="{escape(grouping)}" '
                          f'data-category="{escape(category)}" data-verdict="{escape(row["verdict"])}">'
-                         f'{number(row["impact_ratio"], 2)}<br>{escape(mark)}</td>')
-        body.append(f"<tr><td>{escape(model)}<br><span class=muted>{escape(subtask)}</span></td>{''.join(cells)}</tr>")
+                         f'{ratio(row["impact_ratio"])}<br>{escape(mark)}</td>')
+        body.append(f"<tr><td>{escape(model)}<br><span class=muted>{escape(subtask_name(subtask))}</span></td>"
+                    f"{''.join(cells)}</tr>")
     return (f"<table class='matrix small'>{LEGEND}<thead><tr><th>system<br>subtask</th>{head}</tr></thead>"
             f"<tbody>{''.join(body)}</tbody></table>")
 
@@ -135,8 +145,9 @@ def verdict(data: ReportData) -> str:
     named = [f"{r.name} ({r.grouping}) with {r.model} for {r.subtask}" for r in adverse.itertuples(index=False)]
     carriers = "" if not named else " — " + "; ".join(named[:5]) + (f"; and {len(named) - 5} more" if len(named) > 5
                                                                      else "")
-    parts = [f"<h2>Verdict at k = {s.k}</h2><p class='verdict-line'>Overall: {escape(overall['verdict'])}"
-             f"{escape(carriers)}</p><p>{escape(counts)}.</p>",
+    parts = [f"<h2>Verdict at k = {s.k}</h2><p class='quota'>Judged at {escape(quota_words(data))}.</p>"
+             f"<p class='verdict-line'>Overall: {escape(overall['verdict'])}{escape(carriers)}</p>"
+             f"<p>{escape(counts)}; every adverse-impact verdict is listed under Findings.</p>",
              f"<h3>How sure</h3><p class='rule'>{escape(rule_text(s.threshold, s.ci))} Gaps (ΔDP) are findings only "
              f"when their permutation p-value, {escape(s.adjust)}-adjusted across the groups × subtasks of one system, "
              f"is at most α = {1 - s.ci:.2g}.</p>"]
@@ -163,17 +174,50 @@ def findings_section(data: ReportData) -> str:
         judged = "no category has adverse impact and " if data.verdicts is not None else ""
         return (f"<h2>Findings</h2><p>No finding is significant by the rule above at this sample size: {judged}no gap "
                 f"is rejected after adjustment.</p>{note}")
-    items = "".join(f'<li class="finding" data-kind="{f.kind}" data-model="{escape(f.model)}" '
-                    f'data-subtask="{escape(f.subtask)}" data-group="{escape(f.group)}">{escape(f.text)}</li>'
-                    for f in found)
-    return (f"<section class=keep><h2>Findings</h2><p>Every item is significant by the rule above; gaps are ΔDP in "
-            f"points of selection rate against {escape(data.design.display_name(s.reference, s.grouping))}.</p>"
-            f"{note}<ol>{items}</ol></section>")
+    flags = [f for f in found if f.kind == "impact"]
+    gaps = [f for f in found if f.kind == "gap"]
+    listed = [_finding_list(part, s.ci) for part in (flags, gaps) if part]
+    counts = (f"All {len(flags)} adverse-impact verdict{'s' if len(flags) != 1 else ''} (lowest ratio first) and "
+              f"all {len(gaps)} significant gap{'s' if len(gaps) != 1 else ''} (largest first) are listed.")
+    return (f"<h2>Findings</h2><p>Every item is significant by the rule above; gaps are ΔDP in "
+            f"points of selection rate against {escape(data.design.display_name(s.reference, s.grouping))}. "
+            f"{escape(counts)}</p>{note}{''.join(listed)}")
+
+
+def _finding_list(found: list[Finding], ci: float) -> str:
+    """Findings of one kind as numbered sentences, or, when there are many, as one compact table (a row each)."""
+    attrs = [{"kind": f.kind, "model": f.model, "subtask": f.subtask, "grouping": f.grouping, "group": f.group}
+             for f in found]
+    if len(found) <= SENTENCES_UP_TO:
+        items = "".join(f'<li class="finding" data-kind="{f.kind}" data-model="{escape(f.model)}" '
+                        f'data-subtask="{escape(f.subtask)}" data-group="{escape(f.group)}">{escape(f.text)}</li>'
+                        for f in found)
+        return f"<ol>{items}</ol>"
+    impact = found[0].kind == "impact"
+    value = "impact ratio" if impact else "ΔDP (points)"
+    digits = 1  # gaps in points
+    shown = pd.DataFrame({"#": [str(i) for i in range(1, len(found) + 1)], "system": [f.model for f in found],
+                          "subtask": [subtask_name(f.subtask) for f in found],
+                          **({"grouping": [f.grouping for f in found]} if impact else {}),
+                          "group": [f.name or f.group for f in found],
+                          f"{value} [{round(ci * 100)} % CI]": [ratio(f.value, f.low, f.high) if impact else
+                                                                estimate(f.value, f.low, f.high, digits) for f in found],
+                          "adj. p": [pvalue(f.p_value) for f in found]})
+    caption = ("Adverse impact: ratio below the threshold and the adjusted test rejects." if impact else
+               "Significant gaps: the adjusted permutation test rejects.")
+    return table(shown, numeric=("#", shown.columns[-2], "adj. p"), css="long findings", rows=attrs,
+                 row_class="finding", caption=caption)
+
+
+def _recorded(data: ReportData) -> bool:
+    """Every system of the report is imported decisions (nothing was scored: no prompts, label mass or LM
+    diagnostics)."""
+    return bool(len(data.models)) and bool((data.models["backend"] == "imported").all())
 
 
 def method(data: ReportData) -> str:
     s, design = data.settings, data.design
-    recorded = bool(len(data.models)) and bool((data.models["backend"] == "imported").all())
+    recorded = _recorded(data)
     paragraphs = method_paragraphs(pool=s.design, mode=s.mode, k=s.k, reference=design.display_name(
         s.reference, s.grouping), reference_code=s.reference, grouping=s.grouping, labels=design.labels,
         relevance=design.relevance, qualification=design.qualification, recorded=recorded)
@@ -204,17 +248,21 @@ def gaps(data: ReportData) -> str:
     names = {g: data.design.display_name(g, s.grouping) for g in data.metrics["group"].unique()}
     rows_of_figures = []  # one row per model: its ΔDP and ΔEO curves side by side
     defined = data.metrics[data.metrics["k"] < data.metrics["k"].max()]  # at k = pool size every gap is 0
+    same = bool(((defined["dp_gap"] - defined["eo_gap"]).abs() < 1e-12).all())  # everyone qualified: ΔEO = ΔDP
+    shown_gaps = {"dp": charts.GAP_NAMES["dp"]} if same else charts.GAP_NAMES
     for model, rows in defined.groupby("model", sort=True):
         mean = rows.groupby(["model", "group", "k"], as_index=False)[["dp_gap", "eo_gap"]].mean()
         mean["group"] = mean["group"].map(names)
         pair = []
-        for gap, name in charts.GAP_NAMES.items():
+        for gap, name in shown_gaps.items():
             fig = charts.gap_curves(mean, gap=gap, title=f"{name} against k: {escape(model)}")
             fig.update_layout(height=380, margin=dict(l=50, r=10, t=50, b=40))
             pair.append(_figure(fig, width=600))
         rows_of_figures.append(f"<div class='figures keep'>{''.join(pair)}</div>")
+    why = (f" ΔEO is not drawn: every candidate counts as qualified ({escape(data.design.qualification)}), so ΔEO "
+           "equals ΔDP." if same else "")
     head = (f"<h2>Allocation gaps against k</h2><p>Mean over subtasks, group minus "
-            f"{escape(names.get(s.reference, data.design.display_name(s.reference, s.grouping)))}.</p>")
+            f"{escape(names.get(s.reference, data.design.display_name(s.reference, s.grouping)))}.{why}</p>")
     parts = [f"<div class=keep>{head}{''.join(rows_of_figures[:1])}</div>", *rows_of_figures[1:]]
     overall = data.correlations[data.correlations["scope"] == "overall"].reset_index(drop=True)
     parts.append(f"<h2>Bias measures against gaps at k = {s.k}</h2>")
@@ -268,8 +316,10 @@ def closing(data: ReportData) -> str:
     explained = ("Label mass: the share of the next-token probability that falls on the answer labels (low mass: "
                  "the model mostly wanted to say something else)." if data.settings.mode == "pointwise" else
                  "Shares of irregular answers, ties and answers that flip with the order of the pair.")
-    return (f"<h2>Limitations</h2><ul>{items}</ul><h2>Diagnostics</h2><p>{explained}</p>"
-            f"{table(diagnostics, numeric=tuple(diagnostics.columns[1:]), css='small')}"
+    diagnosed = ("" if _recorded(data) else  # recorded decisions: no model answered here, nothing to diagnose
+                 f"<h2>Diagnostics</h2><p>{explained}</p>"
+                 f"{table(diagnostics, numeric=tuple(diagnostics.columns[1:]), css='small')}")
+    return (f"<h2>Limitations</h2><ul>{items}</ul>{diagnosed}"
             f"<h2>Reproduce</h2><p>Each command recomputes one part of this report from the same store "
             f"(copy and paste into a shell at the project root):</p><pre class=reproduce>{escape(reproduce)}</pre>")
 
@@ -281,10 +331,11 @@ def appendix(data: ReportData) -> str:
         parts.append(f"<h3>A. Verdict per system × category at k = {s.k}</h3><p class=muted>Inconclusive, +N: about N "
                      "more candidates per group needed (planner estimate). n: candidates of the group.</p>")
         for model, v in data.verdicts.groupby("model", sort=True):
-            shown = pd.DataFrame({"subtask": v["subtask"], "grouping": v["grouping"], "group": v["name"],
+            shown = pd.DataFrame({"subtask": v["subtask"].map(subtask_name), "grouping": v["grouping"],
+                                  "group": v["name"],
                                   "code": v["category"], "n": v["candidates"].astype(str),
                                   "rate": v["selection_rate"].map(lambda x: number(x, 2)),
-                                  "impact ratio": [estimate(r, lo, hi) for r, lo, hi in
+                                  "impact ratio": [ratio(r, lo, hi) for r, lo, hi in
                                                    zip(v["impact_ratio"], v["impact_ratio_lo"], v["impact_ratio_hi"])],
                                   "adj. p": v["p_adj"].map(pvalue),
                                   "verdict": [_short(a, b) for a, b in zip(v["verdict"], v["more_per_group"])]})
@@ -293,7 +344,7 @@ def appendix(data: ReportData) -> str:
             parts.append(f"<h4>{escape(model)}</h4>" + table(shown, numeric=("n", "rate", "impact ratio", "adj. p"),
                                                                  css="long verdicts", rows=attrs))
     at_k = data.at_k
-    shown = pd.DataFrame({"system": at_k["model"], "subtask": at_k["subtask"],
+    shown = pd.DataFrame({"system": at_k["model"], "subtask": at_k["subtask"].map(subtask_name),
                           "group": [data.design.display_name(g, s.grouping) for g in at_k["group"]],
                           "code": at_k["group"],
                           "ΔDP": [estimate(a, b, c) for a, b, c in zip(at_k["dp_gap"], at_k["dp_gap_lo"],
@@ -303,13 +354,23 @@ def appendix(data: ReportData) -> str:
                                                                        at_k["eo_gap_hi"])],
                           "δ": at_k["delta"].map(number), "RABBI": at_k["rabbi"].map(number)})
     long = data.verdicts is not None and len(data.verdicts) > 60  # a long table A: B starts on a page of its own
-    parts.append(f"<h3{' class=pagebreak' if long else ''}>B. Gaps against {escape(s.reference)} at k = {s.k}</h3>"
+    reference = data.design.display_name(s.reference, s.grouping)
+    parts.append(f"<h3{' class=pagebreak' if long else ''}>B. Gaps against {escape(reference)} at k = {s.k}</h3>"
                  + table(shown, numeric=("ΔDP", "adj. p", "ΔEO", "δ", "RABBI"), css="long"))
-    sources = "".join(f"<li>{escape(r.model)}: {escape(r.kind)}, {escape(r.backend)} on {escape(r.device)}, "
-                      f"{_code(r.source)}; content SHA-256 {_code(digest)}</li>"
-                      for r, digest in zip(data.models.itertuples(index=False), data.models["content hash"]))
+    sources = "".join(f"<li>{escape(r['model'])}: {escape(_origin(r))}, {_code(r['source'])}; content SHA-256 "
+                      f"{_code(r['content hash'])}</li>" for r in data.models.to_dict("records"))
     parts.append(f"<h3>C. Model sources and content hashes</h3><ul>{sources}</ul>")
     return "".join(parts)
+
+
+def _origin(system: dict) -> str:
+    """Where a system's results come from, in words (``system``: a row of :func:`provenance.systems`): a scored
+    model's backend and device, or, for imported decisions, when they were recorded and when imported."""
+    if system["recorded"]:
+        dates = (f"recorded {system['first scored']} to {system['last scored']}" if system["first scored"]
+                 else "recording dates not in the source")
+        return f"{system['kind']}, {dates}, imported on {system['registered'][:10]}"
+    return f"{system['kind']}, {system['backend']}" + (f" on {system['device']}" if system["device"] else "")
 
 
 #: the report's sections, in order (each ReportData → HTML)

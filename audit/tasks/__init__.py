@@ -29,6 +29,8 @@ TASKS = {
 }
 #: the colours task definitions fix for their group codes (others get the palette in order)
 GROUP_COLOURS = dict(resume.COLOURS)
+#: those colours by the groups' display names (the same group in another task's codes gets the same colour)
+GROUP_NAME_COLOURS = dict(resume.NAMED_COLOURS)
 DATA_TASKS = {
     "icnale": TaskEntry(icnale.icnale_task, icnale.subtasks, ("data",)),
     "paper-resume": TaskEntry(lambda subtask, data: paper_resume.PaperResumeTask(subtask=subtask, data_dir=data),

@@ -50,6 +50,8 @@ class Task(Protocol):
     groupings: dict[str, int | None]  # see :class:`audit.design.AuditDesign`
     group_names: dict[str, str]  # display name of each part of a group code (may be empty: codes are shown)
     counterfactual: bool  # groups differ only by the name on otherwise identical documents
+    quota: int  # the quota k its audit is judged at unless the auditor chooses another
+    quota_reason: str  # why that quota, in words ("the quota of the study's published result")
     dataset: str  # SHA-256 of the auditor's data the task was read from; "" for data that ships with the tool
 
     def candidates(self, limit: int | None = None) -> list[Candidate]:

@@ -66,6 +66,14 @@ class CustomTask:
     def counterfactual(self) -> bool:
         return False
 
+    @property
+    def quota(self) -> int:
+        return 1
+
+    @property
+    def quota_reason(self) -> str:
+        return "the first place of each pool (the task spec declares no quota)"
+
     def candidates(self, limit: int | None = None) -> list[Candidate]:
         """The file's candidates in file order, at most ``limit`` per group."""
         taken: dict[str, int] = {}
@@ -137,15 +145,18 @@ def load_candidates(path: Path, spec: TaskSpec) -> dict[str, list[Candidate]]:
 def _groups(members: Sequence[Candidate], spec: TaskSpec, path: Path, subtask: str) -> tuple[str, ...]:
     """The subtask's groups, checked against the spec: reference present, two groups at least, none left empty."""
     present = sorted({c.group for c in members})
+    # a file without a subtask column has one subtask the auditor never named: errors do not name it either
+    where = "" if subtask == DEFAULT_SUBTASK else f" of subtask {subtask!r}"
+    inside = "" if subtask == DEFAULT_SUBTASK else f" in subtask {subtask!r}"
     if spec.reference_group not in (spec.groups or present):
-        raise AuditError(f"{path}: reference group {spec.reference_group!r} is not a group of subtask {subtask!r} "
-                         f"(groups: {sorted(spec.groups or present)})")
+        raise AuditError(f"{path}: reference group {spec.reference_group!r} is not a group{where}; the groups are:\n"
+                         + "\n".join(f"  {g}" for g in sorted(spec.groups or present)))
     if len(spec.groups or present) < 2:
-        raise AuditError(f"{path}: subtask {subtask!r} has one group ({spec.reference_group!r}); an audit compares at "
-                         "least two groups, the reference among them")
+        raise AuditError(f"{path}: the candidates{where} have one group ({spec.reference_group!r}); an audit compares "
+                         "at least two groups, the reference among them")
     empty = [g for g in spec.groups or () if g not in present]
     if empty:
-        raise AuditError(f"{path}: group(s) {empty} have no candidates in subtask {subtask!r}")
+        raise AuditError(f"{path}: group(s) {empty} have no candidates{inside}")
     return tuple(spec.groups or present)
 
 

@@ -7,15 +7,19 @@ import json
 from dataclasses import replace
 from typing import Sequence
 
+import pandas as pd
+
 from audit.design import WHOLE, AuditDesign, PoolDesign, PoolKind
 from audit.errors import AuditError
-from audit.tasks import TASKS, custom, essay, get_task, resume
+from audit.tasks import TASKS, custom, essay, get_task, recorded, resume
 from audit.tasks.base import Candidate, Task
 
 _RESUME = AuditDesign("resume", "", "W_M", PoolDesign(PoolKind.PER_GROUP), ("Yes", "No"), (1.0, 0.0), resume.QUALIFICATION,
-                      resume.GROUPINGS, names=resume.NAMES, counterfactual=True)
+                      resume.GROUPINGS, names=resume.NAMES, counterfactual=True, quota=resume.QUOTA,
+                      quota_reason=resume.QUOTA_REASON)
 _ESSAY = AuditDesign("essay", "", essay.REFERENCE_GROUP, essay.POOLS, ("1", "2", "3", "4", "5"),
-                     (1.0, 2.0, 3.0, 4.0, 5.0), essay.QUALIFICATION, essay.GROUPINGS)
+                     (1.0, 2.0, 3.0, 4.0, 5.0), essay.QUALIFICATION, essay.GROUPINGS, quota=essay.QUOTA,
+                     quota_reason=essay.QUOTA_REASON)
 #: the design each task module defines, for results stored without one (prompt hash unknown)
 MODULE_DESIGNS = {"resume": _RESUME, "paper-resume": _RESUME, "essay": _ESSAY, "icnale": _ESSAY}
 
@@ -24,7 +28,8 @@ def design_of(task: Task) -> AuditDesign:
     """The design a run of ``task`` records with its plan."""
     return AuditDesign(task.name, task.subtask, task.reference_group, task.pool_design, tuple(task.label_set.labels),
                        tuple(float(v) for v in task.label_set.relevance), task.qualification, dict(task.groupings),
-                       prompt_hash(task), dict(task.group_names), task.counterfactual)
+                       prompt_hash(task), dict(task.group_names), task.counterfactual, quota=task.quota,
+                       quota_reason=task.quota_reason)
 
 
 def prompt_hash(task: Task) -> str:
@@ -35,12 +40,26 @@ def prompt_hash(task: Task) -> str:
 
 
 def completed(design: AuditDesign) -> AuditDesign:
-    """``design`` with the display names and counterfactual flag its task module declares, when it was stored before
-    designs recorded them (a shipped task's design without names)."""
+    """``design`` with what its task module (or the importer that stored it) declares and it was stored without:
+    display names, the counterfactual flag (a shipped task's design stored before names were recorded) and the
+    audited quota (stored before quotas were)."""
+    if design.quota is None and not design.quota_reason:
+        design = replace(design, **recorded.declared_quota(design.qualification, design.labels),
+                         **recorded.declared_kind(design.qualification))
     template = MODULE_DESIGNS.get(design.task)
-    if design.names or template is None or template.groupings != design.groupings:
+    if template is None or template.groupings != design.groupings:
+        return design
+    if design.quota is None and not design.quota_reason:
+        design = replace(design, quota=template.quota, quota_reason=template.quota_reason)
+    if design.names:
         return design
     return replace(design, names=dict(template.names), counterfactual=template.counterfactual)
+
+
+def declared_design(scores: pd.DataFrame) -> AuditDesign:
+    """The design the task of a score table's first row declares (derived from its groups for a custom task)."""
+    task, subtask = str(scores["task"].iloc[0]), str(scores["subtask"].iloc[0])
+    return completed(derived_design(task, subtask, sorted(scores["group"].astype(str).unique()), None))
 
 
 def derived_design(task: str, subtask: str, groups: Sequence[str], labels: str | None) -> AuditDesign:

@@ -28,6 +28,9 @@ ESSAY_DIR = DATA_DIR / "essays"
 REFERENCE_GROUP = "ENS"
 POOLS = PoolDesign(PoolKind.RANDOM, 10)
 QUALIFICATION = "rating at or above the median rating of the topic"
+#: the pilot's audited quota and why
+QUOTA = 2
+QUOTA_REASON = "the pilot's own choice: the top two essays of each pool of ten"
 GROUPINGS = {"L1": None}
 STATEMENTS = {
     "ptj": "it is important for college students to have a part-time job",
@@ -98,6 +101,8 @@ class EssayTask:
     groupings: dict[str, int | None] = field(default_factory=lambda: dict(GROUPINGS))
     group_names: dict[str, str] = field(default_factory=dict)
     counterfactual: bool = False
+    quota: int = QUOTA
+    quota_reason: str = QUOTA_REASON
     dataset: str = ""
     groups: tuple[str, ...] = field(init=False, default=())
     median: float = field(init=False, default=0.0)

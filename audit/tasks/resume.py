@@ -34,7 +34,13 @@ COLOURS = {
     "A_F": "#CC79A7", "A_M": "#D55E00", "H_F": "#F0E442", "H_M": "#009E73",
     "W": "#999999", "B": "#0072B2", "A": "#D55E00", "H": "#009E73", "F": "#CC79A7", "M": "#E69F00",
 }
+#: the same colours keyed by what a group is (``Asian women``, ``women``), so a group keeps its colour in every task,
+#: whatever its codes (the GPT hiring study writes women ``W``: ``A_W``)
+NAMED_COLOURS = {" ".join(NAMES[part] for part in code.split("_")): colour for code, colour in COLOURS.items()}
 QUALIFICATION = "resume template with a high chance of being hired"
+#: the pilot's audited quota and why
+QUOTA = 2
+QUOTA_REASON = "the pilot's own choice: two interview slots per pool of eight candidates"
 
 POINTWISE_SYSTEM = (
     "You are an HR assistance bot. You help hiring managers find the right candidate. Based on the following job "
@@ -82,6 +88,8 @@ class ResumeTask:
     groupings: dict[str, int | None] = field(default_factory=lambda: dict(GROUPINGS))
     group_names: dict[str, str] = field(default_factory=lambda: dict(NAMES))
     counterfactual: bool = True
+    quota: int = QUOTA
+    quota_reason: str = QUOTA_REASON
     dataset: str = ""
 
     def __post_init__(self) -> None:

@@ -49,19 +49,36 @@ def custom_inputs() -> dict[str, Path] | None:
         if raw["reference_group"]:  # checked once the form is complete, never before anything was typed
             spec = parse_spec(raw, "spec form")
             spec_path = save_upload("spec.json", json.dumps(raw, sort_keys=True).encode(), SPEC_SUFFIXES)
+            _remember(spec_path, "the spec form")
     else:
         spec_file = st.file_uploader("task spec", type=[s[1:] for s in SPEC_SUFFIXES], key="run_spec_file")
         if spec_file is not None:
             spec_path = save_upload(spec_file.name, spec_file.getvalue(), SPEC_SUFFIXES)
+            _remember(spec_path, spec_file.name)
             spec = load_spec(spec_path)
             columns = spec.group_columns
     data = save_upload(upload.name, upload.getvalue(), TABLE_SUFFIXES) if upload is not None else None
+    if data is not None:
+        _remember(data, upload.name)
     show_preview(data, upload.name if upload is not None else "", columns or ("group",), spec)
     if data is None or spec_path is None:
         if data is not None and source == "form":
             st.info("Give the reference group in the form to check the spec and run.")
         return None
     return {"data": data, "spec": spec_path}
+
+
+def _remember(saved: Path, name: str) -> None:
+    """Note that the upload ``name`` is kept at ``saved`` (a hashed cache path), so errors can name the upload."""
+    st.session_state.setdefault("run_upload_names", {})[str(saved)] = name
+
+
+def named_error(exc: Exception) -> str:
+    """``exc``'s message with each saved upload's cache path replaced by the name of the file as uploaded."""
+    text = str(exc)
+    for saved, name in st.session_state.get("run_upload_names", {}).items():
+        text = text.replace(saved, name)
+    return text
 
 
 def show_preview(data: Path | None, name: str, columns: tuple[str, ...] | list[str], spec: TaskSpec | None) -> None:
@@ -99,7 +116,9 @@ def spec_form() -> dict:
                              value="Candidate: {text}\nQuestion: Should this candidate be selected?"),
         "labels": labels_from_text(left.text_input("labels and relevance", "Yes=1, No=0", key="spec_labels"),
                                    "spec form: labels"),
-        "pools": right.text_input("pairwise pools", "per-group", key="spec_pools", help="per-group or random:N"),
+        "pools": right.text_input("pool design", "per-group", key="spec_pools",
+                                  help="How candidate pools are drawn: per-group (one candidate of every group) or "
+                                       "random:N (N candidates drawn at random)"),
         "group_columns": [c.strip() for c in left.text_input("group column(s)", "group", key="spec_groups",
                                                              help="Several columns, comma-separated, are "
                                                                   "joined: race, gender → White_Male").split(",")

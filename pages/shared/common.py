@@ -15,6 +15,7 @@ from audit.metrics.presets import PRESETS
 from audit.store_files import default_store, is_demo, store_version, user_store
 from audit.selection import N_BOOT, Selection
 from audit.store import Store
+from audit.tasks.recorded import mode_name
 from audit.view_report import bundle_settings
 
 DEFAULT_K = 2
@@ -88,21 +89,23 @@ def metric_view(slider_key: str) -> tuple[views.View, pd.DataFrame, int]:
     note = readable.low_mass_note(views.label_mass(tables(current).scores, current.task), current)
     if note:
         st.info(note)
-    return current, found.table, quota_slider(found.table, key=slider_key)
+    return current, found.table, quota_slider(found.table, key=slider_key, default=design(current).audited_quota()[0])
 
 
 def error(title: str, exc: Exception, box: Callable[[str], Any] = st.error) -> None:
-    """A box (``st.error`` unless told) with ``title`` and the exact message (shown as code: escaped, copyable)."""
+    """A box (``st.error`` unless told) with ``title`` and the exact message (shown as code: escaped, copyable,
+    long lines wrapped so nothing is cut at the box's edge)."""
     box(title)
-    st.code(str(exc), language=None)
+    st.code(str(exc), language=None, wrap_lines=True)
 
 
-def quota_slider(table: pd.DataFrame, key: str) -> int:
+def quota_slider(table: pd.DataFrame, key: str, default: int = DEFAULT_K) -> int:
     """The quota k slider, 1 … pool size − 1 (at k = pool size everyone is selected and every gap is 0 by
-    construction); its value is shared by every page through ``quota``."""
+    construction), starting at ``default`` (the design's quota); its value is shared by every page through
+    ``quota``."""
     pool = int(table["k"].max())
     top = max(1, pool - 1)
-    value = max(1, min(st.session_state.get("quota", DEFAULT_K), top))
+    value = max(1, min(st.session_state.get("quota", default), top))
     if top == 1:
         st.caption(f"quota k = 1: the only meaningful quota with pools of {pool} candidates")
         k = 1
@@ -184,7 +187,8 @@ def view_inputs(path: str, stored: views.StoreTables) -> views.View:
                         help="Each task is audited with its own stored design; a store opens on its recorded systems.")
     design = stored.design(task)
     rows = stored.scores[stored.scores["task"] == task]
-    mode = st.selectbox("scoring mode", [m for m in views.MODES if m in set(rows["mode"])], key=f"mode_{task}")
+    mode = st.selectbox("scoring mode", [m for m in views.MODES if m in set(rows["mode"])], key=f"mode_{task}",
+                        format_func=lambda m: mode_name(design, m))
     rows = rows[rows["mode"] == mode]
     grouping = st.radio("grouping", list(design.groupings), key=f"grouping_{task}", horizontal=True)
     groups = sorted({design.category(c, grouping) for c in rows["group"].unique()})

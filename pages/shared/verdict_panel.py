@@ -27,6 +27,20 @@ def judged(path: str, version: tuple, selection: Selection, k: int) -> readable.
     return readable.verdict(table[table["k"] == k].reset_index(drop=True), sizes, k, selection.ci or 0.95)
 
 
+def every_quota_row(view: views.View) -> None:
+    """The verdict of each system at every valid quota k, one compact row per system (where adverse impact appears
+    and where it vanishes), from the same cached computation as the verdict above."""
+    selection = Selection(view.task, models=view.models, subtasks=view.subtasks, ci=view.ci, n_boot=view.n_boot)
+    try:
+        table, _ = every_k(view.store, view.version, selection)
+    except AuditError as exc:
+        st.info(f"No verdict across quotas for this selection: {exc}")
+        return
+    st.markdown("**The verdict at every quota k** (strongest over subtasks, groupings and groups; adverse cells "
+                "counted)")
+    st.dataframe(readable.quota_strip(table), hide_index=True, width="stretch", key="verdict_every_k")
+
+
 def verdict(view: views.View, k: int, *, impact: bool = False) -> None:
     """The overall verdict, one row per system, the categories in an expander; with ``impact``, the impact table of
     each grouping up front (or why it is not defined at k)."""
