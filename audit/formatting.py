@@ -87,9 +87,14 @@ def correlation_table(correlations: pd.DataFrame, names: "dict[str, str] | None"
     return pd.DataFrame(rows, columns=["scope", "gap", "metric", "r [interval]", "p", "n", "note"])
 
 
+_ACRONYMS = frozenset({"hr", "it", "ai", "ml", "qa", "ux", "ceo", "cfo", "cto"})
+
+
 def subtask_name(subtask: object) -> str:
-    """A subtask as people read it: ``financial_analyst`` → ``Financial analyst``, ``HR specialist`` unchanged."""
-    text = str(subtask).replace("_", " ").strip()
+    """A subtask as people read it: ``financial_analyst`` → ``Financial analyst``, ``hr_specialist`` → ``HR
+    specialist`` (known acronyms upper-cased), ``HR specialist`` unchanged."""
+    words = [w.upper() if w.lower() in _ACRONYMS else w for w in str(subtask).replace("_", " ").split()]
+    text = " ".join(words)
     return text[:1].upper() + text[1:]
 
 

@@ -138,7 +138,8 @@ def test_page_one_says_what_was_audited_then_the_verdict_of_the_verdict_command(
 def test_findings_are_significant_by_the_stated_rule(report, parsed, capsys):
     parser = Findings()
     parser.feed((report / "report.html").read_text("utf-8"))
-    assert parser.items, "the demo store at k = 2 has at least the adverse-impact finding"
+    # the pilot's 12 candidates per group decide nothing under the design-respecting test (the study's report test
+    # checks a non-empty list); here every finding, if any, must be one the rule makes
     metrics = cli_frame(capsys, "metrics", "--db", str(DEMO_STORE), "--task", "resume", "--mode", "pointwise",
                         "--grouping", "race × gender", "--reference", "W_M", "--k", "2", "--ci", "0.95",
                         "--bootstrap", BOOT, "--permutations", PERM, "--adjust", "holm"
@@ -158,7 +159,7 @@ def test_findings_are_significant_by_the_stated_rule(report, parsed, capsys):
     adverse = {(c["data-model"], c["data-subtask"], c["data-category"]) for c in parsed.verdicts
                if c["tag"] == "tr" and c["data-verdict"] == "adverse impact"}
     flags = {(f["data-model"], f["data-subtask"], f["data-group"]) for f in parser.items if f["data-kind"] == "impact"}
-    assert flags == adverse and adverse
+    assert flags == adverse
     for finding in parser.items:
         p = float(re.search(r"adjusted p = (?:< )?([0-9.]+)\)", finding["text"]).group(1))
         assert p <= 0.05, finding["text"]
@@ -259,7 +260,7 @@ def test_study_report_states_its_quota_and_lists_every_adverse_verdict(tmp_path,
     parser.feed(html)
     flags = [f for f in parser.items if f["data-kind"] == "impact"]
     rows = {(f["data-model"], f["data-subtask"], f["data-group"], f["data-grouping"]) for f in flags}
-    assert len(adverse) > 12 and len(flags) == len(adverse)  # more than the old cap of 12, every one listed
+    assert len(adverse) > 6 and len(flags) == len(adverse)  # more than the sentences (a compact table), every one listed
     assert rows == adverse
     count = int(re.search(r"(\d+) adverse, \d+ inconclusive", page_one).group(1))
     assert count == len(flags)

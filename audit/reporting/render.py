@@ -26,8 +26,9 @@ from audit.tasks.recorded import mode_name
 
 #: under every verdict table
 LEGEND = ("<caption>Each cell: the impact ratio, then <b>adverse</b> (adverse impact), <b>no evidence</b> (no evidence "
-          "of adverse impact at this sample size) or <b>+N</b> (inconclusive — about N more candidates per group "
-          "needed; ? where the planner has no estimate).</caption>")
+          "of adverse impact at this sample size) or <b>+N</b> (inconclusive — about N more candidates per group, "
+          "or pools for recorded pools, needed for 80 % power; ≈+N: an extrapolation beyond 10× the present sample; "
+          "k: thousands, M: millions).</caption>")
 _CSS_CLASS = {ADVERSE: "v-adverse", NO_EVIDENCE: "v-no-evidence", INCONCLUSIVE: "v-inconclusive"}
 
 
@@ -66,14 +67,20 @@ def _facts(facts: dict[str, str]) -> str:
     return f"<table class='facts small'>{rows}</table>"
 
 
-def _more(more: float) -> str:
-    """The planner's "more candidates per group" as ``+1,234`` (``?`` when it has no estimate)."""
-    return f"+{int(more):,}" if pd.notna(more) else "?"
+def _more(more: float, rough: object = False) -> str:
+    """The planner's "more candidates per group (or pools)" as ``+1,234``, ``+12k``, ``+460M`` (``≈`` in front where
+    it extrapolates beyond 10× the present sample; ``?`` when it has no estimate)."""
+    if pd.isna(more):
+        return "?"
+    count = int(more)
+    text = (f"{count:,}" if count < 10_000 else f"{count / 1e3:.0f}k" if count < 1_000_000 else
+            f"{count / 1e6:.0f}M" if count < 1_000_000_000 else f"{count / 1e9:.0f}G")
+    return f"{'≈' if rough is True or rough == 1 else ''}+{text}"
 
 
-def _short(verdict: str, more: float) -> str:
+def _short(verdict: str, more: float, rough: object = False) -> str:
     """A verdict in a table cell: ``inconclusive, +N`` carries the planner's estimate."""
-    return f"inconclusive, {_more(more)}" if verdict == INCONCLUSIVE else verdict
+    return f"inconclusive, {_more(more, rough)}" if verdict == INCONCLUSIVE else verdict
 
 
 def quota_words(data: ReportData) -> str:
@@ -121,7 +128,7 @@ def _matrix(verdicts: pd.DataFrame, grouping: str) -> str:
                 continue
             row = found.iloc[0]
             mark = {ADVERSE: "adverse", NO_EVIDENCE: "no evidence"}.get(row["verdict"], "")
-            mark = mark or _more(row["more_per_group"])
+            mark = mark or _more(row["more_per_group"], row.get("rough", False))
             cells.append(f'<td class="v {_CSS_CLASS[row["verdict"]]}" data-model="{escape(model)}" '
                          f'data-subtask="{escape(subtask)}" data-grouping="{escape(grouping)}" '
                          f'data-category="{escape(category)}" data-verdict="{escape(row["verdict"])}">'
@@ -329,7 +336,8 @@ def appendix(data: ReportData) -> str:
     parts = ["<h2 class=pagebreak>Appendix</h2>"]
     if data.verdicts is not None:
         parts.append(f"<h3>A. Verdict per system × category at k = {s.k}</h3><p class=muted>Inconclusive, +N: about N "
-                     "more candidates per group needed (planner estimate). n: candidates of the group.</p>")
+                     "more candidates per group (pools, for recorded pools) needed for 80 % power (planner estimate; "
+                     "≈ beyond 10× the present sample). n: candidates of the group.</p>")
         for model, v in data.verdicts.groupby("model", sort=True):
             shown = pd.DataFrame({"subtask": v["subtask"].map(subtask_name), "grouping": v["grouping"],
                                   "group": v["name"],
@@ -338,7 +346,8 @@ def appendix(data: ReportData) -> str:
                                   "impact ratio": [ratio(r, lo, hi) for r, lo, hi in
                                                    zip(v["impact_ratio"], v["impact_ratio_lo"], v["impact_ratio_hi"])],
                                   "adj. p": v["p_adj"].map(pvalue),
-                                  "verdict": [_short(a, b) for a, b in zip(v["verdict"], v["more_per_group"])]})
+                                  "verdict": [_short(a, b, c) for a, b, c in zip(v["verdict"], v["more_per_group"],
+                                                                                      v.get("rough", [False] * len(v)))]})
             attrs = [{"model": model, "subtask": t, "grouping": g, "category": c, "verdict": x} for t, g, c, x in
                      zip(v["subtask"], v["grouping"], v["category"], v["verdict"])]
             parts.append(f"<h4>{escape(model)}</h4>" + table(shown, numeric=("n", "rate", "impact ratio", "adj. p"),
