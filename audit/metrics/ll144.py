@@ -48,6 +48,15 @@ def holm(p: Sequence[float]) -> np.ndarray:
     return out
 
 
+def joined(frame: pd.DataFrame, columns: Sequence[str]) -> pd.Series:
+    """Each row's values of ``columns`` as text joined with ``_`` (the intersection's category), column-wise."""
+    text = [frame[c].astype(str) for c in columns]
+    out = text[0]
+    for part in text[1:]:
+        out = out + "_" + part
+    return out
+
+
 def pooled_counts(known: pd.DataFrame, category: pd.Series, outcome: str, strata: str | None
                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(members, selected): pools × categories counts (one pool when ``strata`` is None)."""
@@ -68,7 +77,7 @@ def ll144_table(decisions: pd.DataFrame, groupings: Mapping[str, Sequence[str]],
     for name, columns in groupings.items():
         unknown = np.logical_or.reduce([unknown_mask(decisions[c]).to_numpy() for c in columns])
         known = decisions.loc[~unknown]
-        category = known[list(columns)].astype(str).agg("_".join, axis=1)
+        category = joined(known, columns)
         counts = known.groupby(category)[outcome].agg(["size", "sum"])
         share = counts["size"] / counts["size"].sum()
         small = share < SMALL_SHARE
