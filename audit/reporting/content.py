@@ -110,9 +110,7 @@ def tool_version() -> str:
 def load_scores(settings: ReportSettings, table: pd.DataFrame | None = None) -> pd.DataFrame:
     """The score rows of the settings' mode, task and models, read from ``table`` or else from the store."""
     if table is None:
-        if not Path(settings.store).is_file():
-            raise AuditError(f"result store {settings.store} does not exist")
-        with Store(settings.store, create=False) as store:
+        with _open(settings.store) as store:
             table = score_table(store)
     table = table[table["mode"].astype(str) == settings.mode]
     tasks = sorted(table["task"].astype(str).unique())
@@ -132,6 +130,13 @@ def load_scores(settings: ReportSettings, table: pd.DataFrame | None = None) -> 
     if settings.models:
         table = table[table["model"].astype(str).isin(settings.models)]
     return table.reset_index(drop=True)
+
+
+def _open(path: str) -> Store:
+    """The existing result store at ``path`` (an AuditError if there is none)."""
+    if not Path(path).is_file():
+        raise AuditError(f"result store {path} does not exist")
+    return Store(path, create=False)
 
 
 def _diagnostics(store: Store, scores: pd.DataFrame, mode: str) -> pd.DataFrame:
@@ -154,10 +159,10 @@ def collect(settings: ReportSettings) -> ReportData:
     """Read the store and compute every table of the report through :func:`audit.audit_result.compute` and, for
     pointwise scores, the verdicts of :func:`audit.audit_verdict.verdict_table` (an AuditError on bad settings,
     store untouched)."""
-    scores = load_scores(settings)
-    task = str(scores["task"].iloc[0])
-    with Store(settings.store, create=False) as store:
+    with _open(settings.store) as store:
         tables = StoreTables.read(store)
+        scores = load_scores(settings, tables.scores)
+        task = str(scores["task"].iloc[0])
         models = provenance.systems(store, scores, task, settings.mode)
         prompts = provenance.prompts(store, task, scores, settings.mode)
         diagnostics = _diagnostics(store, scores, settings.mode)
