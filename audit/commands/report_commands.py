@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,7 +20,7 @@ from audit.recorded.outcomes import UNQUOTED, observed_impact
 from audit.output import check_target, csv_text, write_atomic
 from audit.metrics.compare import compare_gaps, rank_correlation, selection_flips
 from audit.metrics.impact import FOUR_FIFTHS, impact_ratios
-from audit.reporting import ReportSettings, build_report
+from audit.reporting import Progress, ReportSettings, build_report
 from audit.reporting.content import load_scores
 from audit.selection import N_PERM, Selection
 from audit.store import Store
@@ -218,5 +220,15 @@ def run_report(args: argparse.Namespace) -> int:
                               ci=args.ci, n_boot=args.bootstrap, n_perm=args.permutations, adjust=args.adjust,
                               seed=args.seed,
                               compare=tuple(args.compare) if args.compare else None)
-    write_atomic(args.out, build_report(settings, fmt), args.db)
+    write_atomic(args.out, build_report(settings, fmt, _terminal_progress() if sys.stderr.isatty() else None), args.db)
     return 0
+
+
+def _terminal_progress() -> Progress:
+    """Prints each report step to stderr with the seconds since the first (for a terminal only)."""
+    start = time.perf_counter()
+
+    def tell(step: str, done: float) -> None:
+        print(f"report: {step}… ({time.perf_counter() - start:.1f} s)", file=sys.stderr, flush=True)
+
+    return tell

@@ -57,12 +57,18 @@ def joined(frame: pd.DataFrame, columns: Sequence[str]) -> pd.Series:
     return out
 
 
-def pooled_counts(known: pd.DataFrame, category: pd.Series, outcome: str, strata: str | None
-                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(members, selected): pools × categories counts (one pool when ``strata`` is None)."""
-    pools = known[strata] if strata else pd.Series(0, index=known.index)
-    members = pd.crosstab(pools, category)
-    selected = pd.crosstab(pools, category, values=known[outcome], aggfunc="sum").reindex_like(members).fillna(0)
+def pooled_counts(known: pd.DataFrame, category: pd.Series, outcome: str, strata: str | None,
+                  categories: pd.Index) -> tuple[np.ndarray, np.ndarray]:
+    """(members, selected): pools × ``categories`` counts (pools in sorted order; one pool when ``strata`` is
+    None), members as integers, selected summed as floats."""
+    pools = (pd.factorize(known[strata], sort=True)[0] if strata else np.zeros(len(known), dtype=np.int64))
+    column = categories.get_indexer(category)
+    shape = (int(pools.max()) + 1 if len(pools) else 0, len(categories))
+    pooled = pools >= 0  # a row with no pool is in none (as pandas' crosstab leaves it out)
+    cell = (pools * shape[1] + column)[pooled]
+    members = np.bincount(cell, minlength=shape[0] * shape[1]).reshape(shape)
+    weights = known[outcome].to_numpy(dtype=float)[pooled]
+    selected = np.bincount(cell, weights, shape[0] * shape[1]).reshape(shape)
     return members, selected
 
 
@@ -83,8 +89,7 @@ def ll144_table(decisions: pd.DataFrame, groupings: Mapping[str, Sequence[str]],
         small = share < SMALL_SHARE
         excluded = small & (exclude_small is not None)
         rates = counts["sum"] / counts["size"]
-        members, selected = (t.reindex(columns=counts.index, fill_value=0).to_numpy()
-                             for t in pooled_counts(known, category, outcome, strata))
+        members, selected = pooled_counts(known, category, outcome, strata, counts.index)
         column = {c: i for i, c in enumerate(counts.index)}
         compared = rates[~excluded]
         enough = compared[counts["size"][~excluded] >= MIN_APPLICANTS]  # a tiny category is never the comparison

@@ -4,19 +4,41 @@ Chromium) saying what was audited, how, what was found, how sure we are, and how
 :func:`collect` gathers the numbers (:mod:`audit.reporting.content`), :func:`findings` turns them into sentences,
 :func:`render_html` writes the document and :func:`print_pdf` prints it.
 """
+from collections.abc import Callable
+
 from audit.exports import start_exporter
 from audit.reporting.content import ReportSettings, collect
 from audit.reporting.findings import Finding, findings
 from audit.reporting.pdf import print_pdf
 from audit.reporting.render import render_html
 
+#: a report's steps, as :func:`build_report` announces them
+COMPUTING, WRITING, PRINTING = ("computing the audit's numbers", "drawing the charts and writing the document",
+                                "printing the PDF")
+Progress = Callable[[str, float], None]
+"""Told each step's name and the share of the steps done before it (0 … 1)."""
 
-def build_report(settings: ReportSettings, fmt: str = "html") -> bytes:
-    """The report of ``settings`` as ``html`` or ``pdf`` bytes (the figures' browser starts first, in the
-    background, so it is up by the time the numbers are computed)."""
+
+def report_steps(fmt: str) -> tuple[str, ...]:
+    """The steps of a report in ``fmt`` (``html`` or ``pdf``), in order."""
+    return (COMPUTING, WRITING, PRINTING) if fmt == "pdf" else (COMPUTING, WRITING)
+
+
+def build_report(settings: ReportSettings, fmt: str = "html", progress: Progress | None = None) -> bytes:
+    """The report of ``settings`` as ``html`` or ``pdf`` bytes, each step announced to ``progress`` as it starts
+    (the figures' browser starts first, in the background, so it is up by the time the numbers are computed)."""
+    steps = report_steps(fmt)
+    tell = progress or (lambda step, done: None)
     start_exporter()
-    page = render_html(collect(settings)).encode("utf-8")
-    return print_pdf(page) if fmt == "pdf" else page
+    tell(COMPUTING, 0 / len(steps))
+    data = collect(settings)
+    tell(WRITING, 1 / len(steps))
+    page = render_html(data).encode("utf-8")
+    if fmt != "pdf":
+        return page
+    tell(PRINTING, 2 / len(steps))
+    return print_pdf(page)
 
 
-__all__ = ["Finding", "ReportSettings", "build_report", "collect", "findings", "print_pdf", "render_html"]
+__all__ = ["COMPUTING", "Finding", "PRINTING", "Progress", "ReportSettings", "WRITING", "build_report", "collect",
+           "findings", "print_pdf", "render_html", "report_steps"]

@@ -13,7 +13,7 @@ from audit.audit_result import impact_table
 from audit.errors import AuditError
 from audit.metrics.planner import plan_at, plan_curves
 from audit.metrics.schema import is_pairwise
-from audit.reporting import build_report
+from audit.reporting import ReportSettings, build_report, report_steps
 from audit.view_report import report_settings
 from pages.shared import common
 
@@ -73,10 +73,41 @@ def impact_section(view: views.View, k: int) -> None:
 
 
 def report_buttons(view: views.View, k: int, adjust: str = "holm") -> None:
-    """HTML and PDF download buttons for the audit report of the current view."""
+    """HTML and PDF buttons that build the audit report of the current view, each step shown as it runs, then offer
+    it for download."""
     st.subheader("Audit report")
     settings = report_settings(view, k, adjust)
     for column, fmt in zip(st.columns(2), ("html", "pdf")):
-        column.download_button(f"Audit report ({fmt.upper()})", data=lambda fmt=fmt: build_report(settings, fmt),
-                               file_name=f"audit-report-k{k}.{fmt}", mime=exports.MIME[fmt], on_click="ignore",
-                               key=f"audit_report_{fmt}", icon=":material/description:")
+        if column.button(f"Build the audit report ({fmt.upper()})", key=f"build_report_{fmt}",
+                         icon=":material/description:"):
+            with column:
+                report = built_report(settings, fmt)
+            if report is not None:
+                st.session_state[f"report_{fmt}"] = (settings, report)
+        done = st.session_state.get(f"report_{fmt}")
+        if done and done[0] == settings:
+            column.download_button(f"Audit report ({fmt.upper()})", data=done[1], file_name=f"audit-report-k{k}.{fmt}",
+                                   mime=exports.MIME[fmt], on_click="ignore", key=f"audit_report_{fmt}",
+                                   icon=":material/download:")
+
+
+def built_report(settings: ReportSettings, fmt: str) -> bytes | None:
+    """The report of ``settings`` in ``fmt``, built under a status box that lists each step and a progress bar
+    (None, the error shown, when it cannot be built)."""
+    steps = report_steps(fmt)
+    with st.status(f"Building the audit report ({fmt.upper()})…", expanded=True) as status:
+        bar = st.progress(0.0)
+
+        def tell(step: str, done: float) -> None:
+            bar.progress(done, text=f"step {steps.index(step) + 1} of {len(steps)}: {step}")
+            st.write(f"{step[0].upper()}{step[1:]}…")
+
+        try:
+            report = build_report(settings, fmt, tell)
+        except AuditError as exc:
+            status.update(label="The audit report could not be built", state="error")
+            common.error("No audit report:", exc)
+            return None
+        bar.progress(1.0, text="done")
+        status.update(label=f"Audit report ({fmt.upper()}) ready to download", state="complete", expanded=False)
+    return report
