@@ -111,9 +111,12 @@ def test_report_button_downloads_the_audit_report(server_url, browser, tmp_path)
     try:
         page.goto(f"{server_url}/allocation_gaps", wait_until="domcontentloaded")
         settle(page)
-        button = page.get_by_role("button", name="Audit report (HTML)")
-        button.scroll_into_view_if_needed(timeout=60_000)
-        with page.expect_download(timeout=240_000) as download:
+        build = page.get_by_role("button", name="Build the audit report (HTML)")
+        build.scroll_into_view_if_needed(timeout=60_000)
+        build.click()  # the steps show while it builds, then the download button appears
+        button = page.get_by_role("button", name="Audit report (HTML)", exact=True)
+        button.wait_for(timeout=240_000)
+        with page.expect_download(timeout=60_000) as download:
             button.click()
         path = tmp_path / download.value.suggested_filename
         download.value.save_as(path)
