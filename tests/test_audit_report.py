@@ -18,7 +18,7 @@ import pytest
 from audit.cli import build_parser, main
 from audit.metrics.verdict import rule_text
 from audit.paths import DEMO_STORE
-from audit.reporting import print_pdf
+from audit.reporting import ReportSettings, build_report, print_pdf, report_steps
 from audit.reporting.layout import measure, too_wide
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -281,3 +281,13 @@ def cli_frame_json(capsys, *argv) -> dict:
     capsys.readouterr()
     assert main(list(argv)) == 0
     return json.loads(capsys.readouterr().out)
+
+
+def test_report_announces_each_step_before_it_runs():
+    """The PDF's steps reach the progress callback in order, each with the share done before it."""
+    told: list[tuple[str, float]] = []
+    settings = ReportSettings(store=str(DEMO_STORE), task="resume", k=2, n_boot=int(BOOT), n_perm=int(PERM))
+    pdf = build_report(settings, "pdf", lambda step, done: told.append((step, done)))
+    assert pdf.startswith(b"%PDF")
+    steps = report_steps("pdf")
+    assert told == [(step, i / len(steps)) for i, step in enumerate(steps)]
