@@ -117,7 +117,8 @@ def verdict_note(ci: float, k: int, sizes: dict[str, int], family: str = DEFAULT
     """The rule (with its family and reading) and the quota the verdict was judged at, naming the groupings not
     judged."""
     skipped = [f"{g} (pool size {s})" for g, s in sizes.items() if s <= k]
-    return (rule_text(ci=ci, family=family, rule=rule) + f" Pointwise scores, quota k = {k}, kept below every judged grouping's pool size."
+    return (rule_text(ci=ci, family=family, rule=rule)
+            + f" Quota k = {k}, kept below every judged grouping's pool size."
             + (f" Not judged at this k: {', '.join(skipped)}." if skipped else ""))
 
 
