@@ -209,7 +209,8 @@ def test_overview_judges_the_study_at_its_own_quota_and_shows_every_k(monkeypatc
     strip = next(frame.value for frame in at.dataframe if "adverse impact at" in frame.value.columns)
     assert list(strip["system"]) == ["gpt-3.5-turbo", "gpt-4"]
     assert [c for c in strip.columns if c.startswith("k = ")] == [f"k = {k}" for k in range(1, 8)]
-    assert strip["k = 1"].str.startswith("adverse").all() and strip["k = 7"].eq("no evidence").all()
+    # family system (the default): GPT-4's two k = 1 findings do not survive the design-respecting test (issue 29)
+    assert list(strip["k = 1"]) == ["adverse (8)", "inconclusive"] and strip["k = 7"].eq("no evidence").all()
     assert at.sidebar.selectbox(key="mode_study-gpt-hiring").value == "pointwise"
     assert "recorded ranking" in at.sidebar.selectbox(key="mode_study-gpt-hiring").options
     assert any("**mode:** recorded ranking" in m.value for m in at.markdown)
@@ -237,3 +238,7 @@ def test_overview_lets_the_auditor_choose_the_family_and_names_it(monkeypatch):
         assert any(f"(family: {family})" in c.value for c in at.caption)
         counts[family] = adverse()
     assert counts["audit"] < counts["grouping"]
+    at.switch_page("pages/allocation_gaps.py").run()  # the choice holds on the Allocation page's verdict
+    assert not at.exception and any("(family: audit)" in c.value for c in at.caption)
+    at.switch_page("pages/cairo_explorer.py").run()  # CAIRO says plainly it does not follow the sidebar's task
+    assert any("study-gpt-hiring) is not used here" in i.value and "own prompt sets" in i.value for i in at.info)

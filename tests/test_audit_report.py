@@ -309,3 +309,4 @@ def test_family_is_chosen_named_on_page_one_and_the_whole_audit_keeps_fewer_verd
     shown = {(c["data-model"], c["data-subtask"], c["data-grouping"], c["data-category"]) for c in cells.verdicts
              if c["tag"] == "tr" and c["data-verdict"] == "adverse impact"}
     assert shown == adverse["audit"]
+    assert too_wide(html) == []  # the study's report too: every table within an A4 page
