@@ -13,7 +13,7 @@ from audit.design import AuditDesign
 from audit.formatting import estimate, number, pvalue, ratio, subtask_name
 from audit.views import LOW_LABEL_MASS, View
 from audit.metrics.impact import FOUR_FIFTHS
-from audit.metrics.verdict import ADVERSE, INCONCLUSIVE, NO_EVIDENCE, rollup, rule_text
+from audit.metrics.verdict import ADVERSE, DEFAULT_FAMILY, INCONCLUSIVE, NO_EVIDENCE, rollup, rule_text
 
 if TYPE_CHECKING:  # the scoring module loads the model backends: not needed to read a table
     from audit.scoring import RunSummary
@@ -112,10 +112,13 @@ def impact_by_grouping(table: pd.DataFrame, sizes: dict[str, int], k: int) -> di
                        else not_defined(grouping, size, k)) for grouping, size in sizes.items()}
 
 
-def verdict_note(ci: float, k: int, sizes: dict[str, int]) -> str:
-    """The rule and the quota the verdict was judged at, naming the groupings not judged."""
+def verdict_note(ci: float, k: int, sizes: dict[str, int], family: str = DEFAULT_FAMILY,
+                 rule: str = "practice") -> str:
+    """The rule (with its family and reading) and the quota the verdict was judged at, naming the groupings not
+    judged."""
     skipped = [f"{g} (pool size {s})" for g, s in sizes.items() if s <= k]
-    return (rule_text(ci=ci) + f" Pointwise scores, quota k = {k}, kept below every judged grouping's pool size."
+    return (rule_text(ci=ci, family=family, rule=rule)
+            + f" Quota k = {k}, kept below every judged grouping's pool size."
             + (f" Not judged at this k: {', '.join(skipped)}." if skipped else ""))
 
 
@@ -217,4 +220,10 @@ class Verdict(NamedTuple):
 def verdict(table: pd.DataFrame, sizes: dict[str, int], k: int, ci: float) -> Verdict:
     """:class:`Verdict` of the rows of :func:`audit.audit_verdict.verdict_table` (``sizes``: each grouping's pool)."""
     return Verdict(overall_line(table, k), system_verdicts(table), category_verdicts(table),
-                   impact_by_grouping(table, sizes, k), verdict_note(ci, k, sizes))
+                   impact_by_grouping(table, sizes, k),
+                   verdict_note(ci, k, sizes, _first(table, "family", DEFAULT_FAMILY), _first(table, "rule", "practice")))
+
+
+def _first(table: pd.DataFrame, column: str, default: str) -> str:
+    """The first value of ``column`` (one family or reading per verdict table), else ``default``."""
+    return str(table[column].iloc[0]) if column in table and len(table) else default

@@ -6,17 +6,18 @@ from datetime import datetime, timezone
 
 import pandas as pd
 
+from audit.metrics.verdict import DEFAULT_FAMILY
 from audit.reporting import ReportSettings
 from audit.views import View, fingerprints
 
 
-def report_settings(view: View, k: int, adjust: str = "holm") -> ReportSettings:
+def report_settings(view: View, k: int, adjust: str = "holm", family: str = DEFAULT_FAMILY) -> ReportSettings:
     """The report of ``view`` (grouping, reference, models, subtasks, groups, preset, cut-off, intervals) at quota k
-    with p-values adjusted by ``adjust``."""
+    with p-values adjusted by ``adjust`` and the verdict's multiple-testing ``family``."""
     return ReportSettings(store=view.store, task=view.task, models=view.models, mode=view.mode,
                           reference=view.reference, grouping=view.grouping, subtasks=view.subtasks, groups=view.groups,
                           preset=view.preset, max_inconsistent=view.max_inconsistent, k=k, ci=view.ci,
-                          n_boot=view.n_boot, adjust=adjust)
+                          n_boot=view.n_boot, adjust=adjust, family=family)
 
 
 def bundle_settings(view: View, scores: pd.DataFrame, page: str, **settings: object) -> dict:

@@ -7,7 +7,7 @@ import streamlit as st
 from audit import charts, readable, views
 from audit.errors import AuditError
 from audit.metrics.inference import METHODS
-from pages.allocation.panels import impact_section, planner_panel, report_buttons
+from pages.allocation.panels import bundle_tables, impact_section, planner_panel, report_buttons
 from pages.shared import common, verdict_panel
 
 
@@ -73,7 +73,8 @@ common.chart(curve, rows, f"{gap}_curves_{model}_{subtask}")
 planner = planner_panel(current, model, subtask, k)
 common.bundle_button("allocation_gaps", {f"gaps_k{k}": scatter, f"{gap}_curves": curve,
                                          **({"planner": planner} if planner else {})},
-                     {f"gaps_k{k}": at_k, "correlations": overall, f"{gap}_curves": rows}, current, k=k,
+                     {f"gaps_k{k}": at_k, "correlations": overall, f"{gap}_curves": rows,
+                      **bundle_tables(current, k)}, current, k=k,
                      curve_model=model, curve_subtask=subtask, p_adjust=method)
 impact_section(current, k)
 report_buttons(current, k, method)

@@ -56,6 +56,11 @@ except AuditError as exc:
 if not scorers:
     st.info("This store holds no CAIRO results yet: run `python -m audit cairo run --prompts data/cairo --models …`.")
     st.stop()
+metrics, dimensions, cairo_models = explorer.prompt_sets(path)
+st.info(f"{'The task chosen in the sidebar (' + current.task + ') is not used here: ' if current else ''}CAIRO has its "
+        f"own prompt sets, not an allocation task's candidates. This store holds continuations of the "
+        f"{', '.join(metrics)} prompts (dimensions: {', '.join(dimensions)}; original prompts and their paraphrases) "
+        f"by {', '.join(cairo_models)}.")
 left, middle, right = st.columns(3)
 scorer = left.selectbox("toxicity scorer", scorers, key="cairo_scorer")
 decoding = middle.selectbox("decoding", decodings, key="cairo_decoding", format_func=readable.json_text)

@@ -26,6 +26,7 @@ else:
     k = own if top <= 1 else st.slider("quota k of this verdict", 1, top, min(own, top), key=f"overview_k_{current.task}",
                                        help="Starts at the quota the audit's design declares; the verdict at every "
                                             "k is in the row below.")
+    verdict_panel.family_choice()
     st.markdown(f"**Judged at k = {k}, {design.audited_quota(k if k != own else None)[1]}.**")
     verdict_panel.verdict(current, k)
     verdict_panel.every_quota_row(current)

@@ -291,3 +291,32 @@ def test_report_announces_each_step_before_it_runs():
     assert pdf.startswith(b"%PDF")
     steps = report_steps("pdf")
     assert told == [(step, i / len(steps)) for i, step in enumerate(steps)]
+
+
+def test_family_is_chosen_named_on_page_one_and_the_whole_audit_keeps_fewer_verdicts(tmp_path, capsys):
+    """Issue 29: `report --family audit` judges with Holm over every comparison of the audit, names that family and
+    the reading on page 1 and in its reproduce commands, and its verdicts are `verdict --family audit`'s; a larger
+    family keeps fewer adverse verdicts on the study (a subset of the per-grouping ones)."""
+    fast = ["--bootstrap", BOOT, "--permutations", PERM]
+    study = ["--db", str(DEMO_STORE), "--task", "study-gpt-hiring", *fast]
+    judged = {family: cli_frame_json(capsys, "verdict", *study, "--family", family, "--format", "json")
+              for family in ("grouping", "audit")}
+    adverse = {family: {(r["model"], r["subtask"], r["grouping"], r["category"]) for r in found["categories"]
+                        if r["verdict"] == "adverse impact"} for family, found in judged.items()}
+    assert adverse["audit"] < adverse["grouping"]
+    out = tmp_path / "audit.html"
+    assert main(["report", *study, "--family", "audit", "--rule", "practice", "--out", str(out)]) == 0
+    html = out.read_text("utf-8")
+    page_one = unescape(html[:html.index("<h2>Findings")])
+    assert "Holm over every pairwise comparison within every system, grouping and category of the audit " \
+           "(family: audit)" in page_one and "Reading: practice" in page_one
+    cells = Cells()
+    cells.feed(html)
+    commands = reproduce(cells)
+    for command in ("verdict", "report"):
+        assert commands[command][commands[command].index("--family") + 1] == "audit"
+        assert commands[command][commands[command].index("--rule") + 1] == "practice"
+    shown = {(c["data-model"], c["data-subtask"], c["data-grouping"], c["data-category"]) for c in cells.verdicts
+             if c["tag"] == "tr" and c["data-verdict"] == "adverse impact"}
+    assert shown == adverse["audit"]
+    assert too_wide(html) == []  # the study's report too: every table within an A4 page

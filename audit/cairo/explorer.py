@@ -25,6 +25,14 @@ def choices(path: str) -> tuple[list[str], list[str], list[str]]:
             sorted(table.loc[table["prompt_set"] != ORIGINAL, "source"].unique()))
 
 
+def prompt_sets(path: str) -> tuple[list[str], list[str], list[str]]:
+    """(the prompt-based metrics, their bias dimensions, the models) of the store's CAIRO continuations: its own
+    prompt sets, independent of the allocation tasks."""
+    with Store(path, create=False) as store:
+        table = store.cairo_table()
+    return tuple(sorted(table[column].astype(str).unique()) for column in ("metric", "dimension", "model"))
+
+
 def search(path: str, scorer: str, decoding: str, rule: str = "same",
            paraphraser: str | None = None) -> tuple[list[PairResult], pd.DataFrame]:
     """CAIRO (search ``rule``, with its permutation null and held-out r) for every dimension, metric pair and

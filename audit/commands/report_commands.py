@@ -15,7 +15,7 @@ from audit.audit_verdict import pool_sizes, refuse_full_pools
 from audit.design import AuditDesign
 from audit.errors import AuditError
 from audit.commands.io import emit, parse_quotas, read_table_file, records
-from audit.commands.options import add_adjust, add_bootstrap, add_filters
+from audit.commands.options import add_adjust, add_bootstrap, add_filters, add_verdict_rule
 from audit.recorded.outcomes import UNQUOTED, observed_impact
 from audit.output import check_target, csv_text, write_atomic
 from audit.metrics.compare import compare_gaps, rank_correlation, selection_flips
@@ -65,6 +65,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--groups", nargs="+", default=(), help="groups of the grouping to show (default: all)")
     report.add_argument("--threshold", type=float, default=FOUR_FIFTHS,
                         help="impact-ratio threshold of the verdicts (default 0.8)")
+    add_verdict_rule(report)
     report.add_argument("--preset", default="default", help="metric estimators: default or paper-exact")
     report.add_argument("--max-inconsistent", type=float, metavar="RATE",
                         help="leave out pairwise models above RATE inconsistent pairs")
@@ -215,7 +216,8 @@ def run_report(args: argparse.Namespace) -> int:
         raise AuditError(f"--out {args.out}: the report is written as .html or .pdf")
     settings = ReportSettings(store=args.db, task=args.task, models=tuple(args.models), mode=args.mode,
                               reference=args.reference, grouping=args.grouping, subtasks=tuple(args.subtasks),
-                              groups=tuple(args.groups), threshold=args.threshold,
+                              groups=tuple(args.groups), threshold=args.threshold, family=args.family,
+                              rule=args.rule,
                               preset=args.preset, max_inconsistent=args.max_inconsistent, k=args.k, pool=args.pool,
                               ci=args.ci, n_boot=args.bootstrap, n_perm=args.permutations, adjust=args.adjust,
                               seed=args.seed,

@@ -10,8 +10,9 @@ dashboard's groupings do. Then, at quota k:
 Categories with an ``unknown`` part (the LL144 unknown category of imported decision logs) keep their selection
 rate but get no impact ratio and are never the most-selected category.
 
-Confidence intervals are percentile bootstrap intervals of the same replicates as the suite's gap bounds; the ratio
-is recomputed in every replicate against that replicate's most-selected category.
+Confidence intervals: the selection rates' are percentile bootstrap intervals of the same replicates as the suite's
+gap bounds; the ratio's is the verdict's one interval (:func:`pairwise_bounds`): the pairwise ratio against the
+observed most-selected category, pool-robust Katz for recorded pools, percentile bootstrap of the pair otherwise.
 """
 from __future__ import annotations
 
@@ -23,10 +24,11 @@ import pandas as pd
 
 from audit.errors import AuditError
 from audit.metrics.allocation import check_quotas, shares
-from audit.metrics.bootstrap import percentile_bounds, share_draws
+from audit.metrics.bootstrap import percentile_bounds, percentiles, share_draws
+from audit.metrics.exact import katz_bounds, pair_errors, pool_tables
 from audit.metrics.keys import KeyData, split_keys
 from audit.metrics.ll144 import UNKNOWN
-from audit.design import PoolDesign
+from audit.design import PoolDesign, PoolKind
 from audit.metrics.pools import pool_size
 from audit.metrics.schema import KEY
 
@@ -72,12 +74,13 @@ def key_impact(data: KeyData, design: PoolDesign, quotas: list[int], *, grouping
     columns = {"selection_rate": phi, "impact_ratio": ratio}
     if ci is not None:
         draws = share_draws(data, design, n_boot=n_boot, seed=seed)[0][:, :, np.asarray(quotas) - 1]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ratios = np.where(known[None, :, None], draws / draws[:, known].max(axis=1, keepdims=True), np.nan)
-        with warnings.catch_warnings():  # the unknown category's ratios are NaN in every replicate
+        with warnings.catch_warnings():  # the unknown category's rates may be NaN in every replicate
             warnings.simplefilter("ignore", RuntimeWarning)
-            for name, values in (("selection_rate", draws), ("impact_ratio", ratios)):
-                columns.update(percentile_bounds(name, values, ci))
+            columns.update(percentile_bounds("selection_rate", draws, ci))
+        top = most_selected(phi, known)
+        bounds = (recorded_bounds(data, design, quotas, phi, top, ci) if design.kind == PoolKind.OBSERVED
+                  else bootstrap_bounds(draws, top, ci))
+        columns.update({"impact_ratio_lo": bounds[0], "impact_ratio_hi": bounds[1]})
     frame = pd.DataFrame({name: values.ravel() for name, values in columns.items()})
     frame.insert(0, "k", np.tile(quotas, len(data.groups)))
     frame.insert(0, "candidates", np.repeat(distinct_candidates(data), len(quotas)))
@@ -87,3 +90,35 @@ def key_impact(data: KeyData, design: PoolDesign, quotas: list[int], *, grouping
         frame.insert(position, name, value)
     frame["four_fifths"] = frame["impact_ratio"] < FOUR_FIFTHS
     return frame[[*COLUMNS, *(CI_COLUMNS if ci is not None else ())]]
+
+
+def most_selected(rate: np.ndarray, known: np.ndarray) -> np.ndarray:
+    """Per quota (column of ``rate``, groups × quotas): the index of the most-selected known category."""
+    indices = np.flatnonzero(known)
+    return indices[rate[indices].argmax(axis=0)]
+
+
+def bootstrap_bounds(draws: np.ndarray, top: np.ndarray, ci: float) -> np.ndarray:
+    """(2, groups, quotas): percentile interval of each category's ratio to the comparator ``top`` over the pair's
+    own bootstrap ``draws`` (n_boot, groups, quotas) of the selection rates; NaN for the comparator itself."""
+    columns = np.arange(draws.shape[2])
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the comparator's own (constant) draws, unknown categories
+        bounds = percentiles(draws / draws[:, top, columns][:, None], ci)
+    bounds[:, top, columns] = np.nan
+    return bounds
+
+
+def recorded_bounds(data: KeyData, design: PoolDesign, quotas: list[int], rate: np.ndarray, top: np.ndarray,
+                    ci: float) -> np.ndarray:
+    """(2, groups, quotas): Katz log interval of each category's ratio to the comparator ``top``, with the
+    pool-robust standard error of recorded pools (:func:`audit.metrics.exact.pair_errors`); NaN for the comparator
+    and the unknown category."""
+    members, selected = pool_tables(data, design, quotas)
+    known = known_categories(data.groups)
+    bounds = np.full((2, *rate.shape), np.nan)
+    for g, j in np.ndindex(*rate.shape):
+        if g != top[j] and known[g] and np.isfinite(rate[g, j]):
+            se_log = pair_errors(members, selected[:, :, j], g, top[j])[1]
+            bounds[:, g, j] = katz_bounds(rate[g, j] / rate[top[j], j], se_log, ci)
+    return bounds

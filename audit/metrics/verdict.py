@@ -54,9 +54,9 @@ import pandas as pd
 
 from audit.design import PoolDesign, PoolKind
 from audit.errors import AuditError
-from audit.metrics.bootstrap import percentiles, share_draws
+from audit.metrics.bootstrap import share_draws
 from audit.metrics.exact import informing_units, katz_bounds, pair_errors, pair_pvalue, pool_tables
-from audit.metrics.impact import FOUR_FIFTHS, key_impact, known_categories
+from audit.metrics.impact import FOUR_FIFTHS, bootstrap_bounds, key_impact, known_categories, most_selected
 from audit.metrics.inference import adjust, permutation_pvalues, permuted_shares
 from audit.metrics.keys import KeyData, split_keys
 from audit.metrics.pools import pool_size
@@ -184,7 +184,7 @@ def _measured(data: KeyData, design: PoolDesign, quotas: list[int], *, grouping:
     groups, columns = len(data.groups), np.arange(len(quotas))
     rate = part["selection_rate"].to_numpy().reshape(groups, len(quotas))
     known = np.flatnonzero(known_categories(data.groups))
-    top = known[rate[known].argmax(axis=0)]  # the comparator, per k
+    top = most_selected(rate, known_categories(data.groups))  # the comparator, per k
     a, b = (known[i] for i in np.triu_indices(known.size, 1))
     if design.kind == PoolKind.OBSERVED:
         pair_p, bounds, errors, units = _recorded(data, design, quotas, rate, top, a, b, ci)
@@ -246,12 +246,12 @@ def _virtual(data: KeyData, design: PoolDesign, quotas: list[int], rate: np.ndar
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the comparator's own (constant) draws
         ratios = draws / reference
-        bounds = percentiles(ratios, ci)
         logs = np.where(ratios > 0, np.log(ratios), np.nan)
         errors = np.stack([np.std(draws - reference, axis=0, ddof=1), np.nanstd(logs, axis=0, ddof=1)])
+    bounds = bootstrap_bounds(draws, top, ci)  # the impact table's interval too: one interval per ratio
     candidates = np.bincount(data.group, minlength=len(data.groups)).astype(float)
     units = np.minimum(candidates[:, None], candidates[top][None])
-    bounds[:, top, columns] = errors[:, top, columns] = np.nan
+    errors[:, top, columns] = np.nan
     return pair_p, bounds, errors, (units, np.full(units.shape, "candidates", dtype=object))
 
 

@@ -17,6 +17,7 @@ from audit.errors import AuditError
 from audit.metrics.impact import FOUR_FIFTHS
 from audit.metrics.inference import METHODS
 from audit.metrics.schema import is_pairwise
+from audit.metrics.verdict import DEFAULT_FAMILY
 from audit.reporting import provenance
 from audit.reporting.ll144_section import ll144_section
 from audit.store_tables import answer_table, pair_table, score_table
@@ -27,7 +28,8 @@ from audit.views import StoreTables, regroup
 @dataclass(frozen=True)
 class ReportSettings:
     """What to report on: one :class:`audit.selection.Selection` of a store plus the report's quota ``k`` and an
-    optional comparison of two model labels (A, B). ``reference``, ``grouping``, ``pool`` and ``k`` None: the stored
+    optional comparison of two model labels (A, B); ``family`` and ``rule``: the verdict's multiple-testing family and
+    reading (:data:`audit.metrics.verdict.FAMILIES`, :data:`audit.metrics.verdict.RULES`). ``reference``, ``grouping``, ``pool`` and ``k`` None: the stored
     design's; after :func:`collect` they hold the values the report used, and ``quota_reason`` says why that k."""
 
     store: str
@@ -50,6 +52,8 @@ class ReportSettings:
     seed: int = 0
     compare: tuple[str, str] | None = None
     threshold: float = FOUR_FIFTHS
+    family: str = DEFAULT_FAMILY
+    rule: str = "practice"
 
     @property
     def design(self) -> str:
@@ -61,7 +65,7 @@ class ReportSettings:
         return Selection(task, self.mode, models=tuple(self.models), subtasks=tuple(self.subtasks),
                          groups=tuple(self.groups), grouping=self.grouping, reference=self.reference, pool=self.pool,
                          preset=self.preset, max_inconsistent=self.max_inconsistent, ci=self.ci, n_boot=self.n_boot,
-                         n_perm=self.n_perm, adjust=self.adjust, seed=self.seed)
+                         n_perm=self.n_perm, adjust=self.adjust, seed=self.seed, family=self.family, rule=self.rule)
 
 
 @dataclass
@@ -256,16 +260,17 @@ def commands(data: ReportData) -> list[list[str]]:
     options = ["--preset", s.preset] + (["--max-inconsistent", str(s.max_inconsistent)] if s.max_inconsistent else [])
     boot = ["--ci", str(s.ci), "--bootstrap", str(s.n_boot), "--seed", str(s.seed)]
     tests = ["--permutations", str(s.n_perm), "--adjust", s.adjust]
+    judged = ["--threshold", f"{s.threshold:g}", "--family", s.family, "--rule", s.rule]
     largest = max(1, int(data.metrics["k"].max()) - 1)
     out = [["python -m audit metrics", *source, *chosen, *reference, "--k", f"1-{largest}", *options, *boot, *tests,
             "--format csv"],
            ["python -m audit impact", *source, *chosen, "--k", str(s.k), *boot, "--format csv"]]
     if data.verdicts is not None:
         out.append(["python -m audit verdict", *source, *picked, "--pool", _quoted(s.design), "--k", str(s.k),
-                    "--threshold", f"{s.threshold:g}", *boot, "--permutations", str(s.n_perm), "--format json"])
+                    *judged, *boot, "--permutations", str(s.n_perm), "--format json"])
     groups = ["--groups", *map(_quoted, s.groups)] if s.groups else []
     out.append(["python -m audit report", *source, *chosen, *groups, *reference, "--k", str(s.k), *options, *boot,
-                *tests, "--threshold", f"{s.threshold:g}", "--out report.html"])
+                *tests, *judged, "--out report.html"])
     if s.compare:
         out.append(["python -m audit compare", *source, "--mode", s.mode, *picked, "--grouping", _quoted(s.grouping),
                     "--pool", _quoted(s.design), *reference, "--a", _quoted(s.compare[0]), "--b",

@@ -37,8 +37,9 @@ def ll144_summary(tables: StoreTables, selection: Selection, *, exclude_small: s
     groupings = ll144_groupings(design)
     frames = []
     for (model, subtask), part in decisions.groupby(["model", "subtask"], sort=True, observed=True):
+        rank = str(part["outcome"].iloc[0]) == "rank"  # a quota per pool: the exact test stratified by pool
         table = ll144_table(part, {name: columns for name, (_, columns) in groupings.items()},
-                            level=selection.ci or 0.95, exclude_small=exclude_small)
+                            level=selection.ci or 0.95, exclude_small=exclude_small, strata="pool" if rank else None)
         own = {name: grouping for name, (grouping, _) in groupings.items()}
         names = [UNKNOWN if c == UNKNOWN else design.display_name(c, own[g])
                  for c, g in zip(table["category"], table["grouping"])]
@@ -85,7 +86,7 @@ def _rows(part: pd.DataFrame) -> str:
 
 
 HEADER = ("<tr><th>category</th><th>applicants</th><th>selection rate</th><th>impact ratio [95 % CI]</th>"
-          "<th>p (Fisher, Holm)</th><th>small (under 2 %)</th><th>note</th></tr>")
+          "<th>p (exact, Holm)</th><th>small (under 2 %)</th><th>note</th></tr>")
 
 
 def ll144_section(tables: StoreTables, selection: Selection, *, distribution_date: str = "",
@@ -101,8 +102,10 @@ def ll144_section(tables: StoreTables, selection: Selection, *, distribution_dat
     parts = [f"<h2>Bias audit summary (NYC Local Law 144)</h2>"
              f"<p>Historical data: the decisions the audited systems recorded. Selected = in the top {k} of its "
              f"recorded pool. Impact ratio = a category's selection rate ÷ the most-selected category's rate, with a "
-             f"{level} % Katz interval; p = Fisher's exact test of no difference from the most-selected category, "
-             f"Holm-adjusted across the grouping's categories. Categories under {SMALL_SHARE:.0%} of the applicants "
+             f"{level} % Katz interval; p = the exact test of no difference from the most-selected category "
+             f"(for ranked pools stratified by pool, each pool having its own quota, with the pool-robust Katz "
+             f"interval; Fisher's exact test for one pool of decisions), Holm-adjusted across the grouping's "
+             f"categories. Categories under {SMALL_SHARE:.0%} of the applicants "
              f"are flagged{' and excluded from the ratios: ' + escape(exclude_small) if exclude_small else ''}; "
              f"with fewer than {MIN_APPLICANTS} applicants a category reads “insufficient evidence”. The unknown "
              f"category (missing or unknown values) is counted and left out of that grouping's rates.</p>"
@@ -112,5 +115,6 @@ def ll144_section(tables: StoreTables, selection: Selection, *, distribution_dat
     for (model, subtask), rows in summary.groupby(["model", "subtask"], sort=True):
         parts.append(f"<h3>{escape(str(model))} · {escape(str(subtask))}</h3>")
         for grouping, part in rows.groupby("grouping", sort=False):
-            parts.append(f"<h4>{escape(str(grouping))}</h4><table class='ll144'>{HEADER}{_rows(part)}</table>")
+            parts.append(f"<div class=keep><h4>{escape(str(grouping))}</h4><table class='ll144'>{HEADER}{_rows(part)}"
+                         "</table></div>")
     return "".join(parts)

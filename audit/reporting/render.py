@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 from audit import charts
 from audit.exports import figure_bytes
 from audit.formatting import correlation_table, estimate, number, pvalue, ratio, subtask_name
-from audit.metrics.verdict import ADVERSE, INCONCLUSIVE, NO_EVIDENCE, rollup, rule_text
+from audit.metrics.verdict import ADVERSE, FAMILIES, INCONCLUSIVE, NO_EVIDENCE, RULES, rollup, rule_text
 from audit.reporting.content import (ReportData, commands, limitations, sample_sizes, settings_record,
                                      shell_text)
 from audit.reporting.findings import SENTENCES_UP_TO, Finding, findings, not_significant
@@ -79,14 +79,32 @@ def _more(more: float, rough: object = False) -> str:
 
 
 def _short(verdict: str, more: float, rough: object = False) -> str:
-    """A verdict in a table cell: ``inconclusive, +N`` carries the planner's estimate."""
-    return f"inconclusive, {_more(more, rough)}" if verdict == INCONCLUSIVE else verdict
+    """A verdict in a table cell: ``adverse``, ``no evidence`` or ``inconclusive, +N`` (the planner's estimate)."""
+    return {ADVERSE: "adverse", NO_EVIDENCE: "no evidence"}.get(verdict) or f"inconclusive, {_more(more, rough)}"
+
+
+def _why(verdicts: pd.DataFrame) -> list[str]:
+    """Per verdict row: ``comparator`` for the most-selected category, else its ``evidence`` sentence (where the
+    ratio's interval and the adjusted test point different ways; empty where they agree)."""
+    return ["comparator (ratio 1)" if c == top else str(e or "")
+            for c, top, e in zip(verdicts["category"], verdicts["comparator"], verdicts["evidence"].fillna(""))]
 
 
 def quota_words(data: ReportData) -> str:
     """``k = 1, the quota of the study's published result``: the report's quota and why."""
     s = data.settings
     return f"k = {s.k}, {s.quota_reason}" if s.quota_reason else f"k = {s.k}"
+
+
+def family_words(data: ReportData) -> str:
+    """``Holm over every pairwise comparison of … (family: system)``: the verdict's multiple-testing family."""
+    family = data.settings.family
+    return f"Holm over every pairwise comparison within {FAMILIES[family]} (family: {family})"
+
+
+def reading_words(data: ReportData) -> str:
+    """``practice: four-fifths plus significance …``: the verdict's reading of adverse impact."""
+    return f"{data.settings.rule}: {RULES[data.settings.rule]}"
 
 
 def audited(data: ReportData) -> str:
@@ -99,6 +117,8 @@ def audited(data: ReportData) -> str:
              "pool design": s.design, "quota k": quota_words(data),
              "intervals": f"{round(s.ci * 100)} % percentile bootstrap, {s.n_boot} replicates, seed {s.seed}",
              "tests": f"{s.n_perm} permutations, {s.adjust}-adjusted",
+             **({"verdict family": family_words(data), "verdict reading": reading_words(data)}
+                if data.verdicts is not None else {}),
              "tool version": data.version, "generated": data.generated}
     verb = "recorded" if _recorded(data) else "scored"
     systems = pd.DataFrame({"system": data.models["model"], "fingerprint": data.models["fingerprint"],
@@ -154,8 +174,10 @@ def verdict(data: ReportData) -> str:
                                                                      else "")
     parts = [f"<h2>Verdict at k = {s.k}</h2><p class='quota'>Judged at {escape(quota_words(data))}.</p>"
              f"<p class='verdict-line'>Overall: {escape(overall['verdict'])}{escape(carriers)}</p>"
-             f"<p>{escape(counts)}; every adverse-impact verdict is listed under Findings.</p>",
-             f"<h3>How sure</h3><p class='rule'>{escape(rule_text(s.threshold, s.ci))} Gaps (ΔDP) are findings only "
+             f"<p>{escape(counts)}; every adverse-impact verdict is listed under Findings.</p>"
+             f"<p class='family'>Multiple testing: {escape(family_words(data))}. Reading: "
+             f"{escape(reading_words(data))}.</p>",
+             f"<h3>How sure</h3><p class='rule'>{escape(rule_text(s.threshold, s.ci, s.family, s.rule))} Gaps (ΔDP) are findings only "
              f"when their permutation p-value, {escape(s.adjust)}-adjusted across the groups × subtasks of one system, "
              f"is at most α = {1 - s.ci:.2g}.</p>"]
     for grouping, size in data.pool_sizes.items():
@@ -179,8 +201,8 @@ def findings_section(data: ReportData) -> str:
             if missed else "")
     if not found:
         judged = "no category has adverse impact and " if data.verdicts is not None else ""
-        return (f"<h2>Findings</h2><p>No finding is significant by the rule above at this sample size: {judged}no gap "
-                f"is rejected after adjustment.</p>{note}")
+        return (f"<div class=keep><h2>Findings</h2><p>No finding is significant by the rule above at this sample size: "
+                f"{judged}no gap is rejected after adjustment.</p>{note}</div>")
     flags = [f for f in found if f.kind == "impact"]
     gaps = [f for f in found if f.kind == "gap"]
     listed = [_finding_list(part, s.ci) for part in (flags, gaps) if part]
@@ -335,9 +357,11 @@ def appendix(data: ReportData) -> str:
     s = data.settings
     parts = ["<h2 class=pagebreak>Appendix</h2>"]
     if data.verdicts is not None:
-        parts.append(f"<h3>A. Verdict per system × category at k = {s.k}</h3><p class=muted>Inconclusive, +N: about N "
-                     "more candidates per group (pools, for recorded pools) needed for 80 % power (planner estimate; "
-                     "≈ beyond 10× the present sample). n: candidates of the group.</p>")
+        parts.append(f"<h3>A. Verdict per system × category at k = {s.k}</h3><p class=muted>Adverse: adverse impact; no "
+                     "evidence: no evidence of adverse impact at this sample size; inconclusive, +N: about N more "
+                     "candidates per group (pools, for recorded pools) needed for 80 % power (planner estimate; ≈ beyond 10× the present sample). n: candidates of the group. Where the ratio's interval and "
+                     "the adjusted test point different ways, the last column says so: the test decides adverse "
+                     "impact, the interval decides no evidence.</p>")
         for model, v in data.verdicts.groupby("model", sort=True):
             shown = pd.DataFrame({"subtask": v["subtask"].map(subtask_name), "grouping": v["grouping"],
                                   "group": v["name"],
@@ -347,7 +371,8 @@ def appendix(data: ReportData) -> str:
                                                    zip(v["impact_ratio"], v["impact_ratio_lo"], v["impact_ratio_hi"])],
                                   "adj. p": v["p_adj"].map(pvalue),
                                   "verdict": [_short(a, b, c) for a, b, c in zip(v["verdict"], v["more_per_group"],
-                                                                                      v.get("rough", [False] * len(v)))]})
+                                                                                      v.get("rough", [False] * len(v)))],
+                                  "test vs interval": _why(v)})
             attrs = [{"model": model, "subtask": t, "grouping": g, "category": c, "verdict": x} for t, g, c, x in
                      zip(v["subtask"], v["grouping"], v["category"], v["verdict"])]
             parts.append(f"<h4>{escape(model)}</h4>" + table(shown, numeric=("n", "rate", "impact ratio", "adj. p"),

@@ -24,6 +24,7 @@ td.num,th.num{text-align:right;white-space:nowrap}
 .code{font-family:"DejaVu Sans Mono",monospace;font-size:7.5pt;color:#555}
 table.long{font-size:7.5pt}table.long td:first-child,table.matrix td:first-child{white-space:nowrap}
 table.facts th{width:16%}table.facts td{width:34%}
+table.matrix{break-inside:auto;page-break-inside:auto}table.matrix caption{caption-side:top;padding:0 0 2px}
 td.v{text-align:center;white-space:nowrap;font-size:8pt}
 .v-adverse{background:#f8d0d0}.v-no-evidence{background:#d6efd6}.v-inconclusive{background:#f1f1f1}
 caption{caption-side:bottom;text-align:left;color:#666;font-size:8pt;padding-top:2px}
@@ -36,5 +37,7 @@ pre.prompt{white-space:pre-wrap;font-size:8pt}
 img{max-width:100%}
 .pagebreak{break-before:page;page-break-before:always}
 .muted{color:#666;font-size:9pt}
+table.ll144{width:100%;table-layout:fixed}table.ll144 th:first-child{width:24%}table.ll144 th:nth-child(4){width:22%}
+table.verdicts td:last-child{font-size:7pt;min-width:30mm}
 @media print{body{margin:0;max-width:none}}
 """

@@ -15,7 +15,7 @@ from audit.metrics.planner import plan_at, plan_curves
 from audit.metrics.schema import is_pairwise
 from audit.reporting import ReportSettings, build_report, report_steps
 from audit.view_report import report_settings
-from pages.shared import common
+from pages.shared import common, verdict_panel
 
 
 @st.cache_data(show_spinner="Planning…", max_entries=32)
@@ -57,6 +57,18 @@ def impact(view: views.View, k: int) -> pd.DataFrame:
     return impact_table(common.tables(view), replace(view.selection(), ks=(k,)))
 
 
+def bundle_tables(view: views.View, k: int) -> dict[str, pd.DataFrame]:
+    """The verdict and impact tables at quota k, as the CLI exports them, for the report bundle (a table not
+    defined for this selection is left out)."""
+    out = {}
+    for name, build in ((f"verdict_k{k}", verdict_panel.rows_at), (f"impact_k{k}", impact)):
+        try:
+            out[name] = build(view, k)
+        except AuditError:
+            continue
+    return out
+
+
 def impact_section(view: views.View, k: int) -> None:
     """The impact ratios of the view's scoring mode at quota k, as exported (codes, every interval bound)."""
     if not st.toggle(f"impact ratios of the {view.mode} scores with their intervals, as exported", key="impact_on"):
@@ -76,7 +88,7 @@ def report_buttons(view: views.View, k: int, adjust: str = "holm") -> None:
     """HTML and PDF buttons that build the audit report of the current view, each step shown as it runs, then offer
     it for download."""
     st.subheader("Audit report")
-    settings = report_settings(view, k, adjust)
+    settings = report_settings(view, k, adjust, verdict_panel.family())
     for column, fmt in zip(st.columns(2), ("html", "pdf")):
         if column.button(f"Build the audit report ({fmt.upper()})", key=f"build_report_{fmt}",
                          icon=":material/description:"):

@@ -9,8 +9,34 @@ import streamlit as st
 from audit import readable, views
 from audit.audit_verdict import every_quota, refuse_full_pools
 from audit.errors import AuditError
+from audit.metrics.verdict import DEFAULT_FAMILY, FAMILIES
 from audit.selection import Selection
 from pages.shared import common
+
+
+#: session key of the chosen multiple-testing family (plain state: it outlives the Overview's widget)
+_FAMILY = "_verdict_family"
+
+
+def family() -> str:
+    """The verdict's multiple-testing family chosen on the Overview (the default until one is chosen)."""
+    return st.session_state.get(_FAMILY, DEFAULT_FAMILY)
+
+
+def family_choice() -> str:
+    """A select box for the verdict's multiple-testing family; the choice holds on every page."""
+    names = tuple(FAMILIES)
+    chosen = st.selectbox("multiple-testing family of the verdict", names, index=names.index(family()),
+                          format_func=lambda f: f"{f}: {FAMILIES[f]}", key="overview_family",
+                          help="Holm's adjustment runs over every pairwise comparison of categories within the "
+                               "family: a larger family asks more of each comparison, so it keeps fewer verdicts.")
+    st.session_state[_FAMILY] = chosen
+    return chosen
+
+
+def family_words(chosen: str) -> str:
+    """The family in one sentence, shown next to the verdict."""
+    return f"Multiple testing: Holm over every pairwise comparison within {FAMILIES[chosen]} (family: {chosen})."
 
 
 @st.cache_resource(show_spinner="Judging the audit at every quota k…", max_entries=8)
@@ -27,10 +53,23 @@ def judged(path: str, version: tuple, selection: Selection, k: int) -> readable.
     return readable.verdict(table[table["k"] == k].reset_index(drop=True), sizes, k, selection.ci or 0.95)
 
 
+def selection_of(view: views.View) -> Selection:
+    """The verdict's selection of ``view``: its task, systems, subtasks, intervals and the chosen family."""
+    return Selection(view.task, models=view.models, subtasks=view.subtasks, ci=view.ci, n_boot=view.n_boot,
+                     family=family())
+
+
+def rows_at(view: views.View, k: int) -> pd.DataFrame:
+    """The verdict rows of ``view`` at quota k, every column (as ``verdict --format csv`` exports them)."""
+    table, sizes = every_k(view.store, view.version, selection_of(view))
+    refuse_full_pools(k, sizes)
+    return table[table["k"] == k].reset_index(drop=True)
+
+
 def every_quota_row(view: views.View) -> None:
     """The verdict of each system at every valid quota k, one compact row per system (where adverse impact appears
     and where it vanishes), from the same cached computation as the verdict above."""
-    selection = Selection(view.task, models=view.models, subtasks=view.subtasks, ci=view.ci, n_boot=view.n_boot)
+    selection = selection_of(view)
     try:
         table, _ = every_k(view.store, view.version, selection)
     except AuditError as exc:
@@ -44,13 +83,14 @@ def every_quota_row(view: views.View) -> None:
 def verdict(view: views.View, k: int, *, impact: bool = False) -> None:
     """The overall verdict, one row per system, the categories in an expander; with ``impact``, the impact table of
     each grouping up front (or why it is not defined at k)."""
-    selection = Selection(view.task, models=view.models, subtasks=view.subtasks, ci=view.ci, n_boot=view.n_boot)
+    selection = selection_of(view)
     try:
         found = judged(view.store, view.version, selection, k)
     except AuditError as exc:
         st.info(f"No verdict for this selection: {exc}")
         return
     st.markdown(found.overall)
+    st.caption(family_words(selection.family))
     st.dataframe(found.systems, hide_index=True, width="stretch", key=f"verdict_systems_{impact}")
     if impact:
         for grouping, shown in found.impact.items():
