@@ -176,14 +176,16 @@ class Store:
 
     # ---- writing -----------------------------------------------------------------------------------------
 
-    def check_label(self, fingerprint: str, label: str) -> None:
+    def check_label(self, fingerprint: str, label: str,
+                    remedy: str = "score this one under its own name with --label NAME") -> None:
         """Refuse ``label`` if it already names another model (two systems under one label cannot be told apart)."""
         other = self.db.execute("SELECT fingerprint, details FROM models WHERE label = ? AND fingerprint != ?",
                                 (label, fingerprint)).fetchone()
         if other:
-            where = json.loads(other[1]).get("location", "?")
+            details = json.loads(other[1])
+            where = details.get("location") or details.get("source") or "?"
             raise AuditError(f"label {label!r} already names another model in {self.path} (fingerprint "
-                             f"{other[0]}, {where}); score this one under its own name with --label NAME")
+                             f"{other[0]}, {where}); {remedy}")
 
     def check_dataset(self, task: str, dataset: str) -> None:
         """Refuse to plan ``task`` from ``dataset`` (a content hash, "" for data shipped with the tool) when the

@@ -1,6 +1,7 @@
 """What every sub-command shares: reading score and pair files, parsing quotas, printing or writing tables."""
 from __future__ import annotations
 
+import io
 import json
 import math
 import sys
@@ -11,11 +12,12 @@ import pandas as pd
 
 from audit.errors import AuditError
 from audit.output import csv_text, restore, write_atomic
-from audit.tasks.loaders import check_parquet
+from audit.bounded import check_line_rows, read_bytes, read_parquet
 
 MAX_TABLE_ROWS = 5_000_000
 MAX_TABLE_BYTES = 1 << 30
-"""Bounds on a score or pair table given as Parquet, read from its metadata before it is decoded."""
+"""Bounds on a score or pair table: rows (counted on the raw bytes or the Parquet metadata) and bytes (of the file,
+and of a Parquet file's decoded columns), each checked before the memory it guards is spent."""
 MAX_QUOTA = 10_000
 """Largest quota --k may name (pools are far smaller; the metrics check k against each pool size)."""
 _TEXT = ("model", "task", "subtask", "mode", "candidate_id", "group", "candidate_a", "candidate_b", "group_a",
@@ -44,15 +46,18 @@ def _digits(text: str) -> bool:
 def read_table_file(path: str, what: str) -> pd.DataFrame:
     """A CSV or Parquet file as a DataFrame (id and group columns as text); an AuditError if it cannot be read."""
     suffix = Path(path).suffix.lower()
+    if suffix not in (".csv", ".parquet", ".pq"):
+        raise AuditError(f"{what} {path}: unsupported file type {suffix or '(none)'!r}; use .csv or .parquet")
     try:
-        if suffix == ".csv":
-            return restore(pd.read_csv(path, dtype={column: str for column in _TEXT}))
-        if suffix in (".parquet", ".pq"):
-            check_parquet(Path(path), max_rows=MAX_TABLE_ROWS, max_bytes=MAX_TABLE_BYTES)
-            return pd.read_parquet(path)
-    except (ImportError, OSError, ValueError) as exc:
-        raise AuditError(f"cannot read {what} {path}: {exc}") from exc
-    raise AuditError(f"{what} {path}: unsupported file type {suffix or '(none)'!r}; use .csv or .parquet")
+        raw = read_bytes(Path(path), MAX_TABLE_BYTES)
+        if suffix != ".csv":
+            return read_parquet(raw, Path(path), max_rows=MAX_TABLE_ROWS, max_decoded=MAX_TABLE_BYTES)
+        check_line_rows(raw, Path(path), MAX_TABLE_ROWS, header=True)
+        return restore(pd.read_csv(io.BytesIO(raw), dtype={column: str for column in _TEXT}))
+    except AuditError as exc:
+        raise AuditError(f"cannot read {what} {exc}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise AuditError(f"cannot read {what} {path}: {exc}") from None
 
 
 def _plain(value: object) -> object:

@@ -39,6 +39,8 @@ def import_runs(store: Store, runs: RankingRuns, task: str, reference: str = RAN
             partial = [p for p in runs.partial if p.startswith(f"{model}/")]
             fingerprint = FINGERPRINT_PREFIX + hashlib.sha256(f"{runs.digest}\0{model}".encode()).hexdigest()[:16]
             fingerprints[model] = fingerprint
+            store.check_label(fingerprint, str(model), f"name this system's folder <model>/ apart (it is read as "
+                              f"the model {model!r}), or import the whole source again as it was")
             details = {"kind": "recorded rankings", "source": source, "source_sha256": runs.digest,
                        "runs": int(len(files)), "rows": int(len(part)), "partial_replies": len(partial),
                        "first_date": runs.first_date, "last_date": runs.last_date,
