@@ -3,6 +3,7 @@ itself here."""
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 from audit.errors import AuditError
@@ -29,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         check_replicates(args)
+        check_levels(args)
         return int(args.handler(args) or 0)
     except AuditError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -41,3 +43,26 @@ def check_replicates(args: argparse.Namespace) -> None:
         value = getattr(args, name, None)
         if value is not None and not 1 <= value <= MAX_REPLICATES:
             raise AuditError(f"--{name} {value}: give 1 to {MAX_REPLICATES:,} replicates")
+
+
+#: option → (lowest, highest, whether the highest is allowed, what it is): each checked here for every command
+LEVELS = {"ci": (0.0, 1.0, False, "a confidence level strictly between 0 and 1, e.g. 0.95"),
+          "threshold": (0.0, 1.0, True, "an impact-ratio threshold above 0 and at most 1, e.g. 0.8"),
+          "max_inconsistent": (0.0, 1.0, True, "a rate from 0 to 1"),
+          "target": (0.0, math.inf, False, "a positive half-width, e.g. 0.05")}
+
+
+def check_levels(args: argparse.Namespace) -> None:
+    """Levels, thresholds and rates finite and within their range, and an integer ``--k`` at least 1, whichever
+    command names them (quota lists are checked by :func:`audit.commands.io.parse_quotas`)."""
+    for name, (low, high, closed, what) in LEVELS.items():
+        value = getattr(args, name, None)
+        if value is None:
+            continue
+        inside = math.isfinite(value) and low <= value <= high and (value > low or name == "max_inconsistent") \
+            and (closed or value < high)
+        if not inside:
+            raise AuditError(f"--{name.replace('_', '-')} {value:g}: give {what}")
+    k = getattr(args, "k", None)
+    if isinstance(k, int) and k < 1:
+        raise AuditError(f"--k {k}: give a quota of at least 1")
