@@ -148,9 +148,13 @@ class Store:
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """One atomic write: ``BEGIN IMMEDIATE`` waits for other writers instead of failing on a lock.
-        The first write to a new store creates its file."""
+        The first write to a new store creates its file. A transaction opened inside another is part of it (all
+        of it commits or none)."""
         if self.readonly:
             raise AuditError(f"result store {self.path} is open read-only")
+        if self.db.in_transaction:
+            yield self.db
+            return
         if self._deferred:
             self._deferred = False
             self.db.close()
@@ -160,7 +164,8 @@ class Store:
             try:
                 yield self.db
             except BaseException:
-                self.db.execute("ROLLBACK")
+                if self.db.in_transaction:  # SQLite has already rolled back after a full disk
+                    self.db.execute("ROLLBACK")
                 raise
             self.db.execute("COMMIT")
         except sqlite3.DatabaseError as exc:  # a lock, a full disk or a damaged file, at any of the three steps

@@ -185,6 +185,8 @@ class ApiClient:
                 raise AuditError(f"{self.base_url}{path}: no answer within {self.deadline:g} s (the call's "
                                  "deadline, a slow answer included)") from None
             raise
+        except ValueError as exc:  # urllib parsing a redirect's Location: a port out of range, a bracket left open
+            raise AuditError(f"{self.base_url}{path} redirected to a URL that is not valid ({exc}); refused") from None
         finally:
             timer.cancel()
             _calls.sockets = []
