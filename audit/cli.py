@@ -3,6 +3,7 @@ itself here."""
 from __future__ import annotations
 
 import argparse
+import errno
 import math
 import sys
 
@@ -27,11 +28,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one sub-command; bad input is one ``error:`` line on stderr and exit status 2."""
+    from audit.commands.io import stdout_error, write_stdout
+
     args = build_parser().parse_args(argv)
     try:
         check_replicates(args)
         check_levels(args)
-        return int(args.handler(args) or 0)
+        try:
+            status = int(args.handler(args) or 0)
+        except OSError as exc:  # print() onto a full or closed standard output (files go through write_atomic)
+            if exc.errno not in (errno.ENOSPC, errno.EPIPE, errno.EBADF) or sys.stdout is None:
+                raise
+            raise stdout_error(exc) from None
+        write_stdout("")  # what print() left in the buffer: a full or closed standard output is one error line
+        return status
     except AuditError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -143,6 +143,14 @@ CASES = [
     Case("ranking run created 10^20", lambda d: runs(d, created=10**20),
          r"run_0\.json, created: 100000000000000000000 is not a Unix time"),
     Case("ranking run created -10^15", lambda d: runs(d, created=-10**15), r"created: -1000000000000000 is not a"),
+    Case("ranking runs --reference '<b>NOPE</b>'", lambda d: [*runs(d), "--reference", "<b>NOPE</b>"],
+         r"--reference '<b>NOPE</b>' is not a group code of job 'retail'; its codes: A_W, H_M"),
+    Case("decision date 1/2/3", lambda d: decisions(d, table(d, "id,sex,race,req,rank,day\n1,F,W,p,1,2024-03-01\n"
+                                                               "2,M,B,p,2,1/2/3\n", "log.csv")) and [
+        *decisions(d, str(d / "log.csv")), "--spec", table(d, LOG_SPEC + "date: day\n", "dated.yaml")],
+         r"log\.csv, row 2, column 'day': date '1/2/3' not understood \(use YYYY-MM-DD\)"),
+    Case("ll144 --exclude-small ' '", lambda d: ["ll144", "--db", store(d), "--exclude-small", " "],
+         r"--exclude-small: give the justification"),
     Case("ranking run group code with two '_'", lambda d: runs(d, context={
         "default_order": ["Ann Lee", "Bo Diaz"], "demo_order": ["A_W", "B_M_X"]}),
          r"run_0\.json, context\.demo_order item 2: group code 'B_M_X' is not <race>_<gender>"),
@@ -348,3 +356,50 @@ def test_a_full_disk_at_the_first_results_write_leaves_the_store_as_it_was(tmp_p
     assert snapshot(tmp_path) == before
     with sqlite3.connect(tmp_path / "store.db") as db:
         assert db.execute("SELECT COUNT(*) FROM designs WHERE task = 'loan'").fetchone()[0] == 0
+
+
+def test_markdown_text_is_escaped_in_one_function():
+    from audit.formatting import md_text
+
+    assert md_text("a|b\nc") == "a\\|b c"
+    assert md_text("[x](javascript:alert(1))") == "\\[x\\](javascript:alert(1))"
+    assert md_text("<b>NOPE</b> & ## x") == "&lt;b&gt;NOPE&lt;/b&gt; &amp; \\#\\# x"
+    assert md_text("A\u202eB\u200bC") == "A⟨U+202E⟩B⟨U+200B⟩C"  # bidi and zero-width controls shown, not obeyed
+    assert md_text("e\u0301") == "é" and md_text("W_M") == "W_M" and md_text(None) == ""
+
+
+def test_names_from_a_decision_log_cannot_break_markdown_tables(tmp_path):
+    """Categories with pipes, line breaks, HTML, links and bidi controls: every row of ``ll144`` and ``impact``
+    Markdown keeps its columns, and nothing renders as a heading, tag or link."""
+    shutil.copyfile(DEMO_STORE, tmp_path / "store.db")
+    hostile = ['F|x', 'M\n## heading\n| a | b |', '<b>[x](javascript:alert(1))</b>', 'A\u202eB']
+    rows = "".join(f'{i},"{hostile[i % 4]}",{"WB"[i % 2]},p{i // 8},{i % 8 + 1}\n' for i in range(64))
+    status, _, err = run(log(tmp_path, ("id,sex,race,req,rank\n" + rows).encode()))
+    assert status == 0, err
+    for argv in (["ll144", "--db", store(tmp_path), "--format", "md", "--exclude-small", "tiny\n## injected\n| x |"],
+                 ["impact", "--db", store(tmp_path), "--task", "hiring", "--k", "1", "--format", "md"]):
+        status, out, err = run(argv)
+        assert status == 0, err
+        assert "<b>" not in out and "\u202e" not in out and "⟨U+202E⟩" in out
+        assert not re.search(r"(?<!\\)\[x(?<!\\)\]\(javascript", out)  # the link's brackets come escaped
+        assert not re.search(r"^#+ (heading|injected)", out, re.M)
+        for table in re.findall(r"(?:^\|.*\n)+", out, re.M):
+            widths = {len(re.findall(r"(?<!\\)\|", line)) for line in table.splitlines()}
+            assert len(widths) == 1, table
+
+
+def test_a_report_that_cannot_be_written_leaves_no_partial_file(tmp_path):
+    """A full disk (a 64 KiB tmpfs) while the report is written: one error, and no ``.partial`` file beside it."""
+    from audit.errors import AuditError
+    from audit.output import write_atomic
+
+    small = tmp_path / "small"
+    small.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(small)], capture_output=True).returncode:
+        pytest.skip("cannot mount a small tmpfs here (needs root)")
+    try:
+        with pytest.raises(AuditError, match=r"cannot write .*report\.html: No space left on device"):
+            write_atomic(small / "report.html", b"x" * 2**20)
+        assert list(small.iterdir()) == []
+    finally:
+        subprocess.run(["umount", str(small)], check=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -76,9 +77,29 @@ def records(frame: pd.DataFrame) -> list[dict]:
 def emit(text: str, out: str | None) -> None:
     """``text`` to standard output, or written atomically to ``out``."""
     if out is None:
-        sys.stdout.write(text)
+        write_stdout(text)
         return
     write_atomic(out, text)
+
+
+def write_stdout(text: str) -> None:
+    """``text`` to standard output, flushed; a closed or full standard output (``>&-``, ``> /dev/full``, a closed
+    pipe) is one :class:`AuditError`, and what is left in the buffer goes to the null device at exit."""
+    if sys.stdout is None:
+        if text:
+            raise AuditError("standard output is closed; give --out FILE")
+        return
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except OSError as exc:
+        raise stdout_error(exc) from None
+
+
+def stdout_error(exc: OSError) -> AuditError:
+    """The error of a failed write to standard output; what is left in its buffer goes to the null device."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return AuditError(f"cannot write to standard output: {exc.strerror or exc}; give --out FILE")
 
 
 def emit_table(table: pd.DataFrame, fmt: str, out: str | None) -> None:

@@ -241,7 +241,7 @@ def _dates(path: Path, frame: pd.DataFrame, column: str | None) -> tuple[str, st
         return "", ""
     text = _text(frame[column])
     dates = pd.to_datetime(text.where(text != ""), errors="coerce", format="mixed")
-    bad = dates.isna() & (text != "")
+    bad = (dates.isna() | ~text.str.match(r"\d{4}-\d\d-\d\d(?:$|[T ])")) & (text != "")  # 1/2/3 is no guess
     if bad.any():
         raise _fail(path, _first(bad), column, f"date {text[bad].iloc[0]!r} not understood (use YYYY-MM-DD)")
     known = dates.dropna()

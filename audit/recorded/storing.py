@@ -13,6 +13,7 @@ import hashlib
 import json
 import time
 
+from audit.errors import AuditError
 from audit.design import AuditDesign, PoolDesign, split_groupings
 from audit.recorded.decision_logs import DecisionLog
 from audit.recorded.ranking_runs import RankingRuns
@@ -26,9 +27,11 @@ QUALIFICATION = "every candidate of a pool equally qualified (the study's design
 LOG_QUALIFICATION = "not recorded (an observational decision log)"
 
 
-def import_runs(store: Store, runs: RankingRuns, task: str, reference: str = RANKING_RUN_REFERENCE,
+def import_runs(store: Store, runs: RankingRuns, task: str, reference: str | None = None,
                 source: str = "") -> dict[str, str]:
-    """Write ``runs`` into ``store`` under ``task`` (one transaction); returns model name → fingerprint."""
+    """Write ``runs`` into ``store`` under ``task`` (one transaction); returns model name → fingerprint. A given
+    ``reference`` must be a group code of every job; without one, each job compares against
+    :data:`RANKING_RUN_REFERENCE` where it has that code, else its first code."""
     rows = runs.rows
     fingerprints: dict[str, str] = {}
     now = time.time()
@@ -51,7 +54,11 @@ def import_runs(store: Store, runs: RankingRuns, task: str, reference: str = RAN
             save_recorded(db, fingerprint, task, "rank", decisions)
         for job, part in rows.groupby("job", sort=True):
             groups = sorted(part["group"].unique())
-            design = AuditDesign(task, job, reference if reference in groups else groups[0], PoolDesign("observed"),
+            if reference is not None and reference not in groups:
+                raise AuditError(f"--reference {reference!r} is not a group code of job {job!r}; its codes: "
+                                 f"{', '.join(groups)}")
+            chosen = reference or (RANKING_RUN_REFERENCE if RANKING_RUN_REFERENCE in groups else groups[0])
+            design = AuditDesign(task, job, chosen, PoolDesign("observed"),
                                  (LABEL,), (1.0,), QUALIFICATION, split_groupings(RANKING_RUN_GROUPINGS), "",
                                  names=dict(RANKING_RUN_NAMES))
             db.execute(SAVE_DESIGN, design.row())
