@@ -403,3 +403,13 @@ def test_a_report_that_cannot_be_written_leaves_no_partial_file(tmp_path):
         assert list(small.iterdir()) == []
     finally:
         subprocess.run(["umount", str(small)], check=True)
+
+
+@pytest.mark.parametrize("redirect", ["> /dev/full", ">&-"], ids=["full", "closed"])
+def test_a_full_or_closed_standard_output_is_one_error_line(redirect):
+    done = subprocess.run(["bash", "-c", f"{sys.executable} -m audit scores --db {DEMO_STORE} {redirect}"],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 2 and re.fullmatch(r"error: (cannot write to standard output: No space left on device|"
+                                                 r"standard output is closed); give --out FILE\n", done.stderr), \
+        done.stderr
