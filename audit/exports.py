@@ -122,8 +122,10 @@ def _within_deadline(work, seconds: float) -> bytes:
             return result["value"]  # type: ignore[return-value]
         timed_out = not died and "error" not in result
         kill_groups(children() - before)  # the browser it started, with its helpers: nothing is left behind
-        for thread in set(threading.enumerate()) - threads:  # its threads end on the closed pipe, errors kept
-            thread.join(max(0.0, deadline + 5 - time.monotonic()))
+        if timed_out:  # its threads end on the closed pipe (a few seconds at most); their errors are kept
+            settled = time.monotonic() + 5
+            for thread in set(threading.enumerate()) - threads:
+                thread.join(max(0.0, settled - time.monotonic()))
     finally:
         threading.excepthook = hook
     error = result.get("error") or (died[0] if died else None)
