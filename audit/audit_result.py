@@ -10,13 +10,15 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from audit.design import AuditDesign
+from audit.design import AuditDesign, PoolDesign
 from audit.errors import AuditError
 from audit.metrics import model_rankings, ndcg_table, validity
 from audit.metrics.bands import ndcg_bands, validity_bands
 from audit.metrics.compare import compare_gaps, rank_correlation, selection_flips
 from audit.metrics.impact import impact_ratios
 from audit.metrics.inference import METHODS, adjusted
+from audit.metrics.keys import split_keys
+from audit.metrics.pools import pool_size
 from audit.selection import Selection
 from audit.views import MetricRows, StoreTables, metric_rows, pool_of, regroup
 
@@ -200,6 +202,10 @@ def comparison(tables: StoreTables, selection: Selection, a: str, b: str) -> Com
         scores = scores[scores["subtask"].isin(selection.subtasks)]
     scores = regroup(scores.drop(columns=["label_mass", "fingerprint"], errors="ignore"), design.part(grouping))
     pool = selection.pool or str(pool_of(design, selection.mode))
+    pools = [pool_size(PoolDesign.parse(pool), keys) for keys in split_keys(scores, reference=reference)]
+    if pools and max(selection.ks) >= min(pools):
+        raise AuditError(f"quota k={max(selection.ks)} is not below the pool size {min(pools)} of the {grouping} "
+                         "grouping: at k = pool size everyone is selected; choose a smaller k")
     options = {"a": a, "b": b, "pool": pool}
     gaps = compare_gaps(scores, reference=reference, ks=selection.ks, ci=selection.ci or 0.95,
                         n_boot=selection.n_boot, seed=selection.seed, **options)

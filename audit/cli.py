@@ -3,6 +3,8 @@ itself here."""
 from __future__ import annotations
 
 import argparse
+import errno
+import math
 import sys
 
 from audit.errors import AuditError
@@ -26,10 +28,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one sub-command; bad input is one ``error:`` line on stderr and exit status 2."""
+    from audit.commands.io import stdout_error, write_stdout
+
     args = build_parser().parse_args(argv)
     try:
         check_replicates(args)
-        return int(args.handler(args) or 0)
+        check_levels(args)
+        try:
+            status = int(args.handler(args) or 0)
+        except OSError as exc:  # print() onto a full or closed standard output (files go through write_atomic)
+            if exc.errno not in (errno.ENOSPC, errno.EPIPE, errno.EBADF) or sys.stdout is None:
+                raise
+            raise stdout_error(exc) from None
+        write_stdout("")  # what print() left in the buffer: a full or closed standard output is one error line
+        return status
     except AuditError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -41,3 +53,26 @@ def check_replicates(args: argparse.Namespace) -> None:
         value = getattr(args, name, None)
         if value is not None and not 1 <= value <= MAX_REPLICATES:
             raise AuditError(f"--{name} {value}: give 1 to {MAX_REPLICATES:,} replicates")
+
+
+#: option → (lowest, highest, whether the highest is allowed, what it is): each checked here for every command
+LEVELS = {"ci": (0.0, 1.0, False, "a confidence level strictly between 0 and 1, e.g. 0.95"),
+          "threshold": (0.0, 1.0, True, "an impact-ratio threshold above 0 and at most 1, e.g. 0.8"),
+          "max_inconsistent": (0.0, 1.0, True, "a rate from 0 to 1"),
+          "target": (0.0, math.inf, False, "a positive half-width, e.g. 0.05")}
+
+
+def check_levels(args: argparse.Namespace) -> None:
+    """Levels, thresholds and rates finite and within their range, and an integer ``--k`` at least 1, whichever
+    command names them (quota lists are checked by :func:`audit.commands.io.parse_quotas`)."""
+    for name, (low, high, closed, what) in LEVELS.items():
+        value = getattr(args, name, None)
+        if value is None:
+            continue
+        inside = math.isfinite(value) and low <= value <= high and (value > low or name == "max_inconsistent") \
+            and (closed or value < high)
+        if not inside:
+            raise AuditError(f"--{name.replace('_', '-')} {value:g}: give {what}")
+    k = getattr(args, "k", None)
+    if isinstance(k, int) and k < 1:
+        raise AuditError(f"--k {k}: give a quota of at least 1")

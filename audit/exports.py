@@ -10,6 +10,7 @@ import io
 import json
 import threading
 import time
+import logging
 import warnings
 import zipfile
 from collections.abc import Mapping
@@ -19,6 +20,7 @@ import plotly.graph_objects as go
 
 from audit.errors import AuditError
 from audit.output import csv_text
+from audit.processes import children, kill_groups
 
 FIGURE_FORMATS = ("png", "svg", "pdf", "html")
 MIME = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf", "html": "text/html",
@@ -26,7 +28,8 @@ MIME = {"png": "image/png", "svg": "image/svg+xml", "pdf": "application/pdf", "h
 WIDTH, HEIGHT, SCALE = 1200, None, 2
 EXPORT_DEADLINE = 45.0
 """Seconds one static export may take, the browser's start included: kaleido waits forever on a browser that never
-started (missing, or dying at once), so the export runs in a daemon thread and gives up after this."""
+started (missing, or dying at once), so the export runs in a daemon thread and gives up after this, killing the
+process group of every browser process it started."""
 _lock = threading.Lock()
 _started = False
 _broken: str | None = None  # why the browser failed, once it has: later exports fail at once
@@ -97,6 +100,7 @@ def _within_deadline(work, seconds: float) -> bytes:
     global _broken
     if _broken:
         raise AuditError(_broken)
+    logging.getLogger("choreographer").setLevel(logging.ERROR)  # its watchdog's warning is not ours to print
     result: dict[str, object] = {}
     died: list[BaseException] = []
 
@@ -107,17 +111,24 @@ def _within_deadline(work, seconds: float) -> bytes:
             result["error"] = exc
 
     hook, threading.excepthook = threading.excepthook, lambda args: died.append(args.exc_value)
+    before, threads = children(), set(threading.enumerate())
     try:
         worker = threading.Thread(target=run, name="figure-export", daemon=True)
         worker.start()
         deadline = time.monotonic() + seconds
         while worker.is_alive() and not died and time.monotonic() < deadline:
             worker.join(0.1)
+        if "value" in result:
+            return result["value"]  # type: ignore[return-value]
+        timed_out = not died and "error" not in result
+        kill_groups(children() - before)  # the browser it started, with its helpers: nothing is left behind
+        if timed_out:  # its threads end on the closed pipe (a few seconds at most); their errors are kept
+            settled = time.monotonic() + 5
+            for thread in set(threading.enumerate()) - threads:
+                thread.join(max(0.0, settled - time.monotonic()))
     finally:
         threading.excepthook = hook
-    if "value" in result:
-        return result["value"]  # type: ignore[return-value]
     error = result.get("error") or (died[0] if died else None)
-    cause = str(error).splitlines()[0] if error else f"no answer within {seconds:.0f} s"
+    cause = f"no answer within {seconds:.0f} s" if timed_out or not error else str(error).splitlines()[0]
     _broken = f"static export needs a working Chrome/Chromium (apt-get install chromium; BROWSER_PATH): {cause}"
     raise AuditError(_broken)

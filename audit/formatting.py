@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import unicodedata
 
 import pandas as pd
 
@@ -50,14 +51,27 @@ def estimate(value: object, low: object = None, high: object = None, digits: int
     return text if _missing(low) or _missing(high) else f"{text} {interval(low, high, digits)}"
 
 
-def markdown_table(frame: pd.DataFrame) -> str:
-    """``frame`` as a GitHub-flavoured Markdown table (pipes in cells escaped; missing cells empty)."""
-    def cell(value: object) -> str:
-        return "" if _missing(value) else str(value).replace("|", "\\|").replace("\n", " ")
+_MARKUP = str.maketrans({c: "\\" + c for c in "\\`*[]|#~!"} | {"<": "&lt;", ">": "&gt;", "&": "&amp;"})
 
-    head = "| " + " | ".join(cell(c) for c in frame.columns) + " |"
+
+def md_text(value: object) -> str:
+    """``value`` as literal Markdown text, the one escape every Markdown output uses: NFC; markup characters
+    (``\\ ` * [ ] | # ~ !``) backslash-escaped and ``< > &`` as entities, so no table, heading, link or HTML can be
+    injected; line breaks as spaces; invisible format characters (zero-width, bidi controls) shown as ``⟨U+202E⟩``.
+    Missing values are empty."""
+    if _missing(value):
+        return ""
+    text = unicodedata.normalize("NFC", str(value))
+    text = "".join(f"⟨U+{ord(c):04X}⟩" if unicodedata.category(c) in ("Cf", "Cc") and c not in "\n\r\t" else c
+                   for c in text) if not text.isascii() or not text.isprintable() else text
+    return " ".join(text.translate(_MARKUP).splitlines()).replace("\t", " ")
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    """``frame`` as a GitHub-flavoured Markdown table (every cell through :func:`md_text`; missing cells empty)."""
+    head = "| " + " | ".join(md_text(c) for c in frame.columns) + " |"
     rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    body = ["| " + " | ".join(md_text(v) for v in row) + " |" for row in frame.itertuples(index=False)]
     return "\n".join([head, rule, *body]) + "\n"
 
 

@@ -59,6 +59,7 @@ def write_atomic(out: str | Path, data: bytes | str, store: str | Path | None = 
     """Write ``data`` to ``out`` through a temporary file renamed into place (see :func:`check_target`)."""
     target = check_target(out, store)
     payload = data.encode("utf-8") if isinstance(data, str) else data
+    partial = None
     try:
         handle, partial = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
         with os.fdopen(handle, "wb") as stream:
@@ -68,6 +69,8 @@ def write_atomic(out: str | Path, data: bytes | str, store: str | Path | None = 
         os.chmod(partial, 0o666 & ~umask)  # mkstemp makes 0600; an export gets the usual mode
         os.replace(partial, target)
     except OSError as exc:
+        if partial is not None and os.path.lexists(partial):  # a full disk: no half-written file is left behind
+            os.unlink(partial)
         raise AuditError(f"cannot write {target}: {exc.strerror or exc}") from None
 
 

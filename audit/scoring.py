@@ -223,11 +223,14 @@ def _pointwise(store, task, ref, executor, limit, batch_size, progress, truncate
 
 def _recorder(store: Store, ref: ModelRef, task: Task, candidates: list[Candidate], by_key: dict[str, ChatPrompt],
               **plan: list[tuple]) -> Callable[[], None]:
-    """What records a run when it is called: the model, then the design, candidates, prompts and ``plan`` rows."""
-    def record() -> None:
-        store.register_model(ref.fingerprint, ref.label, ref.describe())
-        store.save_plan(candidates=_candidate_rows(task, candidates), prompts=_prompt_rows(by_key),
-                        design=design_of(task), dataset=task.dataset, **plan)
+    """What records a run when it is called: the model, then the design, candidates, prompts and ``plan`` rows, and
+    then ``first`` (the first batch's results), in one transaction: a write that fails leaves the store as it was."""
+    def record(first: Callable[[], None] = lambda: None) -> None:
+        with store.transaction():
+            store.register_model(ref.fingerprint, ref.label, ref.describe())
+            store.save_plan(candidates=_candidate_rows(task, candidates), prompts=_prompt_rows(by_key),
+                            design=design_of(task), dataset=task.dataset, **plan)
+            first()
     return record
 
 
@@ -285,8 +288,8 @@ def _work(missing: list[str], by_key: dict[str, ChatPrompt], job: BatchJob, save
           summary: RunSummary, executor: Executor, batch_size: int, progress: Progress | None,
           record: Callable[[], None]) -> None:
     """Score ``missing`` in batches, committing each as it returns; stop early when progress says so. The model
-    and the plan are ``record``-ed with the first batch's results (or at once when everything is cached), so a run
-    that fails before its first result leaves the store as it was."""
+    and the plan are ``record``-ed in one transaction with the first batch's results (or at once when everything
+    is cached), so a run that fails before or at its first write leaves the store as it was."""
     total = summary.prompts
     if progress is not None and progress(summary.cached, total) is False:
         summary.cancelled = bool(missing)
@@ -301,10 +304,11 @@ def _work(missing: list[str], by_key: dict[str, ChatPrompt], job: BatchJob, save
     try:
         for rows in results:
             check_rows(job.method, rows)
-            if not recorded:
-                record()
+            if recorded:
+                save(rows)
+            else:
+                record(lambda: save(rows))  # the plan and its first results commit together
                 recorded = True
-            save(rows)
             summary.scored += len(rows)
             if progress is not None and progress(summary.cached + summary.scored, total) is False:
                 summary.cancelled = summary.scored < len(missing)

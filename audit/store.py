@@ -148,9 +148,13 @@ class Store:
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """One atomic write: ``BEGIN IMMEDIATE`` waits for other writers instead of failing on a lock.
-        The first write to a new store creates its file."""
+        The first write to a new store creates its file. A transaction opened inside another is part of it (all
+        of it commits or none)."""
         if self.readonly:
             raise AuditError(f"result store {self.path} is open read-only")
+        if self.db.in_transaction:
+            yield self.db
+            return
         if self._deferred:
             self._deferred = False
             self.db.close()
@@ -160,7 +164,8 @@ class Store:
             try:
                 yield self.db
             except BaseException:
-                self.db.execute("ROLLBACK")
+                if self.db.in_transaction:  # SQLite has already rolled back after a full disk
+                    self.db.execute("ROLLBACK")
                 raise
             self.db.execute("COMMIT")
         except sqlite3.DatabaseError as exc:  # a lock, a full disk or a damaged file, at any of the three steps
@@ -176,14 +181,16 @@ class Store:
 
     # ---- writing -----------------------------------------------------------------------------------------
 
-    def check_label(self, fingerprint: str, label: str) -> None:
+    def check_label(self, fingerprint: str, label: str,
+                    remedy: str = "score this one under its own name with --label NAME") -> None:
         """Refuse ``label`` if it already names another model (two systems under one label cannot be told apart)."""
         other = self.db.execute("SELECT fingerprint, details FROM models WHERE label = ? AND fingerprint != ?",
                                 (label, fingerprint)).fetchone()
         if other:
-            where = json.loads(other[1]).get("location", "?")
+            details = json.loads(other[1])
+            where = details.get("location") or details.get("source") or "?"
             raise AuditError(f"label {label!r} already names another model in {self.path} (fingerprint "
-                             f"{other[0]}, {where}); score this one under its own name with --label NAME")
+                             f"{other[0]}, {where}); {remedy}")
 
     def check_dataset(self, task: str, dataset: str) -> None:
         """Refuse to plan ``task`` from ``dataset`` (a content hash, "" for data shipped with the tool) when the

@@ -9,7 +9,8 @@
   same text as with a local backend.
 
 Requests run on a bounded thread pool; 429, 5xx, timeouts and dropped connections are retried with
-exponential back-off (or the server's ``Retry-After``) within one deadline per call (:data:`CALL_DEADLINE`): every
+exponential back-off (or the server's ``Retry-After``) within one deadline per call (:data:`CALL_DEADLINE`, enforced
+by shutting the call's sockets when it passes, so a server drip-feeding its headers or body is cut on time): every
 socket operation times out after :data:`SOCKET_TIMEOUT`, a body is read in pieces under the deadline and capped at
 :data:`MAX_BODY`, and redirects are followed only within the same origin, so the key never reaches another host. A
 request budget caps the total. The API key is read from the environment variable the
@@ -44,21 +45,65 @@ MAX_BODY = 8 * 2**20  # bytes of one answer
 
 
 def origin(url: str) -> tuple[str, str, int | None]:
-    parts = urlsplit(url)
-    return parts.scheme, (parts.hostname or "").lower(), parts.port
+    """(scheme, host, port) of ``url``; an :class:`AuditError` if it is not a valid URL (a port out of range, an
+    unclosed bracket)."""
+    try:
+        parts = urlsplit(url)
+        return parts.scheme, (parts.hostname or "").lower(), parts.port
+    except ValueError as exc:
+        raise AuditError(f"{url!r} is not a valid URL: {exc}") from None
 
 
 class SameOriginRedirects(urllib.request.HTTPRedirectHandler):
     """Follow a redirect only to the same scheme, host and port (the Authorization header goes with it)."""
 
     def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001 - urllib's signature
-        if origin(newurl) != origin(req.full_url):
+        try:
+            target = origin(newurl)
+        except AuditError:
+            raise AuditError(f"{req.full_url} redirected to {newurl!r}, not a valid URL; refused") from None
+        if target != origin(req.full_url):
             raise AuditError(f"{req.full_url} redirected to another origin ({urlsplit(newurl).netloc}); the API key "
                              "is never sent there — use the final URL as --base-url")
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
-_OPENER = urllib.request.build_opener(SameOriginRedirects)
+_calls = threading.local()  # the sockets the current thread's call has opened, so its deadline can cut them
+
+
+class _CutHTTP(http.client.HTTPConnection):
+    def connect(self) -> None:
+        super().connect()
+        getattr(_calls, "sockets", []).append(self.sock)
+
+
+class _CutHTTPS(http.client.HTTPSConnection):
+    def connect(self) -> None:
+        super().connect()
+        getattr(_calls, "sockets", []).append(self.sock)
+
+
+class _DeadlineHTTP(urllib.request.HTTPHandler):
+    def http_open(self, req):  # noqa: ANN001 - urllib's signature
+        return self.do_open(_CutHTTP, req)
+
+
+class _DeadlineHTTPS(urllib.request.HTTPSHandler):
+    def https_open(self, req):  # noqa: ANN001 - urllib's signature
+        return self.do_open(_CutHTTPS, req, context=self._context)
+
+
+_OPENER = urllib.request.build_opener(SameOriginRedirects, _DeadlineHTTP, _DeadlineHTTPS)
+
+
+def _shut(sockets: list[socket.socket], fired: list[bool]) -> None:
+    """End every socket of a call at its deadline: a blocked connect, header or body read returns at once."""
+    fired.append(True)
+    for sock in sockets:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
 
 def clean_url(url: str) -> str:
@@ -127,8 +172,27 @@ class ApiClient:
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self.base_url + path, data=data, headers=headers)
         timeout = max(0.1, min(self.timeout, ends - time.monotonic()))
-        with _OPENER.open(request, timeout=timeout) as answer:
-            raw = read_within(answer, ends, f"{self.base_url}{path}")
+        sockets, fired = [], []
+        _calls.sockets = sockets
+        timer = threading.Timer(max(0.0, ends - time.monotonic()), _shut, (sockets, fired))
+        timer.daemon = True
+        timer.start()
+        try:
+            with _OPENER.open(request, timeout=timeout) as answer:
+                raw = read_within(answer, ends, f"{self.base_url}{path}")
+        except (OSError, http.client.HTTPException, AuditError):
+            if fired:  # the deadline cut the socket: say so, whatever the cut surfaced as
+                raise AuditError(f"{self.base_url}{path}: no answer within {self.deadline:g} s (the call's "
+                                 "deadline, a slow answer included)") from None
+            raise
+        except ValueError as exc:  # urllib parsing a redirect's Location: a port out of range, a bracket left open
+            raise AuditError(f"{self.base_url}{path} redirected to a URL that is not valid ({exc}); refused") from None
+        finally:
+            timer.cancel()
+            _calls.sockets = []
+        if fired:
+            raise AuditError(f"{self.base_url}{path}: no answer within {self.deadline:g} s (the call's deadline, a "
+                             "slow answer included)")
         try:
             decoded = json.loads(raw)
         except ValueError:

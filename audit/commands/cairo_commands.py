@@ -18,6 +18,7 @@ from audit.cairo.scored import scored_continuations, unify_subgroups
 from audit.cairo.search import SEARCHES, Options, correlation_table, few_models_warning, search_all
 from audit.cairo.toxicity import DEFAULT_SCORER, get_scorer
 from audit.commands.api_options import add_api_arguments, model_options
+from audit.commands.io import write_stdout
 from audit.errors import AuditError
 from audit.output import csv_text
 from audit.store import Store
@@ -152,7 +153,7 @@ def run_combos(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(results.to_json(orient="records", indent=1))  # NaN (a constant bias over models) becomes null
     else:
-        sys.stdout.write(csv_text(results.assign(best_sets_a=results["best_sets_a"].map(" + ".join),
+        write_stdout(csv_text(results.assign(best_sets_a=results["best_sets_a"].map(" + ".join),
                                                  best_sets_b=results["best_sets_b"].map(" + ".join))))
     return 0
 

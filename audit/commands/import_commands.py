@@ -30,8 +30,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--label", help="decisions: the system's name (default: the spec's label, else the file's "
                                         "name)")
     parser.add_argument("--task", default=DEFAULT_TASK, help=f"task name to store under (default {DEFAULT_TASK})")
-    parser.add_argument("--reference", default=RANKING_RUN_REFERENCE,
-                        help=f"ranking-runs: reference group (default {RANKING_RUN_REFERENCE})")
+    parser.add_argument("--reference", help=f"ranking-runs: reference group, one of the runs' group codes (default "
+                                            f"{RANKING_RUN_REFERENCE} where a job has it, else its first code)")
     parser.add_argument("--db", default="results.db", help="result store (default results.db)")
     parser.set_defaults(handler=run_import)
 

@@ -1,8 +1,10 @@
 """What every sub-command shares: reading score and pair files, parsing quotas, printing or writing tables."""
 from __future__ import annotations
 
+import io
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -11,12 +13,13 @@ import pandas as pd
 
 from audit.errors import AuditError
 from audit.output import csv_text, restore, write_atomic
-from audit.tasks.loaders import check_parquet
+from audit.bounded import check_line_rows, read_bytes, read_parquet
 from audit.tasks.recorded import read_as_pointwise
 
 MAX_TABLE_ROWS = 5_000_000
 MAX_TABLE_BYTES = 1 << 30
-"""Bounds on a score or pair table given as Parquet, read from its metadata before it is decoded."""
+"""Bounds on a score or pair table: rows (counted on the raw bytes or the Parquet metadata) and bytes (of the file,
+and of a Parquet file's decoded columns), each checked before the memory it guards is spent."""
 MAX_QUOTA = 10_000
 """Largest quota --k may name (pools are far smaller; the metrics check k against each pool size)."""
 _TEXT = ("model", "task", "subtask", "mode", "candidate_id", "group", "candidate_a", "candidate_b", "group_a",
@@ -47,15 +50,19 @@ def read_table_file(path: str, what: str) -> pd.DataFrame:
     ``recorded ranking`` or ``decision log``, read back as the pointwise scores they are inside the tool); an
     AuditError if it cannot be read."""
     suffix = Path(path).suffix.lower()
+    if suffix not in (".csv", ".parquet", ".pq"):
+        raise AuditError(f"{what} {path}: unsupported file type {suffix or '(none)'!r}; use .csv or .parquet")
     try:
-        if suffix == ".csv":
-            return read_as_pointwise(restore(pd.read_csv(path, dtype={column: str for column in _TEXT})))
-        if suffix in (".parquet", ".pq"):
-            check_parquet(Path(path), max_rows=MAX_TABLE_ROWS, max_bytes=MAX_TABLE_BYTES)
-            return read_as_pointwise(pd.read_parquet(path))
-    except (ImportError, OSError, ValueError) as exc:
-        raise AuditError(f"cannot read {what} {path}: {exc}") from exc
-    raise AuditError(f"{what} {path}: unsupported file type {suffix or '(none)'!r}; use .csv or .parquet")
+        raw = read_bytes(Path(path), MAX_TABLE_BYTES)
+        if suffix != ".csv":
+            return read_as_pointwise(read_parquet(raw, Path(path), max_rows=MAX_TABLE_ROWS,
+                                                  max_decoded=MAX_TABLE_BYTES))
+        check_line_rows(raw, Path(path), MAX_TABLE_ROWS, header=True)
+        return read_as_pointwise(restore(pd.read_csv(io.BytesIO(raw), dtype={column: str for column in _TEXT})))
+    except AuditError as exc:
+        raise AuditError(f"cannot read {what} {exc}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise AuditError(f"cannot read {what} {path}: {exc}") from None
 
 
 def _plain(value: object) -> object:
@@ -74,9 +81,29 @@ def records(frame: pd.DataFrame) -> list[dict]:
 def emit(text: str, out: str | None) -> None:
     """``text`` to standard output, or written atomically to ``out``."""
     if out is None:
-        sys.stdout.write(text)
+        write_stdout(text)
         return
     write_atomic(out, text)
+
+
+def write_stdout(text: str) -> None:
+    """``text`` to standard output, flushed; a closed or full standard output (``>&-``, ``> /dev/full``, a closed
+    pipe) is one :class:`AuditError`, and what is left in the buffer goes to the null device at exit."""
+    if sys.stdout is None:
+        if text:
+            raise AuditError("standard output is closed; give --out FILE")
+        return
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except OSError as exc:
+        raise stdout_error(exc) from None
+
+
+def stdout_error(exc: OSError) -> AuditError:
+    """The error of a failed write to standard output; what is left in its buffer goes to the null device."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return AuditError(f"cannot write to standard output: {exc.strerror or exc}; give --out FILE")
 
 
 def emit_table(table: pd.DataFrame, fmt: str, out: str | None) -> None:

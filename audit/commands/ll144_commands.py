@@ -14,6 +14,7 @@ import pandas as pd
 from audit.commands.io import emit, emit_table
 from audit.commands.options import add_output
 from audit.errors import AuditError
+from audit.formatting import md_text
 from audit.metrics.ll144 import ll144_table
 from audit.recorded.outcomes import ll144_groupings, recorded_decisions
 from audit.store_tables import score_table
@@ -48,6 +49,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def run_ll144(args: argparse.Namespace) -> int:
+    if args.exclude_small is not None and not args.exclude_small.strip():
+        raise AuditError("--exclude-small: give the justification for excluding categories under 2 % (it is printed "
+                         "with the table)")
     with Store(args.db, create=False) as store:
         scores = score_table(store)
         models = store.models().set_index("label")
@@ -62,6 +66,12 @@ def run_ll144(args: argparse.Namespace) -> int:
     if decisions.empty:
         raise AuditError(f"{args.db}: no recorded decisions{' in task ' + repr(args.task) if args.task else ''}; "
                          "import some with `python -m audit import`")
+    ranked = decisions[decisions["outcome"] == "rank"]
+    if len(ranked):
+        largest = int(ranked.groupby(["model", "task", "subtask", "pool"]).size().max())
+        if args.k >= largest:
+            raise AuditError(f"--k {args.k}: every applicant of every recorded pool would be selected (the largest "
+                             f"pool holds {largest}); give k from 1 to {largest - 1}")
     frames = []
     for (model, task, subtask), part in decisions.groupby(["model", "task", "subtask"], sort=True):
         groupings = {name: columns for name, (_, columns) in ll144_groupings(designs[task, subtask]).items()}
@@ -98,12 +108,12 @@ def markdown(table: pd.DataFrame) -> str:
             meaning += f", {first['score_median']:.4g}"
         dates = (f"recorded {first['first_date']} to {first['last_date']}" if first["first_date"]
                  else "decision dates not recorded")
-        lines += [f"## {model}: {task} / {subtask} ({meaning})", "",
-                  f"Data: {first['source']} (sha256 {first['source_sha256'][:12]}…), {dates}; audit date "
+        lines += [f"## {md_text(model)}: {md_text(task)} / {md_text(subtask)} ({meaning})", "",
+                  f"Data: {md_text(first['source'])} (sha256 {first['source_sha256'][:12]}…), {dates}; audit date "
                   f"{first['audit_date']}; distribution date "
-                  f"{first['distribution_date'] or '(not given)'}.", ""]
+                  f"{md_text(first['distribution_date']) or '(not given)'}.", ""]
         for grouping, rows in part.groupby("grouping", sort=False):
-            lines += [f"### {grouping}", "", "| category | applicants | selection rate | impact ratio (CI) | "
+            lines += [f"### {md_text(grouping)}", "", "| category | applicants | selection rate | impact ratio (CI) | "
                       "p (Holm) | note |", "|---|---:|---:|---:|---:|---|"]
             for _, r in rows.iterrows():
                 rate = "" if pd.isna(r["selection_rate"]) else f"{r['selection_rate']:.3f}"
@@ -111,6 +121,7 @@ def markdown(table: pd.DataFrame) -> str:
                 if not pd.isna(r["impact_ratio_lo"]):
                     ratio += f" ({r['impact_ratio_lo']:.3f}–{r['impact_ratio_hi']:.3f})"
                 p = "" if pd.isna(r["p_holm"]) else f"{r['p_holm']:.3g}"
-                lines.append(f"| {r['category']} | {r['applicants']} | {rate} | {ratio} | {p} | {r['note']} |")
+                lines.append(f"| {md_text(r['category'])} | {r['applicants']} | {rate} | {ratio} | {p} | "
+                             f"{md_text(r['note'])} |")
             lines.append("")
     return "\n".join(lines)

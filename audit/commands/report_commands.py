@@ -14,6 +14,7 @@ from audit.audit_result import comparison, impact_table
 from audit.audit_verdict import pool_sizes, refuse_full_pools
 from audit.design import AuditDesign
 from audit.errors import AuditError
+from audit.formatting import md_text
 from audit.commands.io import emit, parse_quotas, read_table_file, records
 from audit.commands.options import add_adjust, add_bootstrap, add_filters, add_verdict_rule
 from audit.recorded.outcomes import UNQUOTED, observed_impact
@@ -113,10 +114,9 @@ def _selection(args: argparse.Namespace, tables: StoreTables, **fields) -> Selec
 
 
 def markdown(table: pd.DataFrame) -> str:
-    """A DataFrame as a GitHub-flavoured Markdown table (floats to 4 decimals, ``|`` escaped)."""
-    cells = [[f"{v:.4f}" if isinstance(v, float) else str(v).replace("|", "\\|") for v in row]
-             for row in table.itertuples(index=False)]
-    lines = [list(table.columns), ["---"] * len(table.columns), *cells]
+    """A DataFrame as a GitHub-flavoured Markdown table (floats to 4 decimals, text through :func:`md_text`)."""
+    cells = [[f"{v:.4f}" if isinstance(v, float) else md_text(v) for v in row] for row in table.itertuples(index=False)]
+    lines = [[md_text(c) for c in table.columns], ["---"] * len(table.columns), *cells]
     return "".join("| " + " | ".join(line) + " |\n" for line in lines)
 
 

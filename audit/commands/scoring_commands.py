@@ -14,6 +14,7 @@ from audit.backend.api import PREFIX
 from audit.backend.spec import BACKENDS, BackendSpec, spec_for
 from audit.commands.api_options import add_api_arguments, model_options
 from audit.scoring import MODES, PAIRWISE_METHODS, check_options, run_scoring
+from audit.commands.io import write_stdout
 from audit.errors import AuditError
 from audit.output import check_target, csv_text, write_atomic
 from audit.store_tables import answer_table, design_table, pair_table, score_table
@@ -186,7 +187,7 @@ def run_export(args: argparse.Namespace) -> int:
     if args.out:
         write_atomic(args.out, data, args.db)
     else:
-        sys.stdout.write(data)
+        write_stdout(data)
     return 0
 
 

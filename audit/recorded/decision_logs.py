@@ -22,14 +22,16 @@ from audit.errors import AuditError
 from audit.metrics.ll144 import UNKNOWN, unknown_mask
 from audit.recorded.frame import OUTCOMES
 from audit.recorded.log_spec import LogSpec
-from audit.tasks.loaders import TABLE_SUFFIXES, check_parquet, check_size, utf8_text
+from audit.bounded import check_line_rows, read_bytes, read_parquet
+from audit.tasks.loaders import TABLE_SUFFIXES, utf8_text
 
 MAX_LOG_BYTES = 256 * 2**20
 """Largest decision log file accepted (256 MiB: a few million applicants of a few short columns)."""
 MAX_LOG_ROWS = 2_000_000
-"""Most applicants one decision log may hold (checked before a Parquet file is decoded)."""
+"""Most applicants one decision log may hold (counted on the raw bytes or the Parquet metadata, before a frame is
+built)."""
 MAX_LOG_DECODED = 1024 * 2**20
-"""Most bytes a Parquet log's columns may take uncompressed."""
+"""Most bytes a Parquet log's columns may take once decoded (summed batch by batch; reading stops at the cap)."""
 DEFAULT_SUBTASK = "all"
 
 
@@ -58,16 +60,12 @@ def read_table(path: Path) -> tuple[pd.DataFrame, str]:
     suffix = path.suffix.lower()
     if suffix not in TABLE_SUFFIXES:
         raise AuditError(f"{path}: unsupported file type {suffix or '(none)'!r}; use one of {list(TABLE_SUFFIXES)}")
-    check_size(path, MAX_LOG_BYTES)
-    raw = path.read_bytes()
+    raw = read_bytes(path, MAX_LOG_BYTES)
     digest = hashlib.sha256(raw).hexdigest()
     if suffix == ".parquet":
-        check_parquet(path, max_rows=MAX_LOG_ROWS, max_bytes=MAX_LOG_DECODED)
-        try:
-            frame = pd.read_parquet(io.BytesIO(raw))
-        except Exception as exc:  # pyarrow raises several types for damaged files
-            raise AuditError(f"{path}: cannot be read as Parquet ({exc})") from None
+        frame = read_parquet(raw, path, max_rows=MAX_LOG_ROWS, max_decoded=MAX_LOG_DECODED)
     else:
+        check_line_rows(raw, path, MAX_LOG_ROWS, header=suffix == ".csv")
         text = utf8_text(raw, path)
         if not text.strip():
             raise AuditError(f"{path}, row 1: empty file (expected a header row naming the spec's columns)")
@@ -243,7 +241,7 @@ def _dates(path: Path, frame: pd.DataFrame, column: str | None) -> tuple[str, st
         return "", ""
     text = _text(frame[column])
     dates = pd.to_datetime(text.where(text != ""), errors="coerce", format="mixed")
-    bad = dates.isna() & (text != "")
+    bad = (dates.isna() | ~text.str.match(r"\d{4}-\d\d-\d\d(?:$|[T ])")) & (text != "")  # 1/2/3 is no guess
     if bad.any():
         raise _fail(path, _first(bad), column, f"date {text[bad].iloc[0]!r} not understood (use YYYY-MM-DD)")
     known = dates.dropna()

@@ -33,16 +33,18 @@ def ll144_groupings(design: AuditDesign) -> dict[str, tuple[str, list[str]]]:
 
 
 def recorded_decisions(scores: pd.DataFrame, outcomes: pd.DataFrame, k: int) -> pd.DataFrame:
-    """One row per recorded applicant of ``scores`` (rows with a recorded pool) with its system's ``outcome`` kind
-    (``outcomes``: the store's recorded systems), ``selected`` as LL144 counts it, the score median of score
+    """One row per recorded applicant of ``scores`` (rows of a system in ``outcomes``, the store's recorded systems:
+    never a scored model's pairwise pools) with its system's ``outcome`` kind, ``selected`` as LL144 counts it, the score median of score
     outcomes (``threshold``) and its group code split into ``part0``, ``part1``, …; ranks are read back from the
     stored score (n − rank)/(n − 1)."""
     kinds = outcomes.set_index(["fingerprint", "task", "subtask"])["outcome"]
-    recorded = scores[scores["pool"].notna()].copy()
+    recorded = scores[scores["pool"].notna()]
+    if recorded.empty:
+        return recorded.copy()
+    outcome = kinds.reindex(pd.MultiIndex.from_frame(recorded[["fingerprint", "task", "subtask"]])).to_numpy()
+    recorded = recorded[pd.notna(outcome)].assign(outcome=outcome[pd.notna(outcome)])  # recorded systems only
     if recorded.empty:
         return recorded
-    recorded["outcome"] = kinds.reindex(pd.MultiIndex.from_frame(recorded[["fingerprint", "task", "subtask"]])
-                                        ).fillna("rank").to_numpy()  # rows of a store read before migrating: ranks
     frames = []
     for (kind, *_), part in recorded.groupby(["outcome", "model", "task", "subtask"], sort=False):
         values = part["score"]

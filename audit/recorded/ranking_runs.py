@@ -17,7 +17,17 @@ from pathlib import Path
 
 import pandas as pd
 
+from audit.bounded import check_json_depth, read_bytes
 from audit.errors import AuditError
+
+MAX_RUN_BYTES = 1 * 2**20
+"""Largest response file accepted (1 MiB; the study's are a few KiB)."""
+MAX_RUNS_BYTES = 256 * 2**20
+"""Most bytes one import reads over all its response files."""
+MAX_POOL = 1000
+"""Most names one response may rank (the study's pools hold 8)."""
+LAST_CREATED = 253402300799
+"""The last second of the year 9999: a ``created`` time past it (or before 1970) is not a date."""
 
 
 @dataclass(frozen=True)
@@ -39,7 +49,7 @@ def read_order(reply: str, names: list[str]) -> list[int]:
     """Indices of ``names`` in ranked order: by the position of each name's first mention in ``reply`` (both
     lower-cased), names not mentioned last in the order given."""
     text = reply.lower()
-    positions = [text.find(name.lower()) for name in names]
+    positions = [text.find(name.lower()) for name in names]  # at most MAX_POOL scans of at most MAX_RUN_BYTES
     return sorted(range(len(names)), key=lambda i: (positions[i] < 0, positions[i] if positions[i] >= 0 else len(text), i))
 
 
@@ -60,14 +70,20 @@ def read_runs(root: str | Path) -> RankingRuns:
     partial: list[str] = []
     digest = hashlib.sha256()
     created: list[int] = []
+    total = 0
     for number, path in enumerate(files):
         relative = path.relative_to(root).as_posix()
-        data = path.read_bytes()
+        data = read_bytes(path, MAX_RUN_BYTES, folder=root)
+        total += len(data)
+        if total > MAX_RUNS_BYTES:
+            raise AuditError(f"{path}: the runs read so far pass {MAX_RUNS_BYTES // 2**20} MiB, the limit of one "
+                             "import; import the folder in parts (one task each)")
         digest.update(relative.encode() + b"\0" + hashlib.sha256(data).digest())
         names, groups, reply, stamp = _response(path, data)
         model, job = path.parts[-4], path.parts[-3]
         order = read_order(reply, names)
-        if any(name.lower() not in reply.lower() for name in names):
+        lowered = reply.lower()
+        if any(name.lower() not in lowered for name in names):
             partial.append(relative)
         if stamp is not None:
             created.append(stamp)
@@ -83,6 +99,7 @@ def read_runs(root: str | Path) -> RankingRuns:
 
 def _response(path: Path, data: bytes) -> tuple[list[str], list[str], str, int | None]:
     """(names, group codes, reply text, created timestamp) of one response file."""
+    check_json_depth(data, path)
     try:
         record = json.loads(data)
         context = record["context"]
@@ -95,5 +112,13 @@ def _response(path: Path, data: bytes) -> tuple[list[str], list[str], str, int |
             and all(isinstance(v, str) and v for v in names + groups)):
         raise AuditError(f"{path}: context.default_order and context.demo_order must be lists of names and group "
                          "codes of the same length (at least 2), with a text reply")
+    if len(names) > MAX_POOL:
+        raise AuditError(f"{path}: context.default_order names {len(names):,} candidates; the limit is {MAX_POOL:,}")
+    for place, code in enumerate(groups, start=1):
+        if code.count("_") != 1 or not all(code.split("_")):
+            raise AuditError(f"{path}, context.demo_order item {place}: group code {code!r} is not <race>_<gender> "
+                             "(two parts joined by one '_', e.g. A_W)")
     stamp = record.get("created")
+    if isinstance(stamp, int) and not isinstance(stamp, bool) and not 0 <= stamp <= LAST_CREATED:
+        raise AuditError(f"{path}, created: {stamp} is not a Unix time from 1970 to 9999")
     return names, groups, reply, stamp if isinstance(stamp, int) else None

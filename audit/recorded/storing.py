@@ -13,6 +13,7 @@ import hashlib
 import json
 import time
 
+from audit.errors import AuditError
 from audit.design import AuditDesign, PoolDesign, split_groupings
 from audit.recorded.decision_logs import DecisionLog
 from audit.recorded.ranking_runs import RankingRuns
@@ -26,9 +27,11 @@ LABEL = "rank"
 LABELS = json.dumps([LABEL])
 
 
-def import_runs(store: Store, runs: RankingRuns, task: str, reference: str = RANKING_RUN_REFERENCE,
+def import_runs(store: Store, runs: RankingRuns, task: str, reference: str | None = None,
                 source: str = "") -> dict[str, str]:
-    """Write ``runs`` into ``store`` under ``task`` (one transaction); returns model name → fingerprint."""
+    """Write ``runs`` into ``store`` under ``task`` (one transaction); returns model name → fingerprint. A given
+    ``reference`` must be a group code of every job; without one, each job compares against
+    :data:`RANKING_RUN_REFERENCE` where it has that code, else its first code."""
     rows = runs.rows
     fingerprints: dict[str, str] = {}
     now = time.time()
@@ -39,6 +42,8 @@ def import_runs(store: Store, runs: RankingRuns, task: str, reference: str = RAN
             partial = [p for p in runs.partial if p.startswith(f"{model}/")]
             fingerprint = FINGERPRINT_PREFIX + hashlib.sha256(f"{runs.digest}\0{model}".encode()).hexdigest()[:16]
             fingerprints[model] = fingerprint
+            store.check_label(fingerprint, str(model), f"name this system's folder <model>/ apart (it is read as "
+                              f"the model {model!r}), or import the whole source again as it was")
             details = {"kind": "recorded rankings", "source": source, "source_sha256": runs.digest,
                        "runs": int(len(files)), "rows": int(len(part)), "partial_replies": len(partial),
                        "first_date": runs.first_date, "last_date": runs.last_date,
@@ -49,10 +54,13 @@ def import_runs(store: Store, runs: RankingRuns, task: str, reference: str = RAN
             save_recorded(db, fingerprint, task, "rank", decisions)
         for job, part in rows.groupby("job", sort=True):
             groups = sorted(part["group"].unique())
-            design = AuditDesign(task, job, reference if reference in groups else groups[0], PoolDesign("observed"),
-                                 (LABEL,), (1.0,), RANKING_RUN_QUALIFICATION, split_groupings(RANKING_RUN_GROUPINGS),
-                                 "", names=dict(RANKING_RUN_NAMES), counterfactual=True, quota=RANKING_RUN_QUOTA,
-                                 quota_reason=RANKING_RUN_QUOTA_REASON)
+            if reference is not None and reference not in groups:
+                raise AuditError(f"--reference {reference!r} is not a group code of job {job!r}; its codes: "
+                                 f"{', '.join(groups)}")
+            chosen = reference or (RANKING_RUN_REFERENCE if RANKING_RUN_REFERENCE in groups else groups[0])
+            design = AuditDesign(task, job, chosen, PoolDesign("observed"), (LABEL,), (1.0,), RANKING_RUN_QUALIFICATION,
+                                 split_groupings(RANKING_RUN_GROUPINGS), "", names=dict(RANKING_RUN_NAMES),
+                                 counterfactual=True, quota=RANKING_RUN_QUOTA, quota_reason=RANKING_RUN_QUOTA_REASON)
             db.execute(SAVE_DESIGN, design.row())
     return fingerprints
 

@@ -13,27 +13,19 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
+from audit.bounded import check_line_rows, read_bytes, read_parquet
 from audit.errors import AuditError
 from audit.paths import cache_dir
 
 MAX_BYTES = 20 * 1024 * 1024
-MAX_ROWS = 100_000
-"""Most candidates one data file may hold (checked before a Parquet file is decoded)."""
-MAX_DECODED = 64 * 2**20
-"""Most bytes a Parquet file's columns may take uncompressed (its metadata says, before anything is decoded)."""
 """Largest task data file accepted (20 MiB): ample for tens of thousands of candidate texts."""
+MAX_ROWS = 100_000
+"""Most candidates one data file may hold (counted on the raw bytes, before rows are built)."""
+MAX_DECODED = 64 * 2**20
+"""Most bytes a Parquet file's columns may take once decoded (summed batch by batch; reading stops at the cap)."""
 TABLE_SUFFIXES = (".csv", ".parquet", ".jsonl")
 
 Row = dict[str, Any]
-
-
-def check_size(path: Path, limit: int = MAX_BYTES) -> None:
-    """An :class:`AuditError` unless ``path`` is a file of at most ``limit`` bytes."""
-    if not path.is_file():
-        raise AuditError(f"{path}: no such file")
-    size = path.stat().st_size
-    if size > limit:
-        raise AuditError(f"{path}: file is {size / 2**20:.1f} MiB; the limit is {limit // 2**20} MiB")
 
 
 def save_upload(name: str, content: bytes, allowed: tuple[str, ...]) -> Path:
@@ -54,9 +46,9 @@ def save_upload(name: str, content: bytes, allowed: tuple[str, ...]) -> Path:
 
 
 def read_text(path: Path) -> str:
-    """The file as text; an :class:`AuditError` naming the line if it is not UTF-8 (a leading BOM is dropped)."""
-    check_size(path)
-    return utf8_text(path.read_bytes(), path)
+    """The file (a regular file of at most :data:`MAX_BYTES`) as text; an :class:`AuditError` naming the line if it
+    is not UTF-8 (a leading BOM is dropped)."""
+    return utf8_text(read_bytes(path, MAX_BYTES), path)
 
 
 def utf8_text(raw: bytes, path: Path) -> str:
@@ -75,10 +67,12 @@ def read_rows(path: Path) -> list[Row]:
     suffix = path.suffix.lower()
     if suffix not in TABLE_SUFFIXES:
         raise AuditError(f"{path}: unsupported file type {suffix or '(none)'!r}; use one of {list(TABLE_SUFFIXES)}")
+    raw = read_bytes(path, MAX_BYTES)
     if suffix == ".parquet":
-        return _read_parquet(path)
-    text = read_text(path)
-    return check_rows(path, _read_csv(path, text) if suffix == ".csv" else _read_jsonl(path, text))
+        return read_parquet(raw, path, max_rows=MAX_ROWS, max_decoded=MAX_DECODED).to_dict(orient="records")
+    check_line_rows(raw, path, MAX_ROWS, header=suffix == ".csv")
+    text = utf8_text(raw, path)
+    return _read_csv(path, text) if suffix == ".csv" else _read_jsonl(path, text)
 
 
 def _read_csv(path: Path, text: str) -> list[Row]:
@@ -114,42 +108,6 @@ def cell_text(value: Any) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
     return unicodedata.normalize("NFC", str(value).strip())
-
-
-def check_parquet(path: Path, *, max_rows: int = MAX_ROWS, max_bytes: int = MAX_DECODED) -> None:
-    """Refuse a Parquet file whose metadata promises more than ``max_rows`` rows or ``max_bytes`` of uncompressed
-    column data, before any of it is decoded (a small dictionary-encoded file can expand to gigabytes)."""
-    import pyarrow.parquet as pq
-
-    try:
-        meta = pq.ParquetFile(path).metadata
-    except Exception as exc:  # pyarrow raises several types for damaged files
-        raise AuditError(f"{path}: cannot be read as Parquet ({exc})") from None
-    if meta.num_rows > max_rows:
-        raise AuditError(f"{path}: {meta.num_rows:,} rows; the limit is {max_rows:,}")
-    decoded = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
-    if decoded > max_bytes:
-        raise AuditError(f"{path}: {decoded / 2**20:,.0f} MiB of column data once decompressed; the limit is "
-                         f"{max_bytes // 2**20} MiB")
-
-
-def check_rows(path: Path, rows: list[Row]) -> list[Row]:
-    """``rows`` unless there are more than :data:`MAX_ROWS` of them."""
-    if len(rows) > MAX_ROWS:
-        raise AuditError(f"{path}: {len(rows):,} rows; the limit is {MAX_ROWS:,}")
-    return rows
-
-
-def _read_parquet(path: Path) -> list[Row]:
-    check_size(path)
-    check_parquet(path)
-    import pandas as pd
-
-    try:
-        frame = pd.read_parquet(path)
-    except Exception as exc:  # pyarrow raises several types for damaged files
-        raise AuditError(f"{path}: cannot be read as Parquet ({exc})") from None
-    return frame.to_dict(orient="records")
 
 
 def _read_jsonl(path: Path, text: str) -> list[Row]:
