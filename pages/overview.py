@@ -4,6 +4,7 @@ import streamlit as st
 from audit import charts, readable, views
 from audit.audit_verdict import pool_sizes
 from audit.errors import AuditError
+from audit.formatting import md_text
 from audit.metrics.shape import score_shape
 from audit.selection import Selection
 from audit.tasks.recorded import mode_name, shown_modes
@@ -53,11 +54,12 @@ for column, (label, value) in zip(st.columns(4), (
     column.metric(label, value)
 groups = sorted(scores["group"].astype(str).unique())
 mode = mode_name(design, current.mode)
-st.markdown(f"**Reference group:** {design.display_name(current.reference)} (stored: "
-            f"{design.display_name(design.reference)}) · **grouping:** {current.grouping} · **mode:** {mode} "
+st.markdown(f"**Reference group:** {md_text(design.display_name(current.reference))} (stored: "
+            f"{md_text(design.display_name(design.reference))}) · **grouping:** {md_text(current.grouping)} · "
+            f"**mode:** {mode} "
             f"(pool design {current.pool}) · **design:** {design.kind}  \n"
-            f"**Groups:** {', '.join(names.get(g, g) for g in groups)}  \n"
-            f"**Qualified:** {design.qualification}  \n**Store:** `{current.store}`")
+            f"**Groups:** {md_text(', '.join(names.get(g, g) for g in groups))}  \n"
+            f"**Qualified:** {md_text(design.qualification)}  \n**Store:** `{current.store}`")
 st.subheader("Results")
 st.dataframe(readable.summary_table(shown_modes(summary, stored.designs)), hide_index=True, width="stretch")
 st.subheader("Models")

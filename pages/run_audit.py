@@ -12,7 +12,7 @@ from audit.store_files import run_store
 from audit.tasks import DATA_TASKS, TASKS, get_task, list_subtasks
 from pages.shared import common
 from pages.run.runner import run_tasks
-from pages.run.task_inputs import named_error, task_inputs
+from pages.run.task_inputs import discard_refused, named_error, task_inputs
 
 OTHER = "other: hub id, local path or openai:NAME"
 TASK_TITLES = {"resume": "resume screening (shipped)", "essay": "essay grading (shipped demo essays)",
@@ -53,6 +53,7 @@ try:
     subtasks = list_subtasks(task_name, **inputs) if inputs is not None else []
 except AuditError as exc:
     common.error("The task input is not usable:", named_error(exc))
+    discard_refused()
     inputs, subtasks = None, []
 if inputs is None:
     st.info("Give the task's data above to choose a subtask and run.")
@@ -64,6 +65,7 @@ try:  # every input is read and checked here, before the Run button can write an
              ] if subtasks else []
 except AuditError as exc:
     common.error("The task input is not usable:", named_error(exc))
+    discard_refused()
     tasks = []
 mode = left.radio("mode", ["pointwise", "pairwise"], key="run_mode", horizontal=True)
 method = right.radio("pairwise method", PAIRWISE_METHODS, key="run_method", horizontal=True,

@@ -71,7 +71,8 @@ def test_uploaded_yaml_spec_names_the_task(run_page):
     (b"text,group\nhello,Blue\nhi,Green\n", "reference group 'Red' is not a group"),
     (b"text,group\n\xff\xfe,Blue\n", "not UTF-8"),
 ])
-def test_bad_upload_is_named_and_nothing_is_written(run_page, content, message):
+def test_bad_upload_is_named_and_nothing_is_written(run_page, content, message, monkeypatch, tmp_path):
+    monkeypatch.setenv("AUDIT_CACHE_DIR", str(tmp_path / "cache"))  # the uploads folder of this test alone
     at, store = run_page
     at.selectbox(key="run_task").set_value("custom").run()
     at.text_input(key="spec_reference").set_value("Red").run()
@@ -82,6 +83,7 @@ def test_bad_upload_is_named_and_nothing_is_written(run_page, content, message):
     assert "bad.csv" in shown and "default" not in shown, shown  # the upload's name, never its cache path
     assert at.button(key="run_start").disabled
     assert not store.exists()
+    assert not any((tmp_path / "cache" / "uploads").glob("*")), "a refused upload is not kept"
 
 
 def test_every_uploaded_row_is_scored_unless_told_and_the_count_is_said(run_page):

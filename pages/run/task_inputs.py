@@ -1,6 +1,7 @@
 """The Run page's task inputs: nothing for shipped tasks, a folder for imports, uploads and a spec for custom tasks.
 
-Uploads are kept under the cache, named by their content hash (:func:`audit.tasks.loaders.save_upload`); a spec
+Uploads are kept under the cache, named by their content hash (:func:`audit.tasks.loaders.save_upload`), and removed
+again when a check refuses them (:func:`discard_refused`); a spec
 written in the form is saved the same way as JSON, so every custom run goes through the same validated spec file.
 Only what was entered is checked; an uploaded file is previewed (first rows, groups, parsed spec) before any run.
 """
@@ -43,6 +44,7 @@ def custom_inputs() -> dict[str, Path] | None:
                               "optional qualified, id, subtask. At most 20 MB.")
     source = st.radio("task spec", ["form", "upload a YAML / JSON spec"], key="run_spec_source", horizontal=True)
     spec_path = columns = spec = None
+    st.session_state["run_saved_uploads"] = []
     if source == "form":
         raw = spec_form()
         columns = raw["group_columns"]
@@ -69,8 +71,17 @@ def custom_inputs() -> dict[str, Path] | None:
 
 
 def _remember(saved: Path, name: str) -> None:
-    """Note that the upload ``name`` is kept at ``saved`` (a hashed cache path), so errors can name the upload."""
+    """Note that the upload ``name`` is kept at ``saved`` (a hashed cache path), so errors can name the upload and a
+    refused one can be removed."""
     st.session_state.setdefault("run_upload_names", {})[str(saved)] = name
+    st.session_state.setdefault("run_saved_uploads", []).append(saved)
+
+
+def discard_refused() -> None:
+    """Remove the files saved for this rerun's uploads: a check refused them, so none is kept in the cache (an
+    upload still in its widget is saved again on the next rerun)."""
+    for saved in st.session_state.pop("run_saved_uploads", []):
+        Path(saved).unlink(missing_ok=True)
 
 
 def named_error(exc: Exception) -> str:
