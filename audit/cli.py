@@ -16,12 +16,12 @@ MAX_REPLICATES = 100_000
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m audit`` parser with every sub-command registered."""
     from audit.commands import (cairo_commands, import_commands, ll144_commands, metrics_commands, plan_commands,
-                                report_commands, scoring_commands, verdict_commands)
+                                position_commands, report_commands, scoring_commands, verdict_commands)
 
     parser = argparse.ArgumentParser(prog="python -m audit", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     for module in (scoring_commands, metrics_commands, cairo_commands, plan_commands, report_commands,
-                   verdict_commands, import_commands, ll144_commands):
+                   verdict_commands, import_commands, ll144_commands, position_commands):
         module.add_commands(sub)
     return parser
 

@@ -211,7 +211,7 @@ def _pointwise(store, task, ref, executor, limit, batch_size, progress, truncate
 
     summary = RunSummary(ref.label, task.name, task.subtask, "pointwise", len(by_key), len(by_key) - len(missing))
     job = BatchJob("labels", tuple(task.label_set.labels))
-    _work(missing, by_key, job, lambda rows: store.save_label_results(ref.fingerprint, labels, rows), summary,
+    run_batches(missing, by_key, job, lambda rows: store.save_label_results(ref.fingerprint, labels, rows), summary,
           executor, batch_size, progress, record)
     table = store.pointwise_table()
     mine = table[(table["fingerprint"] == ref.fingerprint) & (table["subtask"] == task.subtask)
@@ -262,7 +262,7 @@ def _pairwise(store, task, ref, executor, method, limit, rounds, batch_size, pro
 
     mode = "pairwise" if method == "generate" else "pairwise-likelihood"
     summary = RunSummary(ref.label, task.name, task.subtask, mode, len(by_key), len(by_key) - len(missing))
-    _work(missing, by_key, BatchJob(method), lambda rows: store.save_choice_results(ref.fingerprint, method, rows),
+    run_batches(missing, by_key, BatchJob(method), lambda rows: store.save_choice_results(ref.fingerprint, method, rows),
           summary, executor, batch_size, progress, record)
     summary.quality = pairwise_quality(store, ref.fingerprint, task, method)
     return summary
@@ -284,7 +284,7 @@ def pairwise_quality(store: Store, fingerprint: str, task: Task, method: str) ->
     }
 
 
-def _work(missing: list[str], by_key: dict[str, ChatPrompt], job: BatchJob, save: Callable[[list[tuple]], None],
+def run_batches(missing: list[str], by_key: dict[str, ChatPrompt], job: BatchJob, save: Callable[[list[tuple]], None],
           summary: RunSummary, executor: Executor, batch_size: int, progress: Progress | None,
           record: Callable[[], None]) -> None:
     """Score ``missing`` in batches, committing each as it returns; stop early when progress says so. The model

@@ -50,13 +50,14 @@ class CausalLM:
             out.append(LabelScores.from_masses([float(probs[ids].sum()) for ids in variants]))
         return out
 
-    def option_logprobs(self, prompts: Sequence[ChatPrompt]) -> list[tuple[float, ...]]:
-        """log P(option | prompt) of each of a prompt's ``options`` as the answer (teacher-forced, summed)."""
+    def option_logprobs(self, prompts: Sequence[ChatPrompt], *, lead: str = " ") -> list[tuple[float, ...]]:
+        """log P(option | prompt) of each of a prompt's ``options`` as the answer (teacher-forced, summed), each
+        written after ``lead`` (a space after an answer prefix; nothing when the answer opens the turn)."""
         flat_prompts, continuations = [], []
         for prompt in prompts:
             for option in prompt.options:
                 flat_prompts.append(prompt)
-                continuations.append(self.encode(" " + option))
+                continuations.append(self.encode(lead + option))
         rows = self._tail_logprobs(flat_prompts, continuations, tail=1)
         scores = [float(row[range(len(ids)), ids].sum()) for row, ids in zip(rows, continuations)]
         out, at = [], 0

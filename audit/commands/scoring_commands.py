@@ -13,13 +13,14 @@ from audit.backend import DEFAULT_MODEL, QUANTS, REGISTRY, installed_models
 from audit.backend.api import PREFIX
 from audit.backend.spec import BACKENDS, BackendSpec, spec_for
 from audit.commands.api_options import add_api_arguments, model_options
+from audit.commands.listwise_commands import add_listwise_arguments, run_listwise_score
 from audit.scoring import MODES, PAIRWISE_METHODS, check_options, run_scoring
 from audit.commands.io import write_stdout
 from audit.errors import AuditError
 from audit.output import check_target, csv_text, write_atomic
 from audit.store_tables import answer_table, design_table, pair_table, score_table
 from audit.store import Store
-from audit.tasks import TASKS, get_task, list_subtasks
+from audit.tasks import TASKS, get_task, list_subtasks, study
 from audit.tasks.recorded import shown_modes
 
 if TYPE_CHECKING:
@@ -39,7 +40,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                                        "needed when two models would get the same name)")
     score.add_argument("--model", default=DEFAULT_MODEL,
                        help="registry name, .gguf file, model folder, hub id, or openai:NAME with --base-url")
-    score.add_argument("--mode", choices=MODES, default="pointwise")
+    score.add_argument("--mode", choices=MODES + ("listwise",), default="pointwise",
+                       help="listwise: the 2024 study's ranking protocol (--task study-gpt-hiring)")
     score.add_argument("--pairwise-mode", choices=PAIRWISE_METHODS, default="generate")
     score.add_argument("--limit", type=int, help="candidates per group (default: all)")
     score.add_argument("--rounds", type=int, default=10, help="pairwise pools (default 10)")
@@ -61,6 +63,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     score.add_argument("--address", help="Ray cluster to join: auto, HOST:PORT or ray://HOST:PORT "
                                          "(default: start a local one); only with --executor ray")
     score.add_argument("--workers", type=int, help="Ray workers (default: one per GPU, else one per CPU)")
+    add_listwise_arguments(score)
     score.set_defaults(handler=run_score)
 
     exports = {"scores": (score_table, "one row per candidate and model"),
@@ -82,6 +85,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 def run_score(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    if args.mode == "listwise" or args.task == study.TASK:
+        return run_listwise_score(args)
     check_options(mode=args.mode, pairwise_method=args.pairwise_mode, limit=args.limit, rounds=args.rounds,
                   batch_size=args.batch_size)
     check_scale_options(args)

@@ -1,0 +1,60 @@
+"""``score --task study-gpt-hiring --mode listwise``: the 2024 study's ranking protocol run on a model."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from audit.backend.api import PREFIX
+from audit.errors import AuditError
+from audit.listwise import READINGS, ListwiseRun, run_listwise
+from audit.store import Store
+from audit.tasks import study
+
+
+def add_listwise_arguments(score: argparse.ArgumentParser) -> None:
+    """The listwise options of ``score``."""
+    group = score.add_argument_group("listwise (--task study-gpt-hiring --mode listwise)")
+    group.add_argument("--rankings", type=int, default=100, help="rankings per job (default 100)")
+    group.add_argument("--seed", type=int, default=0, help="seed of the names, shown order and samples (default 0)")
+    group.add_argument("--reading", choices=READINGS, default="generate",
+                       help="generate: the study's sampled free-text ranking, parsed as the import parses it; "
+                            "likelihood: each name's probability of being ranked first (local models)")
+    group.add_argument("--max-tokens", type=int, default=study.SAMPLING["max_tokens"],
+                       help=f"generate: answer length (default {study.SAMPLING['max_tokens']}, the study's)")
+
+
+def run_listwise_score(args: argparse.Namespace) -> int:
+    """Check the options, then score every asked job's rankings, one job after another."""
+    from tqdm import tqdm
+
+    from audit.commands.scoring_commands import backend_and_executor, check_scale_options, checked_label
+
+    if args.task != study.TASK or args.mode != "listwise":
+        raise AuditError(f"--mode listwise goes with --task {study.TASK} and that task is scored listwise; give both")
+    if args.data or args.spec:
+        raise AuditError(f"task {study.TASK} ships its materials; leave out --data and --spec")
+    if args.reading == "likelihood" and (args.model.startswith(PREFIX) or args.backend == "vllm"):
+        raise AuditError("--reading likelihood needs a local transformers or GGUF model; use --reading generate")
+    check_scale_options(args)
+    jobs = study.subtasks() if args.subtask == "all" else [study.check_job(args.subtask)]
+    spec, executor = backend_and_executor(args)
+    run = ListwiseRun(spec.ref, args.reading, args.seed, args.max_tokens,
+                      checked_label(args.label) if args.label is not None else None)
+    with Store(args.db) as store:
+        try:
+            for job in jobs:
+                with tqdm(desc=f"{run.name} {job}", unit="ranking", file=sys.stderr) as bar:
+                    def progress(done: int, total: int) -> None:
+                        bar.total, bar.n = total, done
+                        bar.refresh()
+
+                    summary, unreadable = run_listwise(store, run, job, args.rankings, spec.load,
+                                                       batch_size=args.batch_size, progress=progress,
+                                                       executor=executor)
+                print(summary.line())
+                print(f"unreadable replies (no name mentioned; left out): {len(unreadable)} of {args.rankings}"
+                      + (f": rankings {', '.join(map(str, unreadable))}" if unreadable else ""))
+        finally:
+            if executor is not None:
+                executor.shutdown()
+    return 0

@@ -1,0 +1,47 @@
+"""``position-bias``: top-1 share by shown position of a task's recorded rankings (imported or listwise runs)."""
+from __future__ import annotations
+
+import argparse
+
+import pandas as pd
+
+from audit.commands.io import emit, emit_table
+from audit.errors import AuditError
+from audit.formatting import markdown_table
+from audit.metrics.position import position_bias
+from audit.store import Store
+
+QUERY = """SELECT m.label AS model, s.subtask, d.pool, d.position, d.value
+           FROM recorded_decisions d JOIN recorded_systems s ON s.id = d.system JOIN models m ON m.fingerprint = s.model
+           WHERE s.task = ? AND s.outcome = 'rank'"""
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Register the ``position-bias`` sub-command."""
+    parser = sub.add_parser("position-bias", help="share of top-1 picks by shown position (1 = first), with exact "
+                                                  "intervals and tests against 1/n, per system and subtask")
+    parser.add_argument("--db", required=True, help="result store")
+    parser.add_argument("--task", required=True, help="task whose ranked pools to read (e.g. study-gpt-hiring)")
+    parser.add_argument("--ci", type=float, default=0.95, help="confidence level (default 0.95)")
+    parser.add_argument("--format", choices=("json", "csv", "md"), default="md")
+    parser.add_argument("--out", help="file to write (default: standard output)")
+    parser.set_defaults(handler=run_position_bias)
+
+
+def run_position_bias(args: argparse.Namespace) -> int:
+    """Handler of ``position-bias``."""
+    if not 0 < args.ci < 1:
+        raise AuditError(f"--ci must lie between 0 and 1, got {args.ci}")
+    with Store(args.db, create=False) as store:
+        decisions: pd.DataFrame = store.query(QUERY, (args.task,))
+    if decisions.empty:
+        raise AuditError(f"task {args.task!r} in {args.db} holds no ranked pools (imported ranking runs or listwise "
+                         "runs)")
+    table = position_bias(decisions, args.ci)
+    if args.format == "md":
+        shown = table.round({"top1_share": 3, "ci_low": 3, "ci_high": 3, "expected": 3})
+        shown[["p_value", "uniform_p"]] = shown[["p_value", "uniform_p"]].map(lambda p: f"{p:.2g}")
+        emit(markdown_table(shown) + "\n", args.out)
+    else:
+        emit_table(table, args.format, args.out)
+    return 0

@@ -1,0 +1,54 @@
+"""A local OpenAI-compatible chat server (127.0.0.1, a thread) that ranks the study's names in the order shown:
+the position-biased ranker the listwise tests audit."""
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Iterator
+
+from audit.tasks import study
+
+NAME = "in-order"
+
+
+def shown_names(user: str) -> list[str]:
+    """The study's names in the order the prompt shows them (the longest name found in each resume)."""
+    known = sorted({n for names in study.materials()["names"].values() for n in names}, key=len, reverse=True)
+    return [next(n for n in known if n in chunk) for chunk in user.split(study.SEPARATOR) if chunk.strip()]
+
+
+class Handler(BaseHTTPRequestHandler):
+    def _answer(self, payload: dict) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        self._answer({"object": "list", "data": [{"id": NAME, "object": "model"}]})
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        names = shown_names(user) if study.SEPARATOR in user else ["yes"]
+        text = "\n".join(f"{i}. {name}" for i, name in enumerate(names, start=1))
+        self._answer({"model": NAME, "system_fingerprint": "in-order-1",
+                      "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]})
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def serving() -> Iterator[str]:
+    """Start the server; yields its base URL (``http://127.0.0.1:PORT/v1``) and stops it afterwards."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,132 @@
+"""The study's listwise protocol: prompts equal to the recorded runs', listwise scoring with the bundled model and a
+local server, and position bias."""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from audit.cli import main
+from audit.store import Store
+from audit.tasks import study
+from tests.listwise_server import NAME, serving
+from tests.recorded_study import JOBS, MODELS, extracted
+
+DEMO = Path(__file__).resolve().parents[1] / "data" / "demo.db"
+
+
+def shown_templates(job: str, names: list[str], inputs: str) -> list[int]:
+    """Which of the job's templates each name was shown on, read off a recorded prompt (-1: none fits)."""
+    templates = study.materials()["jobs"][job]["resumes"]
+    chunks = inputs.split(study.SEPARATOR)
+    return [next((t for t, text in enumerate(templates) if chunk.endswith(text.format(name=name))), -1)
+            for chunk, name in zip(chunks, names)]
+
+
+def test_prompts_equal_the_recorded_runs(tmp_path: Path) -> None:
+    runs = extracted(tmp_path)
+    checked = {job: 0 for job in JOBS}
+    for model in MODELS:
+        for job in JOBS:
+            for path in sorted((runs / model / job).glob("*/*.json"))[:15]:
+                context = json.loads(path.read_text())["context"]
+                names = context["default_order"]
+                built = study.prompt(job, names, shown_templates(job, names, context["inputs"]))
+                assert built.user == context["inputs"], path
+                assert built.system == context["systems_message"], path
+                assert built.answer_prefix == ""
+                checked[job] += 1
+    assert min(checked.values()) >= 20
+
+
+def test_draws_one_name_per_group_seeded() -> None:
+    first = study.draw("retail", 3, seed=7)
+    assert first == study.draw("retail", 3, seed=7)
+    assert sorted(first.groups) == sorted(study.materials()["names"])
+    assert all(name in study.materials()["names"][g] for g, name in zip(first.groups, first.names))
+    assert sorted(first.resumes) == list(range(8))
+    others = [study.draw("retail", i, seed=7) for i in range(20)]
+    assert len({r.groups for r in others}) > 1 and others[0] != study.draw("retail", 0, seed=8)
+
+
+def cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture()
+def store(tmp_path: Path) -> Path:
+    """A copy of the demo store (the imported study as task study-gpt-hiring)."""
+    path = tmp_path / "demo.db"
+    shutil.copy(DEMO, path)
+    return path
+
+
+@pytest.fixture()
+def ranker() -> Iterator[str]:
+    yield from serving()
+
+
+def test_in_order_ranker_through_the_api(store: Path, ranker: str) -> None:
+    code, out, err = cli("score", "--task", study.TASK, "--mode", "listwise", "--model", f"openai:{NAME}",
+                         "--base-url", ranker, "--rankings", "64", "--subtask", "retail", "--db", str(store))
+    assert code == 0, err
+    assert "unreadable replies (no name mentioned; left out): 0 of 64" in out and "parsed 1.000" in out
+    code, out, err = cli("position-bias", "--db", str(store), "--task", study.TASK, "--format", "json")
+    assert code == 0, err
+    rows = [r for r in json.loads(out) if r["model"] == f"openai:{NAME} listwise-generate"]
+    assert [(r["position"], r["top1"], r["top1_share"]) for r in rows][:2] == [(1, 64, 1.0), (2, 0, 0.0)]
+    assert len(rows) == 8 and rows[0]["p_value"] < 1e-10
+    drawn = [study.draw("retail", i, 0) for i in range(64)]
+    shown_first = {g: sum(r.groups[0] == g for r in drawn) / 64 for g in study.materials()["names"]}
+    with Store(store, create=False) as db:
+        scores = db.pointwise_table()
+    mine = scores[(scores["model"] == f"openai:{NAME} listwise-generate") & (scores["subtask"] == "retail")]
+    assert mine["pool"].nunique() == 64
+    rates = mine.assign(top=mine["score"] == 1).groupby("group")["top"].mean()
+    assert rates.to_dict() == pytest.approx(shown_first)
+    code, out, err = cli("score", "--task", study.TASK, "--mode", "listwise", "--model", f"openai:{NAME}",
+                         "--base-url", ranker, "--rankings", "64", "--subtask", "retail", "--db", str(store))
+    assert code == 0 and "0 scored, 64 cached" in out, err
+
+
+def test_smollm2_both_readings_then_verdict(store: Path) -> None:
+    outs = {}
+    for reading in ("likelihood", "generate"):
+        code, outs[reading], err = cli("score", "--task", study.TASK, "--mode", "listwise", "--model", "smollm2-135m",
+                             "--reading", reading, "--max-tokens", "48", "--rankings", "8", "--subtask", "retail",
+                             "--db", str(store))
+        assert code == 0, err
+        assert "8 prompts, 8 scored" in outs[reading]
+    with Store(store, create=False) as db:
+        answers = db.query("SELECT answer, choice FROM choice_results WHERE method = 'listwise-likelihood'")
+        systems = db.recorded_systems()
+    assert len(answers) == 8
+    for probs in answers["answer"].map(json.loads):
+        assert len(probs) == 8 and sum(probs) == pytest.approx(1, abs=1e-9) and min(probs) >= 0
+    mine = systems[systems["model"].str.startswith("smollm2-135m listwise-")]
+    assert mine.loc[mine["model"] == "smollm2-135m listwise-likelihood", "pools"].item() == 8
+    unreadable = int(re.search(r"unreadable replies \(no name mentioned; left out\): (\d) of 8", outs["generate"])[1])
+    assert mine.loc[mine["model"] == "smollm2-135m listwise-generate", "pools"].sum() == 8 - unreadable
+    code, out, err = cli("verdict", "--db", str(store), "--task", study.TASK, "--k", "1", "--format", "csv")
+    assert code == 0, err
+    assert "smollm2-135m listwise-likelihood" in out and "gpt-4" in out
+
+
+def test_listwise_refuses_bad_options(store: Path) -> None:
+    before = Store(store, create=False).row_counts()
+    for argv, message in ((("--subtask", "plumber"), "unknown subtask 'plumber'"),
+                          (("--subtask", "retail", "--rankings", "0"), "--rankings and --batch-size must be positive"),
+                          (("--subtask", "retail", "--model", "openai:x", "--base-url", "http://127.0.0.1:9/v1",
+                            "--reading", "likelihood"), "--reading likelihood needs a local")):
+        code, _, err = cli("score", "--task", study.TASK, "--mode", "listwise", "--db", str(store), *argv)
+        assert code == 2 and message in err
+    assert Store(store, create=False).row_counts() == before
