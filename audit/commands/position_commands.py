@@ -9,12 +9,9 @@ import pandas as pd
 from audit.commands.io import emit, emit_table
 from audit.errors import AuditError
 from audit.formatting import markdown_table, md_text
-from audit.metrics.position import LARGER, UNBIASED_NOTE, position_bias, position_vs_group
+from audit.metrics.position import LARGER, UNBIASED_NOTE
+from audit.position_audit import PositionAudit, ranked_decisions
 from audit.store import Store
-
-QUERY = """SELECT m.label AS model, s.subtask, d.pool, d.position, d.grp, d.value
-           FROM recorded_decisions d JOIN recorded_systems s ON s.id = d.system JOIN models m ON m.fingerprint = s.model
-           WHERE s.task = ? AND s.outcome = 'rank'"""
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -35,12 +32,13 @@ def run_position_bias(args: argparse.Namespace) -> int:
     if not 0 < args.ci < 1:
         raise AuditError(f"--ci must lie between 0 and 1, got {args.ci}")
     with Store(args.db, create=False) as store:
-        decisions: pd.DataFrame = store.query(QUERY, (args.task,))
+        decisions = ranked_decisions(store, args.task)
     if decisions.empty:
         raise AuditError(f"task {args.task!r} in {args.db} holds no ranked pools (imported ranking runs or listwise "
                          "runs)")
-    effects = position_vs_group(decisions)
-    table = position_bias(decisions, args.ci).merge(
+    found = PositionAudit.of(decisions, args.ci)
+    effects = found.effects
+    table = found.shares.merge(
         effects[["model", "subtask", "position_spread", "group_spread", "position_over_group"]], on=["model", "subtask"])
     if args.format == "md":
         emit(_markdown(table, effects), args.out)
