@@ -129,11 +129,14 @@ def run_listwise(store: Store, run: ListwiseRun, job: str, rankings: int, load_b
     missing = store.missing_choice_prompts(run.fingerprint, run.method, by_key)
     summary = RunSummary(run.name, study.TASK, job, run.method, len(by_key), len(by_key) - len(missing))
 
-    def record() -> None:
-        store.register_model(run.fingerprint, run.name, {"kind": "listwise run", "model": run.ref.describe(),
-                                                         **run.settings})
-        store.save_plan(candidates=(), prompts=[(k, json.dumps(p.__dict__, ensure_ascii=False))
-                                                for k, p in by_key.items()])
+    def record(first: Callable[[], None] = lambda: None) -> None:
+        """The run and its prompts, then ``first`` (the first batch's results), in one transaction."""
+        with store.transaction():
+            store.register_model(run.fingerprint, run.name, {"kind": "listwise run", "model": run.ref.describe(),
+                                                             **run.settings})
+            store.save_plan(candidates=(), prompts=[(k, json.dumps(p.__dict__, ensure_ascii=False))
+                                                    for k, p in by_key.items()])
+            first()
 
     run_batches(missing, by_key, ListwiseJob(run.method, run.seed, run.max_tokens),
                 lambda rows: store.save_choice_results(run.fingerprint, run.method, rows), summary,

@@ -7,6 +7,8 @@ import streamlit as st
 
 from audit import audit_result, charts, readable, views
 from audit.errors import AuditError
+from audit.formatting import md_text
+from audit.tasks import study
 from pages.shared import common, position_panel
 
 
@@ -52,7 +54,11 @@ except AuditError as exc:
     common.error("Cannot compare these systems:", exc)
     st.stop()
 paired = bool(gaps["paired"].all()) if "paired" in gaps else True
-if not paired:
+versus = study.versus_records(a, b)
+if versus:
+    st.subheader(md_text(versus))
+    st.caption(study.UNPAIRED_NOTE)
+elif not paired:
     st.caption("These systems ranked different candidates (recorded pools): each interval resamples each system's "
                "pools on its own (unpaired), and no candidate can flip between them.")
 gap = st.radio("gap", list(charts.GAP_NAMES), format_func=charts.GAP_NAMES.get, key="compare_gap", horizontal=True)
