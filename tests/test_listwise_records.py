@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Iterator
@@ -75,3 +76,24 @@ def test_compare_page_heads_the_run_against_the_records(store: Path, monkeypatch
     assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
     assert at.subheader[0].value == HEADING
     assert any(c.value == study.UNPAIRED_NOTE for c in at.caption)
+
+
+def test_score_prints_the_planners_answer_first(ranker: str, tmp_path: Path) -> None:
+    copy = tmp_path / "demo.db"
+    shutil.copy(DEMO, copy)
+    argv = ("score", "--task", study.TASK, "--mode", "listwise", "--model", f"openai:{NAME}", "--base-url", ranker,
+            "--rankings", "2", "--subtask", "retail", "--db")
+    code, _, err = cli(*argv, str(copy))
+    assert code == 0, err
+    first = err.splitlines()[0]
+    assert re.fullmatch(r"planner: rankings per job for a conclusive verdict per category at the 2024 records' "
+                        r"observed rates \(k = 1\): retail (\d{1,3}(,\d{3})*)–(\d{1,3}(,\d{3})*) \(the fewest .*; "
+                        r"asked: 2", first), first
+    fewest = int(re.search(r"retail ([\d,]+)–", first)[1].replace(",", ""))
+    assert fewest > 1000  # the records' 1,000 rankings per job left categories undecided
+    code, _, err = cli(*argv, str(tmp_path / "new.db"))
+    assert code == 0, err
+    assert err.splitlines()[0].startswith("planner: cannot plan: ") and "does not exist yet" in err.splitlines()[0]
+    code, _, err = cli(*argv, str(tmp_path / "new.db"))
+    assert code == 0, err
+    assert err.splitlines()[0].startswith("planner: cannot plan: ") and "holds no 2024 records" in err
