@@ -7,7 +7,9 @@ import streamlit as st
 
 from audit import audit_result, charts, readable, views
 from audit.errors import AuditError
-from pages.shared import common
+from audit.formatting import md_text
+from audit.tasks import study
+from pages.shared import common, position_panel
 
 
 @st.cache_data(show_spinner="Comparing…", max_entries=16)
@@ -52,7 +54,11 @@ except AuditError as exc:
     common.error("Cannot compare these systems:", exc)
     st.stop()
 paired = bool(gaps["paired"].all()) if "paired" in gaps else True
-if not paired:
+versus = study.versus_records(a, b)
+if versus:
+    st.subheader(md_text(versus))
+    st.caption(study.UNPAIRED_NOTE)
+elif not paired:
     st.caption("These systems ranked different candidates (recorded pools): each interval resamples each system's "
                "pools on its own (unpaired), and no candidate can flip between them.")
 gap = st.radio("gap", list(charts.GAP_NAMES), format_func=charts.GAP_NAMES.get, key="compare_gap", horizontal=True)
@@ -61,12 +67,12 @@ name = charts.GAP_NAMES[gap]
 figure = charts.comparison_dots(shown, gap=gap, names=common.names(current),
                                 title=f"{name}(B) − {name}(A) at k = {k}: A = {escape(a)}, B = {escape(b)}")
 common.chart(figure, shown, f"compare_{gap}_k{k}")
-if not paired:
-    st.stop()
-st.subheader("Rank correlation of scores")
-st.dataframe(correlation, hide_index=True, width="stretch", key="compare_correlation",
-             column_config=readable.COMPARE_LABELS)
-flipped = flips[flips["flipped"]]
-st.subheader(f"Selection flips at k = {k}: {len(flipped)} of {len(flips)} candidates")
-st.dataframe(readable.named(flipped, common.design(current)), hide_index=True, width="stretch", key="compare_flips",
-             column_config=readable.COMPARE_LABELS)
+if paired:
+    st.subheader("Rank correlation of scores")
+    st.dataframe(correlation, hide_index=True, width="stretch", key="compare_correlation",
+                 column_config=readable.COMPARE_LABELS)
+    flipped = flips[flips["flipped"]]
+    st.subheader(f"Selection flips at k = {k}: {len(flipped)} of {len(flips)} candidates")
+    st.dataframe(readable.named(flipped, common.design(current)), hide_index=True, width="stretch",
+                 key="compare_flips", column_config=readable.COMPARE_LABELS)
+position_panel.show(current)

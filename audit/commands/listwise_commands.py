@@ -8,6 +8,7 @@ from audit.backend.api import PREFIX
 from audit.errors import AuditError
 from audit.listwise import READINGS, ListwiseRun, run_listwise
 from audit.store import Store
+from audit.study_plan import plan_line
 from audit.tasks import study
 
 
@@ -37,6 +38,7 @@ def run_listwise_score(args: argparse.Namespace) -> int:
         raise AuditError("--reading likelihood needs a local transformers or GGUF model; use --reading generate")
     check_scale_options(args)
     jobs = study.subtasks() if args.subtask == "all" else [study.check_job(args.subtask)]
+    print(plan_line(args.db, jobs, args.rankings), file=sys.stderr, flush=True)
     spec, executor = backend_and_executor(args)
     run = ListwiseRun(spec.ref, args.reading, args.seed, args.max_tokens,
                       checked_label(args.label) if args.label is not None else None)

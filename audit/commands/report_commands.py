@@ -25,6 +25,7 @@ from audit.reporting import Progress, ReportSettings, build_report
 from audit.reporting.content import load_scores
 from audit.selection import N_PERM, Selection
 from audit.store import Store
+from audit.tasks import study
 from audit.tasks.designs import declared_design
 from audit.views import StoreTables, regroup
 
@@ -204,6 +205,9 @@ def run_compare(args: argparse.Namespace) -> int:
     result = {"a": args.a, "b": args.b, "grouping": grouping, "reference": reference, "k": list(quotas),
               "gaps": records(gaps), "flips": records(flips.query("flipped")),
               "rank_correlation": records(correlation)}
+    heading = study.versus_records(args.a, args.b)
+    if heading:
+        result.update(heading=heading, note=study.UNPAIRED_NOTE)
     emit(json.dumps(result, indent=1) + "\n", args.out)
     return 0
 

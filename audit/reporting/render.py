@@ -14,6 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from audit import charts
+from audit.tasks import study
 from audit.exports import figure_bytes
 from audit.formatting import correlation_table, estimate, number, pvalue, ratio, subtask_name
 from audit.metrics.verdict import ADVERSE, FAMILIES, INCONCLUSIVE, NO_EVIDENCE, RULES, rollup, rule_text
@@ -315,6 +316,18 @@ def gaps(data: ReportData) -> str:
     return "".join(parts)
 
 
+def _comparison_head(a: str, b: str, k: int) -> str:
+    """The comparison's heading and what its intervals are: "<new> vs the 2024 records (<gpt-…>)" with unpaired
+    intervals where a listwise run meets one of the study's recorded systems; else A and B, paired."""
+    versus = study.versus_records(a, b)
+    measured = f"ΔDP(B) − ΔDP(A) and ΔEO(B) − ΔEO(A) at k = {k}"
+    if versus:
+        return (f"<h2>{escape(versus)}</h2><p>A = {escape(a)}, B = {escape(b)}: {measured}. "
+                f"{escape(study.UNPAIRED_NOTE)}</p>")
+    return (f"<h2>Comparison: A = {escape(a)}, B = {escape(b)}</h2><p>{measured} on the candidates both scored, with "
+            "paired bootstrap intervals (the same resampled candidates for both).</p>")
+
+
 def comparison(data: ReportData) -> str:
     if not data.comparison:
         return ""
@@ -327,9 +340,7 @@ def comparison(data: ReportData) -> str:
                           "ΔEO(B) − ΔEO(A)": [estimate(v, lo, hi) for v, lo, hi in
                                               zip(found["eo_diff"], found["eo_diff_lo"], found["eo_diff_hi"])]}
                          ) if {"dp_diff", "eo_diff_hi"} <= set(found.columns) else found.round(3).astype(str)
-    return (f"<h2>Comparison: A = {escape(a)}, B = {escape(b)}</h2><p>ΔDP(B) − ΔDP(A) and ΔEO(B) − ΔEO(A) at "
-            f"k = {data.settings.k} on the candidates both scored, with paired bootstrap intervals (the same "
-            f"resampled candidates for both).</p>{_figure(charts.comparison_dots(found))}"
+    return (f"{_comparison_head(a, b, data.settings.k)}{_figure(charts.comparison_dots(found))}"
             f"{table(shown, numeric=tuple(shown.columns[2:]), css='long')}"
             f"<h3>Rank correlation of scores</h3>{table(correlation.round(3).astype(str), css='small')}"
             f"<p>Selection flips: {len(flipped)} of {len(flips)} candidates change selection from A to B "

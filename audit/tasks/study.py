@@ -83,3 +83,19 @@ def prompt(job: str, names: tuple[str, ...] | list[str], resumes: tuple[int, ...
 def ranking_prompt(ranking: Ranking) -> ChatPrompt:
     """:func:`prompt` of a drawn ranking."""
     return prompt(ranking.job, ranking.names, ranking.resumes)
+
+
+#: the study's systems as the import names them
+RECORDED_SYSTEMS = ("gpt-3.5-turbo", "gpt-4")
+#: why a listwise run and the records are compared with unpaired intervals
+UNPAIRED_NOTE = ("The intervals are unpaired: the new run and the 2024 records ranked different candidates (other "
+                 "names, other shown orders), so each system's rankings are resampled on their own.")
+
+
+def versus_records(a: str, b: str) -> str | None:
+    """``<new> vs the 2024 records (<gpt-…>)`` when one of systems ``a`` and ``b`` is a listwise run (its name holds
+    ``listwise-``) and the other one of the study's recorded systems; None otherwise."""
+    for new, old in ((b, a), (a, b)):
+        if "listwise-" in new and old in RECORDED_SYSTEMS:
+            return f"{new} vs the 2024 records ({old})"
+    return None

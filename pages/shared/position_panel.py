@@ -1,0 +1,35 @@
+"""The Compare page's position-bias section: the top-1 share by shown position per system and subtask of the view's
+task (imported rankings and listwise runs), with intervals against 1/n and the position-over-group flag."""
+from __future__ import annotations
+
+import streamlit as st
+
+from audit import views
+from audit.formatting import md_text
+from audit.metrics.position import LARGER, UNBIASED_NOTE
+from audit.position_audit import PositionAudit, first_shown_words, position_grid, ranked_decisions
+from audit.store import Store
+
+
+@st.cache_data(show_spinner="Reading shown positions…", max_entries=8)
+def position_audit(path: str, version: tuple, task: str, ci: float) -> PositionAudit | None:
+    """The task's :class:`PositionAudit`, or None when it holds no ranked pools; ``version`` keys the cache."""
+    with Store(path, create=False) as store:
+        decisions = ranked_decisions(store, task)
+    return None if decisions.empty else PositionAudit.of(decisions, ci)
+
+
+def show(view: views.View) -> None:
+    """The section, when the view's task holds ranked pools (nothing otherwise)."""
+    found = position_audit(view.store, view.version, view.task, view.ci)
+    if found is None:
+        return
+    st.subheader("Position bias: top-1 share by shown position")
+    st.caption(f"Each cell: the share of rankings whose first-ranked candidate was shown at that position, with its "
+               f"exact {view.ci:.0%} interval; a position-blind ranker gives {found.shares['expected'].iloc[0]:.3f}. "
+               f"{UNBIASED_NOTE}")
+    st.markdown("\n".join(f"- {md_text(line)}" for line in first_shown_words(found.shares)))
+    st.dataframe(position_grid(found), hide_index=True, width="stretch", key="compare_position",
+                 column_config={"position_over_group": st.column_config.CheckboxColumn(
+                     LARGER, help="larger chi-square across shown positions than across groups, and the positions' "
+                                  "test of equal shares rejects at 5 %")})
