@@ -16,10 +16,14 @@ import os
 import re
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from audit.errors import AuditError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 MAX_DEPTH = 64
 """Deepest JSON nesting accepted in a response or spec file (the formats need 5)."""

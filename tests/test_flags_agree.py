@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 
-import pandas as pd
 import pytest
 
 from audit.audit_verdict import every_quota

@@ -5,6 +5,7 @@ import argparse
 import sys
 
 from audit.backend.api import PREFIX
+from audit.commands.run_options import backend_and_executor, check_scale_options, checked_label
 from audit.errors import AuditError
 from audit.listwise import READINGS, ListwiseRun, run_listwise
 from audit.store import Store
@@ -27,8 +28,6 @@ def add_listwise_arguments(score: argparse.ArgumentParser) -> None:
 def run_listwise_score(args: argparse.Namespace) -> int:
     """Check the options, then score every asked job's rankings, one job after another."""
     from tqdm import tqdm
-
-    from audit.commands.scoring_commands import backend_and_executor, check_scale_options, checked_label
 
     if args.task != study.TASK or args.mode != "listwise":
         raise AuditError(f"--mode listwise goes with --task {study.TASK} and that task is scored listwise; give both")

@@ -5,15 +5,14 @@ import argparse
 import io
 import sys
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from audit.backend import DEFAULT_MODEL, QUANTS, REGISTRY, installed_models
-from audit.backend.api import PREFIX
-from audit.backend.spec import BACKENDS, BackendSpec, spec_for
-from audit.commands.api_options import add_api_arguments, model_options
+from audit.backend.spec import BACKENDS
+from audit.commands.api_options import add_api_arguments
 from audit.commands.listwise_commands import add_listwise_arguments, run_listwise_score
+from audit.commands.run_options import backend_and_executor, check_scale_options, checked_label
 from audit.scoring import MODES, PAIRWISE_METHODS, check_options, run_scoring
 from audit.commands.io import write_stdout
 from audit.errors import AuditError
@@ -22,9 +21,6 @@ from audit.store_tables import answer_table, design_table, pair_table, score_tab
 from audit.store import Store
 from audit.tasks import TASKS, get_task, list_subtasks, study
 from audit.tasks.recorded import shown_modes
-
-if TYPE_CHECKING:
-    from audit.distributed import RayExecutor
 
 DEFAULT_DB = "results.db"
 EXECUTORS = ("local", "ray")
@@ -114,58 +110,6 @@ def run_score(args: argparse.Namespace) -> int:
             if executor is not None:
                 executor.shutdown()
     return 0
-
-
-def checked_label(label: str) -> str:
-    """``--label`` as given, if it is 1 to 100 printable characters."""
-    if not label.strip() or len(label) > 100 or not label.isprintable():
-        raise AuditError(f"--label {label!r}: give 1 to 100 printable characters")
-    return label.strip()
-
-
-def check_scale_options(args: argparse.Namespace) -> None:
-    """Refuse executor and backend options that cannot work together, before anything is written."""
-    if args.workers is not None and args.workers < 1:
-        raise AuditError(f"--workers must be positive, got {args.workers}")
-    if args.executor != "ray" and (args.address or args.workers):
-        raise AuditError("--address and --workers only apply with --executor ray")
-    if args.backend == "vllm" and args.mode == "pairwise" and args.pairwise_mode == "likelihood":
-        raise AuditError("--backend vllm scores pairwise prompts by generation only; use --pairwise-mode generate")
-    if args.model.startswith(PREFIX) and args.backend != "transformers":
-        raise AuditError(f"--model {PREFIX}NAME is served by its endpoint; leave out --backend {args.backend}")
-    if args.model.startswith(PREFIX) and args.mode == "pairwise" and args.pairwise_mode == "likelihood":
-        raise AuditError(f"{PREFIX} models score pairwise prompts by generation only; use --pairwise-mode generate")
-    if args.base_url and not args.model.startswith(PREFIX):
-        raise AuditError(f"--base-url applies only to --model {PREFIX}NAME")
-    if args.backend == "vllm" and args.executor == "local":
-        from audit.backend.vllm_backend import check_available
-
-        check_available()
-
-
-def backend_and_executor(args: argparse.Namespace) -> tuple[BackendSpec, "RayExecutor | None"]:
-    """The model to load and, for ``--executor ray``, the executor that runs it on the cluster's workers.
-
-    On Ray the cluster decides the device: workers get one GPU each when it has GPUs, so the model is
-    resolved (quantisation, dtype, fingerprint) for that device, not this machine's.
-    """
-    cluster = None
-    if args.executor == "ray":
-        from audit.distributed import connect
-
-        cluster = connect(args.address, args.workers)
-        if args.backend == "vllm" and not cluster.gpus:
-            raise AuditError("--backend vllm needs GPUs; the Ray cluster has none")
-    options = replace(model_options(args, need_logprobs=args.mode == "pointwise"),
-                      device=cluster.device if cluster else None)
-    spec = spec_for(args.model, options)
-    if cluster is None:
-        return spec, None
-    from audit.distributed import RayExecutor
-
-    print(f"ray: {cluster.workers} workers ({cluster.device}), {cluster.cpus} CPUs and {cluster.gpus} GPUs "
-          "in the cluster", file=sys.stderr)
-    return spec, RayExecutor(spec, cluster)
 
 
 def run_export(args: argparse.Namespace) -> int:
