@@ -4,12 +4,11 @@ from __future__ import annotations
 import base64
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import audit
 from streamlit.testing.v1 import AppTest
 
 from audit import charts
@@ -107,10 +106,7 @@ def test_cairo_charts_escape_names_and_carry_every_series(demo_results):
 
 
 def test_cli_combos_json_matches_the_search(demo_results):
-    root = DEMO_STORE.parent.parent
-    result = subprocess.run([sys.executable, "-m", "audit", "cairo", "combos", "--db", str(DEMO_STORE), "--max-m", "3",
-                             "--format", "json"], cwd=root, capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "PYTHONPATH": str(root)})
+    result = audit("cairo", "combos", "--db", str(DEMO_STORE), "--max-m", "3", "--format", "json")
     assert result.returncode == 0, result.stderr
     assert result.stderr.startswith("warning: only 3 models compared")
     rows = json.loads(result.stdout)
