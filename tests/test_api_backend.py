@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import Done, audit
 
 from audit.backend.api import api_ref
 from audit.backend.protocol import Backend
@@ -39,9 +40,15 @@ def url(kind):
         yield base
 
 
-def score(db: Path, *args: str, model: str = f"openai:{NAME}") -> subprocess.CompletedProcess:
-    return subprocess.run(score_command(db, *args, model=model), cwd=ROOT, env=ENV, capture_output=True, text=True,
-                          timeout=600)
+@pytest.fixture(autouse=True)
+def keys(monkeypatch) -> None:
+    """The keys of ENV in this process too, for the commands run in it."""
+    for name in ("AUDIT_TEST_KEY", "AUDIT_WRONG_KEY"):
+        monkeypatch.setenv(name, ENV[name])
+
+
+def score(db: Path, *args: str, model: str = f"openai:{NAME}") -> Done:
+    return audit(*score_command(db, *args, model=model)[3:])
 
 
 def score_command(db: Path, *args: str, model: str = f"openai:{NAME}") -> list[str]:
@@ -137,8 +144,7 @@ def test_the_api_key_appears_nowhere(url, tmp_path):
         assert len(store.pairwise_table()) > 0
     for name in ("scores", "pairs", "answers"):
         out = tmp_path / f"{name}.json"
-        subprocess.run([sys.executable, "-m", "audit", name, "--db", str(db), "--format", "json", "--out", str(out)],
-                       cwd=ROOT, env=ENV, check=True, timeout=120)
+        audit(name, "--db", str(db), "--format", "json", "--out", str(out), check=True)
     files = [p for p in tmp_path.iterdir() if p.is_file()]
     assert any(p.suffix == ".db" for p in files) and len(files) >= 4
     for path in files:

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import audit
 
 from audit.scoring import run_scoring
 from audit.errors import AuditError
@@ -74,7 +75,7 @@ def test_kill_9_then_resume(db_path):
     process.wait()
     done_before = row_count(db_path, "label_results")
     assert 4 <= done_before < 24, "the kill must land in the middle of the run"
-    resumed = subprocess.run(SCORE + ["--db", str(db_path)], cwd=ROOT, env=env, capture_output=True, text=True)
+    resumed = audit(*SCORE[3:], "--db", str(db_path))  # the rerun: in this process
     assert resumed.returncode == 0, resumed.stderr
     assert f"{24 - done_before} scored, {done_before} cached" in resumed.stdout
     assert_one_row_per_candidate(db_path, 24)
