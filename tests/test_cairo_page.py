@@ -34,7 +34,6 @@ def demo_results():
 def explorer(monkeypatch) -> AppTest:
     monkeypatch.setenv("AUDIT_DB", str(DEMO_STORE))
     at = AppTest.from_file(APP, default_timeout=180)
-    at.run()
     at.switch_page(PAGE).run()
     assert not at.exception, at.exception
     return at
@@ -83,7 +82,6 @@ def test_explorer_explains_a_store_without_cairo_results(monkeypatch, tmp_path):
         store.save_plan(candidates=[], prompts=[])
     monkeypatch.setenv("AUDIT_DB", str(tmp_path / "empty.db"))
     at = AppTest.from_file(APP, default_timeout=180)
-    at.run()
     at.switch_page(PAGE).run()
     assert not at.exception and any("no CAIRO results" in info.value for info in at.info)
 
