@@ -88,7 +88,7 @@ def stored_rows(db: Path) -> int:
 def test_a_server_killed_mid_run_leaves_finished_batches_and_a_rerun_completes(kind, tmp_path):
     db, port = tmp_path / "results.db", free_port()
     run = ("--base-url", f"http://127.0.0.1:{port}/v1", *KEYED, "--batch-size", "2", "--concurrency", "1")
-    with served(kind, ENV, port=port, key_env="AUDIT_TEST_KEY") as (_, process):
+    with served(kind, ENV, port=port, key_env="AUDIT_TEST_KEY", process=True) as (_, process):
         running = subprocess.Popen(score_command(db, *run), cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True)
         while stored_rows(db) < 2 and running.poll() is None:
