@@ -10,6 +10,7 @@ from pathlib import Path  # noqa: E402
 import pytest  # noqa: E402
 
 from audit.backend import CausalLM, ModelRef, resolve  # noqa: E402
+from audit.backend.spec import BackendSpec, load_backend  # noqa: E402
 from audit.tasks import get_task  # noqa: E402
 from audit.tasks.resume import ResumeTask  # noqa: E402
 
@@ -23,7 +24,11 @@ def smollm_ref() -> ModelRef:
 
 @pytest.fixture(scope="session")
 def smollm(smollm_ref: ModelRef) -> CausalLM:
-    return CausalLM.load(smollm_ref)
+    """The bundled model, loaded once per session: the very object ``python -m audit score --model smollm2-135m``
+    gets when the tests run it in this process (:func:`audit.backend.spec.load_backend` keeps it)."""
+    backend = load_backend(BackendSpec(smollm_ref))
+    assert isinstance(backend, CausalLM)
+    return backend
 
 
 @pytest.fixture

@@ -27,7 +27,15 @@ def garbage(value: str) -> float | str:
 
 
 def serve(port: int, key_env: str | None, logprobs: bool, logprob: str | None = None) -> None:
-    lm = CausalLM.load(resolve(NAME), batch_size=1)
+    server = make_server(port, os.environ[key_env] if key_env else None, logprobs, logprob,
+                         CausalLM.load(resolve(NAME), batch_size=1))  # one request at a time, in the main thread
+    print("ready", flush=True)
+    server.serve_forever()
+
+
+def make_server(port: int, key: str | None, logprobs: bool, logprob: str | None, lm: CausalLM) -> HTTPServer:
+    """The server on 127.0.0.1:``port`` (0: any free port) over ``lm``, demanding ``key`` when one is given, not yet
+    serving (tests/served.py also runs it in a thread of the test process, over the session's loaded model)."""
 
     def complete(body: dict) -> dict:
         messages = {m["role"]: m["content"] for m in body["messages"]}
@@ -55,7 +63,7 @@ def serve(port: int, key_env: str | None, logprobs: bool, logprob: str | None = 
             self.wfile.write(data)
 
         def _authorised(self) -> bool:
-            if key_env and self.headers.get("Authorization") != f"Bearer {os.environ[key_env]}":
+            if key and self.headers.get("Authorization") != f"Bearer {key}":
                 self._answer(401, {"error": {"message": "Incorrect API key provided"}})
                 return False
             return True
@@ -76,9 +84,7 @@ def serve(port: int, key_env: str | None, logprobs: bool, logprob: str | None = 
         def log_message(self, *args: object) -> None:
             pass
 
-    server = HTTPServer(("127.0.0.1", port), Handler)  # one request at a time, in the main thread
-    print("ready", flush=True)
-    server.serve_forever()
+    return HTTPServer(("127.0.0.1", port), Handler)  # one request at a time
 
 
 if __name__ == "__main__":

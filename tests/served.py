@@ -1,6 +1,7 @@
 """The bundled model served on 127.0.0.1 for the API backend's tests, by a real vLLM (`vllm serve`, from the vLLM
 virtualenv that `make vllm-env` builds) or by the project's own small OpenAI-protocol server (tests/openai_server.py,
-the transformers backend behind HTTP: it also runs where vLLM is not installed)."""
+the transformers backend behind HTTP: it also runs where vLLM is not installed). The built-in server runs in a thread
+of the test process over the session's loaded model, unless a test needs it as a process of its own (to kill it)."""
 from __future__ import annotations
 
 import os
@@ -9,6 +10,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -51,11 +53,17 @@ def command(kind: str, port: int, *, key_env: str | None, logprobs: bool, extra:
 
 @contextmanager
 def served(kind: str, env: dict[str, str], *, port: int | None = None, key_env: str | None = None,
-           logprobs: bool = True, extra: tuple[str, ...] = (), vllm_flags: tuple[str, ...] = VLLM_TEST_FLAGS
-           ) -> Iterator[tuple[str, subprocess.Popen]]:
+           logprobs: bool = True, extra: tuple[str, ...] = (), vllm_flags: tuple[str, ...] = VLLM_TEST_FLAGS,
+           process: bool = False) -> Iterator[tuple[str, subprocess.Popen | None]]:
     """A running server of the bundled model: yields (base URL, process) and kills it (with its engine processes)
     on exit. ``key_env`` names the variable of ``env`` holding the key the server demands; ``vllm_flags``: vLLM's
-    precision and compilation flags."""
+    precision and compilation flags. The built-in server runs in a thread of this process (process None) unless
+    ``process``."""
+    if kind == "builtin" and not process:
+        with served_here(port=port or 0, key=env[key_env] if key_env else None, logprobs=logprobs,
+                         extra=extra) as url:
+            yield url, None
+        return
     port = port or free_port()
     server_env = {**env, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_API_KEY": env[key_env] if key_env else ""}
     with tempfile.TemporaryFile() as log:
@@ -93,3 +101,31 @@ def stop(process: subprocess.Popen) -> None:
     except ProcessLookupError:  # the group is gone already
         pass
     process.wait()
+
+
+@contextmanager
+def served_here(*, port: int = 0, key: str | None = None, logprobs: bool = True, extra: tuple[str, ...] = ()
+                ) -> Iterator[str]:
+    """tests/openai_server.py in a thread of this process over the bundled model as loaded for the session (no
+    second interpreter importing torch and loading it again); yields the base URL, stops on exit. ``extra``: the
+    script's misbehaviour flags (``--logprob VALUE``)."""
+    import argparse
+
+    from audit.backend import CausalLM
+    from audit.backend.spec import BackendSpec, load_backend
+    from openai_server import make_server
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--logprob")
+    flags = parser.parse_args(list(extra))
+    loaded = load_backend(BackendSpec(resolve(NAME)))  # the session's model (tests/conftest.py's ``smollm``)
+    lm = CausalLM(loaded.ref, loaded.model, loaded.tokenizer, batch_size=1)  # as the script loads it
+    server = make_server(port, key, logprobs, flags.logprob, lm)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import Done, audit
 
 from audit.backend.api import api_ref
 from audit.backend.protocol import Backend
@@ -39,9 +40,15 @@ def url(kind):
         yield base
 
 
-def score(db: Path, *args: str, model: str = f"openai:{NAME}") -> subprocess.CompletedProcess:
-    return subprocess.run(score_command(db, *args, model=model), cwd=ROOT, env=ENV, capture_output=True, text=True,
-                          timeout=600)
+@pytest.fixture(autouse=True)
+def keys(monkeypatch) -> None:
+    """The keys of ENV in this process too, for the commands run in it."""
+    for name in ("AUDIT_TEST_KEY", "AUDIT_WRONG_KEY"):
+        monkeypatch.setenv(name, ENV[name])
+
+
+def score(db: Path, *args: str, model: str = f"openai:{NAME}") -> Done:
+    return audit(*score_command(db, *args, model=model)[3:])
 
 
 def score_command(db: Path, *args: str, model: str = f"openai:{NAME}") -> list[str]:
@@ -81,7 +88,7 @@ def stored_rows(db: Path) -> int:
 def test_a_server_killed_mid_run_leaves_finished_batches_and_a_rerun_completes(kind, tmp_path):
     db, port = tmp_path / "results.db", free_port()
     run = ("--base-url", f"http://127.0.0.1:{port}/v1", *KEYED, "--batch-size", "2", "--concurrency", "1")
-    with served(kind, ENV, port=port, key_env="AUDIT_TEST_KEY") as (_, process):
+    with served(kind, ENV, port=port, key_env="AUDIT_TEST_KEY", process=True) as (_, process):
         running = subprocess.Popen(score_command(db, *run), cwd=ROOT, env=ENV, stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True)
         while stored_rows(db) < 2 and running.poll() is None:
@@ -137,8 +144,7 @@ def test_the_api_key_appears_nowhere(url, tmp_path):
         assert len(store.pairwise_table()) > 0
     for name in ("scores", "pairs", "answers"):
         out = tmp_path / f"{name}.json"
-        subprocess.run([sys.executable, "-m", "audit", name, "--db", str(db), "--format", "json", "--out", str(out)],
-                       cwd=ROOT, env=ENV, check=True, timeout=120)
+        audit(name, "--db", str(db), "--format", "json", "--out", str(out), check=True)
     files = [p for p in tmp_path.iterdir() if p.is_file()]
     assert any(p.suffix == ".db" for p in files) and len(files) >= 4
     for path in files:

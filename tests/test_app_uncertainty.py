@@ -19,7 +19,6 @@ def gaps(monkeypatch) -> AppTest:
     monkeypatch.setenv("AUDIT_DB", str(DEMO_STORE))
     at = AppTest.from_file(APP, default_timeout=180)
     at.session_state["task"] = "resume"  # the store opens on the recorded study
-    at.run()
     at.switch_page("pages/allocation_gaps.py").run()
     assert not at.exception, at.exception
     return at

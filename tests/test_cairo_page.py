@@ -4,12 +4,11 @@ from __future__ import annotations
 import base64
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import audit
 from streamlit.testing.v1 import AppTest
 
 from audit import charts
@@ -35,7 +34,6 @@ def demo_results():
 def explorer(monkeypatch) -> AppTest:
     monkeypatch.setenv("AUDIT_DB", str(DEMO_STORE))
     at = AppTest.from_file(APP, default_timeout=180)
-    at.run()
     at.switch_page(PAGE).run()
     assert not at.exception, at.exception
     return at
@@ -84,7 +82,6 @@ def test_explorer_explains_a_store_without_cairo_results(monkeypatch, tmp_path):
         store.save_plan(candidates=[], prompts=[])
     monkeypatch.setenv("AUDIT_DB", str(tmp_path / "empty.db"))
     at = AppTest.from_file(APP, default_timeout=180)
-    at.run()
     at.switch_page(PAGE).run()
     assert not at.exception and any("no CAIRO results" in info.value for info in at.info)
 
@@ -107,10 +104,7 @@ def test_cairo_charts_escape_names_and_carry_every_series(demo_results):
 
 
 def test_cli_combos_json_matches_the_search(demo_results):
-    root = DEMO_STORE.parent.parent
-    result = subprocess.run([sys.executable, "-m", "audit", "cairo", "combos", "--db", str(DEMO_STORE), "--max-m", "3",
-                             "--format", "json"], cwd=root, capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "PYTHONPATH": str(root)})
+    result = audit("cairo", "combos", "--db", str(DEMO_STORE), "--max-m", "3", "--format", "json")
     assert result.returncode == 0, result.stderr
     assert result.stderr.startswith("warning: only 3 models compared")
     rows = json.loads(result.stdout)

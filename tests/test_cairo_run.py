@@ -3,13 +3,11 @@ and the ``cairo`` commands' contract (one error line, exit 2, store unchanged)."
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import audit
 
 from audit.cairo.bias import combination_bias, combination_weights, metric_cells
 from audit.cairo.continuations import Decoding, generate_continuations, score_toxicity
@@ -22,17 +20,11 @@ from audit.store import Store
 from audit.tasks.base import ChatPrompt
 
 ROOT = Path(__file__).resolve().parent.parent
-ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
 TINY = PromptSets("toy", "gender", ("women", "men"),
                   {"original": ("The woman worked as a", "The man worked as a"),
                    "p1": ("She was employed as a", "He was employed as a")},
                   {"original": "original", "p1": "hand-written"})
 DECODING = Decoding(max_new_tokens=4, min_new_tokens=2, seed=3)
-
-
-def audit(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "audit", *args], cwd=ROOT, env=ENV, capture_output=True, text=True,
-                          timeout=600)
 
 
 def test_continuations_are_cached_and_a_rerun_generates_nothing(smollm, smollm_ref, db_path):

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import Done, audit
 
 from audit.paths import DEMO_STORE
 
@@ -53,9 +54,8 @@ def test_garbage_log_probabilities_stop_the_run_and_nothing_is_cached(tmp_path, 
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     db = tmp_path / "store.db"
     with served("builtin", env, extra=("--logprob", logprob)) as (url, _):
-        done = subprocess.run([sys.executable, "-m", "audit", "score", "--subtask", "retail", "--limit", "1",
-                               "--model", "openai:smollm2-135m", "--base-url", url, "--db", str(db)],
-                              capture_output=True, text=True, env=env, timeout=300)
+        done = audit("score", "--subtask", "retail", "--limit", "1", "--model", "openai:smollm2-135m", "--base-url",
+                     url, "--db", str(db))
     lines = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert done.returncode == 2 and len(lines) == 1 and re.search(error, lines[0]), done.stderr
     if db.exists():  # nothing scored was cached, and a run that failed before its first result left no rows at all
@@ -181,9 +181,7 @@ def test_retry_after_is_honoured_within_the_deadline(monkeypatch):
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:99999/v1", "http://[::1/v1"])
 def test_a_bad_base_url_is_one_error_line(url, tmp_path):
-    done = subprocess.run([sys.executable, "-m", "audit", "score", "--subtask", "retail", "--model", "openai:m",
-                           "--base-url", url, "--db", str(tmp_path / "s.db")], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    done = audit("score", "--subtask", "retail", "--model", "openai:m", "--base-url", url, "--db", str(tmp_path / "s.db"))
     assert done.returncode == 2 and done.stderr.strip().startswith("error: --base-url") and "\n" not in \
         done.stderr.strip(), done.stderr
     assert not (tmp_path / "s.db").exists()
@@ -246,12 +244,10 @@ def test_two_models_under_one_label_are_refused_and_label_names_them_apart(tmp_p
     config.unlink()  # a new file, not a write through the link into the cache
     config.write_text(text + "\n")  # the same weights, another folder hash: another model
     db = tmp_path / "store.db"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
 
-    def score(folder: str, *extra: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "audit", "score", "--subtask", "retail", "--limit", "1",
-                               "--model", str(tmp_path / folder / "final"), "--db", str(db), *extra],
-                              capture_output=True, text=True, env=env, timeout=600)
+    def score(folder: str, *extra: str) -> Done:
+        return audit("score", "--subtask", "retail", "--limit", "1", "--model", str(tmp_path / folder / "final"),
+                     "--db", str(db), *extra)
 
     assert score("a").returncode == 0
     before = db.read_bytes()
@@ -260,8 +256,7 @@ def test_two_models_under_one_label_are_refused_and_label_names_them_apart(tmp_p
         and "--label" in refused.stderr, refused.stderr
     assert db.read_bytes() == before
     assert score("b", "--label", "final-b").returncode == 0
-    listed = subprocess.run([sys.executable, "-m", "audit", "scores", "--db", str(db), "--format", "csv"],
-                            capture_output=True, text=True, env=env, timeout=300)
+    listed = audit("scores", "--db", str(db), "--format", "csv")
     models = {line.split(",")[0] for line in listed.stdout.splitlines()[1:]}
     assert listed.returncode == 0 and models == {"final", "final-b"}, listed.stderr
 
@@ -282,9 +277,7 @@ def test_nfc_and_nfd_spellings_are_one_group_and_impact_csv_neutralises_formulas
     scores.write_text("model,task,subtask,mode,candidate_id,group,qualified,score\n" + "".join(
         f"m,t,s,pointwise,{g}{i},{g},1,{0.1 * i + (0.5 if g == 'B' else 0)}\n" for g in ("=HYPERLINK(1)", "B")
         for i in range(4)))
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, "-m", "audit", "impact", "--scores", str(scores), "--k", "1",
-                           "--format", "csv"], capture_output=True, text=True, env=env, timeout=300)
+    done = audit("impact", "--scores", str(scores), "--k", "1", "--format", "csv")
     assert done.returncode == 0 and "HYPERLINK" in done.stdout, done.stderr
     assert not any(cell.startswith(("=", "+", "@")) for line in done.stdout.splitlines() for cell in line.split(","))
 
@@ -300,10 +293,8 @@ def test_a_runaway_text_is_not_sent_to_an_api_model(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     db = tmp_path / "store.db"
     with served("builtin", env) as (url, _):
-        done = subprocess.run([sys.executable, "-m", "audit", "score", "--task", "custom", "--data", str(data),
-                               "--spec", str(spec), "--subtask", "all", "--model", "openai:smollm2-135m",
-                               "--base-url", url, "--db", str(db)], capture_output=True, text=True, env=env,
-                              timeout=300)
+        done = audit("score", "--task", "custom", "--data", str(data), "--spec", str(spec), "--subtask", "all",
+                     "--model", "openai:smollm2-135m", "--base-url", url, "--db", str(db))
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert done.returncode == 2 and len(errors) == 1, done.stderr
     assert "longer than 200,000 characters" in errors[0] and "(250,000 characters)" in errors[0], errors[0]

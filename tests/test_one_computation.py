@@ -1,6 +1,8 @@
 """One audit, one computation: for a grid of selections on the shipped demo store, the Allocation page's table
-(AppTest), ``python -m audit metrics --db`` / ``impact --db`` and the report the page's button builds (its embedded
-data, parsed from the HTML) hold the same numbers to 1e-12, and the report states the page's grouping and reference."""
+(AppTest), ``python -m audit metrics --db`` / ``impact --db`` and the report the page's button builds hold the same
+numbers to 1e-12. One case per path (each scoring mode of the demo store, each task of a store scored here) renders
+the whole report and reads its embedded data and stated grouping and reference back from the HTML; the other cases
+compare the report's content (:func:`collect`, what the HTML embeds) without drawing its charts again."""
 from __future__ import annotations
 
 import io
@@ -22,7 +24,7 @@ from streamlit.testing.v1 import AppTest
 from audit.cli import main
 from audit.paths import DEMO_STORE
 from audit.reporting import build_report
-from audit.reporting.content import collect
+from audit.reporting.content import collect, settings_record
 from audit.view_report import report_settings
 
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -48,7 +50,8 @@ APPLICANTS = "text,race,gender,qualified\n" + "".join(
     for name, (job, pay, debt) in zip(names, (("teacher", 50000, "has no debt"), ("nurse", 62000, "owes 5,000"),
                                               ("cashier", 21000, "owes 30,000"))))
 
-#: (id, store ("demo" or "built"), task, mode, grouping, reference, preset, max_inconsistent, subtasks or None, k)
+#: (id, store ("demo" or "built"), task, mode, grouping, reference, preset, max_inconsistent, subtasks or None, k);
+#: the cases in WHOLE also render the whole HTML report, and the first one sets its selection widget by widget
 GRID = [
     ("intersection-nondefault-ref-k1", "demo", "resume", "pointwise", "race × gender", "B_F", "default", None, None, 1),
     ("race-k3", "demo", "resume", "pointwise", "race", "B", "default", None, None, 3),
@@ -63,6 +66,8 @@ GRID = [
     ("custom-intersection", "built", "loan", "pointwise", "race × gender", "White_Male", "paper-exact", None, None,
      1),
 ]
+WHOLE = {"intersection-nondefault-ref-k1", "pairwise-likelihood-cut55", "pairwise-race", "essay-L1-ref-JPN",
+         "custom-intersection"}
 
 
 @pytest.fixture(scope="module")
@@ -89,8 +94,12 @@ def cli(*argv) -> pd.DataFrame:
     return pd.DataFrame(json.loads(out.getvalue()))
 
 
-def page(monkeypatch, db, task, mode, grouping, reference, preset, cut, subtasks, k) -> AppTest:
-    """The Allocation page of store ``db`` with the selection set through the sidebar widgets."""
+def page(monkeypatch, db, task, mode, grouping, reference, preset, cut, subtasks, k, *, widgets=True) -> AppTest:
+    """The Allocation page of store ``db`` with the selection set through the sidebar widgets, one at a time as a
+    person would (``widgets``), else given to those widgets up front in the session state (the page is computed
+    once, for the selection, instead of once per widget)."""
+    if not widgets:
+        return preset_page(monkeypatch, db, task, mode, grouping, reference, preset, cut, subtasks, k)
     monkeypatch.setenv("AUDIT_DB", str(db))
     at = AppTest.from_file(APP, default_timeout=180)
     at.run()
@@ -112,6 +121,30 @@ def page(monkeypatch, db, task, mode, grouping, reference, preset, cut, subtasks
     return at
 
 
+def preset_page(monkeypatch, db, task, mode, grouping, reference, preset, cut, subtasks, k) -> AppTest:
+    """The Allocation page of store ``db`` opened with the sidebar's widgets holding the selection from the start."""
+    monkeypatch.setenv("AUDIT_DB", str(db))
+    at = AppTest.from_file(APP, default_timeout=180)
+    chosen = {"task": task, f"mode_{task}": mode, f"grouping_{task}": grouping, f"ref_{task}_{grouping}": reference,
+              "n_boot": N_BOOT, "preset": preset}
+    if cut is not None:
+        chosen["max_inconsistent"] = CUT[cut]
+    if subtasks is not None:
+        chosen[f"subtasks_{task}_{mode}"] = list(subtasks)
+    for key, value in chosen.items():
+        at.session_state[key] = value
+    at.switch_page("pages/allocation_gaps.py").run()
+    assert not at.exception, at.exception
+    if any(s.key == "k_gaps" for s in at.slider):  # no slider where k = 1 is the only quota below the pool
+        at.slider(key="k_gaps").set_value(k)
+    at.toggle(key="impact_on").set_value(True).run()
+    assert not at.exception, at.exception
+    view = at.session_state["view"]
+    assert (view.task, view.mode, view.grouping, view.reference, view.n_boot, view.preset) == (
+        task, mode, grouping, reference, N_BOOT, preset), view
+    return at
+
+
 def frame(at: AppTest, column: str) -> pd.DataFrame:
     return next(f.value for f in at.dataframe if column in f.value.columns)
 
@@ -127,12 +160,12 @@ def equal(left: pd.DataFrame, right: pd.DataFrame, key: list[str], numbers: list
         np.testing.assert_allclose(a[~np.isnan(a)], b[~np.isnan(b)], rtol=0, atol=1e-12, err_msg=f"{what}: {column}")
 
 
-@pytest.mark.parametrize("store, task, mode, grouping, reference, preset, cut, subtasks, k",
-                         [case[1:] for case in GRID], ids=[case[0] for case in GRID])
-def test_page_cli_and_report_hold_the_same_numbers(request, monkeypatch, store, task, mode, grouping, reference,
+@pytest.mark.parametrize("case, store, task, mode, grouping, reference, preset, cut, subtasks, k", GRID,
+                         ids=[case[0] for case in GRID])
+def test_page_cli_and_report_hold_the_same_numbers(request, monkeypatch, case, store, task, mode, grouping, reference,
                                                    preset, cut, subtasks, k):
     db = DEMO_STORE if store == "demo" else request.getfixturevalue("built")
-    at = page(monkeypatch, db, task, mode, grouping, reference, preset, cut, subtasks, k)
+    at = page(monkeypatch, db, task, mode, grouping, reference, preset, cut, subtasks, k, widgets=case == GRID[0][0])
     shown = frame(at, "dp_gap")
     assert len(shown) and set(shown["k"]) == {k} and set(shown["mode"]) == {mode}
     assert reference not in set(shown["group"]) and all(g.count("_") == grouping.count("×") for g in shown["group"]) and set(shown["task"]) == {task}
@@ -150,13 +183,19 @@ def test_page_cli_and_report_hold_the_same_numbers(request, monkeypatch, store, 
     equal(frame(at, "impact_ratio"), impact, IMPACT_KEY, IMPACT_NUMBERS, "page vs impact --db")
 
     settings = report_settings(at.session_state["view"], k, at.radio(key="p_adjust").value)
-    html = build_report(settings).decode("utf-8")
-    data = json.loads(re.search(r"id='report-data'>(.*?)</script>", html, re.S).group(1))
+    if case in WHOLE:
+        html = build_report(settings).decode("utf-8")
+        data = json.loads(re.search(r"id='report-data'>(.*?)</script>", html, re.S).group(1))
+        scope = dict(re.findall(r"<th>([^<]+)</th><td>([^<]*)</td>", html))
+        assert (unescape(scope["grouping"]), unescape(scope["reference group"])) == (grouping, reference)
+    else:  # what render_html embeds, without drawing the report's charts again
+        content = collect(settings)
+        data = json.loads(json.dumps({"settings": settings_record(content.settings),
+                                      "impact": content.impact.to_dict("records"),
+                                      "gaps_at_k": content.at_k.to_dict("records")}, default=str))
     equal(shown, pd.DataFrame(data["gaps_at_k"]), KEY, NUMBERS, "page vs report")
     own = impact[impact["grouping"] == grouping]
     equal(own, pd.DataFrame(data["impact"]), IMPACT_KEY, IMPACT_NUMBERS, "impact --db vs report")
-    scope = dict(re.findall(r"<th>([^<]+)</th><td>([^<]*)</td>", html))
-    assert (unescape(scope["grouping"]), unescape(scope["reference group"])) == (grouping, reference)
     recorded = data["settings"]
     assert (recorded["grouping"], recorded["reference"], recorded["preset"], recorded["max_inconsistent"]) == (
         grouping, reference, preset, cut)
@@ -167,12 +206,9 @@ def test_compare_page_cli_and_report_hold_the_same_comparison(monkeypatch):
     report's comparison come from one computation."""
     monkeypatch.setenv("AUDIT_DB", str(DEMO_STORE))
     at = AppTest.from_file(APP, default_timeout=180)
-    at.session_state["task"] = "resume"  # the store opens on the recorded study
-    at.run()
+    for key, value in {"task": "resume", "grouping_resume": "race", "ref_resume_race": "B", "n_boot": N_BOOT}.items():
+        at.session_state[key] = value  # the sidebar's widgets hold the selection from the start
     at.switch_page("pages/compare.py").run()
-    at.sidebar.radio(key="grouping_resume").set_value("race").run()
-    at.sidebar.selectbox(key="ref_resume_race").set_value("B").run()
-    at.sidebar.select_slider(key="n_boot").set_value(N_BOOT).run()
     assert (at.session_state["view"].grouping, at.session_state["view"].reference) == ("race", "B")
     a, b = at.selectbox(key="compare_a").value, at.selectbox(key="compare_b").value
     at.slider(key="compare_k").set_value(2).run()
@@ -199,7 +235,7 @@ def test_page_report_equals_the_cli_report_it_prints(monkeypatch, tmp_path):
     """The report the Allocation page's button builds and the report of the ``report`` command that report prints
     (copied as printed) hold the same settings, replicates, verdicts, findings and numbers."""
     at = page(monkeypatch, DEMO_STORE, "resume", "pointwise", "race", "B", "default", None,
-              ("hr_specialist", "retail"), 2)
+              ("hr_specialist", "retail"), 2, widgets=False)
     html = build_report(report_settings(at.session_state["view"], 2, at.radio(key="p_adjust").value)).decode("utf-8")
     printed = unescape(re.search(r"<pre class=reproduce>(.*?)</pre>", html, re.S).group(1))
     command = next(c for c in printed.split("\n\n") if c.startswith("python -m audit report"))

@@ -20,7 +20,8 @@ from audit.distributed import RayExecutor, connect  # noqa: E402
 from audit.scoring import run_scoring  # noqa: E402
 from audit.store import Store  # noqa: E402
 from audit.tasks import get_task  # noqa: E402
-from loan_spec import loan_spec
+from helpers import audit  # noqa: E402
+from loan_spec import loan_spec  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = loan_spec("White", group_columns=["race"])
@@ -139,21 +140,24 @@ def test_cli_joins_a_running_cluster(tmp_path, cluster, reference):
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
+    ("args", "message", "here"),  # here: refused before any cluster is joined, so run in this process
     [
-        (["--executor", "ray", "--workers", "0"], "--workers must be positive, got 0"),
-        (["--executor", "ray", "--workers", "64"], "--workers 64 is more than the cluster's"),
-        (["--executor", "ray", "--address", "127.0.0.1:9"], "cannot reach the Ray cluster at 127.0.0.1:9"),
-        (["--executor", "ray", "--address", "nowhere"], "is not auto, HOST:PORT or ray://HOST:PORT"),
-        (["--address", "auto"], "--address and --workers only apply with --executor ray"),
+        (["--executor", "ray", "--workers", "0"], "--workers must be positive, got 0", True),
+        (["--executor", "ray", "--workers", "64"], "--workers 64 is more than the cluster's", False),
+        (["--executor", "ray", "--address", "127.0.0.1:9"], "cannot reach the Ray cluster at 127.0.0.1:9", False),
+        (["--executor", "ray", "--address", "nowhere"], "is not auto, HOST:PORT or ray://HOST:PORT", False),
+        (["--address", "auto"], "--address and --workers only apply with --executor ray", True),
     ],
 )
-def test_bad_scale_options_are_one_line_and_leave_the_store_alone(tmp_path, args, message):
+def test_bad_scale_options_are_one_line_and_leave_the_store_alone(tmp_path, args, message, here):
     db = tmp_path / "results.db"
     with Store(db) as store:
         before = store.row_counts()
     command = [sys.executable, "-m", "audit", "score", "--subtask", "retail", "--limit", "1", "--db", str(db), *args]
-    result = subprocess.run(command, cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=120)
+    if here:
+        result = audit(*command[3:])
+    else:  # a process of its own: this one may be connected to the module's cluster
+        result = subprocess.run(command, cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and message in result.stderr
     assert result.stderr.strip().count("\n") == 0
     with Store(db) as store:

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import audit
 
 from audit.scoring import run_scoring
 from audit.errors import AuditError
@@ -74,7 +75,7 @@ def test_kill_9_then_resume(db_path):
     process.wait()
     done_before = row_count(db_path, "label_results")
     assert 4 <= done_before < 24, "the kill must land in the middle of the run"
-    resumed = subprocess.run(SCORE + ["--db", str(db_path)], cwd=ROOT, env=env, capture_output=True, text=True)
+    resumed = audit(*SCORE[3:], "--db", str(db_path))  # the rerun: in this process
     assert resumed.returncode == 0, resumed.stderr
     assert f"{24 - done_before} scored, {done_before} cached" in resumed.stdout
     assert_one_row_per_candidate(db_path, 24)
@@ -94,7 +95,9 @@ CREATE_AT = """
 import sys, time
 from pathlib import Path
 from audit.store import Store
-folder, start, me = Path(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+folder, me = Path(sys.argv[1]), sys.argv[2]
+print("ready", flush=True)
+start = float(sys.stdin.readline())  # the same instant for every process, sent once all have imported the store
 for round in range(20):  # each round, every process opens the same new store at the same instant
     while time.time() < start + 0.25 * round:
         pass
@@ -106,9 +109,15 @@ def test_processes_creating_one_new_store_at_the_same_instant_all_write(tmp_path
     """Several processes creating the same new store at once: none fails on SQLite's switch to write-ahead logging
     (which does not wait on the busy timeout), and every one's write is kept."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    start = str(time.time() + 10)  # after every process has imported the store
-    runs = [subprocess.Popen([sys.executable, "-c", CREATE_AT, str(tmp_path), start, str(i)], cwd=ROOT, env=env,
-                             stderr=subprocess.PIPE, text=True) for i in range(4)]
+    runs = [subprocess.Popen([sys.executable, "-c", CREATE_AT, str(tmp_path), str(i)], cwd=ROOT, env=env,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for i in range(4)]
+    assert [run.stdout.readline() for run in runs] == ["ready\n"] * 4, "every process has imported the store"
+    start = f"{time.time() + 0.5}\n"
+    for run in runs:  # to all of them before waiting on any
+        run.stdin.write(start)
+        run.stdin.close()
+        run.stdin = None  # sent: communicate has nothing more to write
     errors = [run.communicate(timeout=120)[1] for run in runs]
     assert [run.returncode for run in runs] == [0] * 4, [e[-500:] for e in errors]
     for round in range(20):

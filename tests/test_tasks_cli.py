@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from helpers import audit
 from loan_spec import loan_spec
 
 ROOT = Path(__file__).resolve().parent.parent
-ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
 PAPER = ROOT.parent / "shared" / "anchors" / "allocational-harm-eval"
 SPEC = loan_spec("White_Male", pools="random:2", group_columns=["race", "gender"])
 CANDIDATES = """\
@@ -23,10 +20,6 @@ text,race,gender,qualified
 "Keisha Jones, teacher, earns 50,000 a year and has no debt.",Black,Female,1
 """
 
-
-def audit(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "audit", *args], cwd=ROOT, env=ENV, capture_output=True, text=True,
-                          timeout=900)
 
 
 def score(db: Path, *args: str) -> str:

@@ -7,11 +7,11 @@ import importlib.util
 import json
 import os
 import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from helpers import Done, audit
 
 from audit.backend.spec import BackendSpec
 from audit.backend.vllm_backend import vllm_ref
@@ -27,9 +27,8 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
 VLLM_HERE = importlib.util.find_spec("vllm") is not None  # in this (the test) environment
 
 
-def score(db: Path, *args: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "audit", "score", "--subtask", "retail", "--limit", "1", "--db", str(db), *args]
-    return subprocess.run(command, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=300)
+def score(db: Path, *args: str) -> Done:
+    return audit("score", "--subtask", "retail", "--limit", "1", "--db", str(db), *args)
 
 
 @pytest.mark.skipif(VLLM_HERE, reason="vllm is installed in the test environment")
@@ -88,8 +87,7 @@ def test_vllm_scores_like_transformers_in_the_store_shapes(tmp_path, smollm_ref,
 @pytest.mark.skipif(VLLM_HERE, reason="vllm is installed in the test environment")
 def test_cairo_on_vllm_without_vllm_is_one_line_and_writes_nothing(tmp_path):
     db, args = toy_run(tmp_path)
-    result = subprocess.run([sys.executable, "-m", "audit", *args, "--backend", "vllm"], cwd=ROOT, env=ENV,
-                            capture_output=True, text=True, timeout=300)
+    result = audit(*args, "--backend", "vllm")
     assert result.returncode == 2 and result.stderr.startswith("error: --backend vllm needs"), result.stderr
     assert result.stderr.strip().count("\n") == 0 and not db.exists()
 

@@ -1,0 +1,61 @@
+"""Helpers shared by the test files: ``python -m audit`` run in this process.
+
+A subprocess pays 3–5 s of imports (torch, transformers, pandas) and loads the bundled model again on every call; in
+this process the imports are paid once and the model is loaded once per session (``audit.backend.spec`` keeps it).
+Where process behaviour itself is under test (a kill, a signal, a module hidden from the interpreter) the tests keep
+their subprocess.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import traceback
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from audit.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Done:
+    """What a finished ``python -m audit`` left: the fields of :class:`subprocess.CompletedProcess` the tests read."""
+
+    args: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def check_returncode(self) -> None:
+        assert self.returncode == 0, f"python -m audit {' '.join(self.args)} exited {self.returncode}:\n{self.stderr}"
+
+
+def audit(*args: str | Path, cwd: Path = ROOT, check: bool = False) -> Done:
+    """``python -m audit *args`` run in this process, in ``cwd``: exit status, stdout and stderr as a subprocess's.
+
+    As in a fresh interpreter, an uncaught exception is a traceback on stderr and exit status 1 (a test that wants
+    one clear ``error:`` line fails on it), and warnings are shown on stderr under Python's default filters (pytest
+    would otherwise record them, out of sight of the tests that count stderr's lines)."""
+    argv = [str(a) for a in args]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+            warnings.catch_warnings():
+        warnings.resetwarnings()  # the interpreter's defaults (no -W, not in development mode)
+        warnings.simplefilter("default")
+        for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+            warnings.simplefilter("ignore", category)
+        try:
+            status = main(argv)
+        except SystemExit as exc:  # argparse's usage errors and --help
+            status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            if isinstance(exc.code, str):
+                print(exc.code, file=err)
+        except Exception:  # noqa: BLE001 - a subprocess would print it and exit 1
+            traceback.print_exc(file=err)
+            status = 1
+    done = Done(tuple(argv), int(status or 0), out.getvalue(), err.getvalue())
+    if check:
+        done.check_returncode()
+    return done
