@@ -53,8 +53,13 @@ class Quota:
         selection = self.result.selection
         ci = selection.ci or 0.95
         family = self.rows.groupby("model", observed=True).size().max() if len(self.rows) else 0
-        return (f"Intervals: {round(ci * 100)} % percentile bootstrap ({selection.n_boot:,} replicates, candidates "
-                f"resampled within each group; r recomputed from the resampled metrics and gaps). p: permutation test "
-                f"of no gap ({selection.n_perm or 0:,} shuffles of the group labels within each model · subtask, "
-                f"exact gaps), adjusted by {METHODS[selection.adjust]} across the {family} groups × subtasks shown "
+        resampled = "recorded pools resampled" if self.result.pool == "observed" else \
+            "candidates resampled within each group"
+        return (f"Intervals: {round(ci * 100)} % percentile bootstrap ({selection.n_boot:,} replicates, {resampled}; "
+                f"r recomputed from the resampled metrics and gaps). p: "
+                + ("exact conditional test of no gap stratified by recorded pool (its members compete for its k "
+                   "places)" if self.result.pool == "observed" else
+                   f"permutation test of no gap ({selection.n_perm or 0:,} shuffles of the group labels within each "
+                   "model · subtask, exact gaps)")
+                + f", adjusted by {METHODS[selection.adjust]} across the {family} groups × subtasks shown "
                 f"per model and k. " + SIGNIFICANCE_RULE.format(alpha=round(1 - ci, 6)))

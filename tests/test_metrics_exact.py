@@ -69,3 +69,18 @@ def test_the_planned_pools_reach_the_promised_power():
     assert 100 < pools < 400
     rejected = [pair_pvalue(*picks(rng, pools, weights), 0, 1) <= 0.05 for _ in range(400)]
     assert 0.7 <= np.mean(rejected) <= 0.9
+
+
+def test_gap_p_values_of_recorded_pools_follow_the_pools():
+    """The metric pass's ΔDP p-value for recorded pools is the verdict's exact stratified test (for pools of one
+    applicant per group at k = 1, the binomial test on the two groups' picks), never a shuffle across pools."""
+    from audit.metrics.simulate import pool_logs
+    from audit.metrics.suite import metric_table
+
+    scores = pool_logs(np.random.default_rng(3), systems=1, pools=150, groups=3, weights=[1.0, 0.6, 1.0])
+    table = metric_table(scores, reference="A", ks=1, pool="observed", n_perm=50).set_index("group")
+    first = scores.loc[scores.groupby("pool")["score"].idxmax(), "group"].value_counts()
+    for group in ("B", "C"):
+        expected = binomtest(int(first.get(group, 0)), int(first.get(group, 0) + first["A"])).pvalue
+        assert table.at[group, "dp_gap_p"] == pytest.approx(expected, rel=1e-9)
+        assert table.at[group, "eo_gap_p"] == pytest.approx(expected, rel=1e-9)  # everyone qualified

@@ -38,15 +38,34 @@ RELATIVE_TOLERANCE = 1e-7
 _DIRECT_CELLS = 20_000_000  # longer convolutions go through the FFT
 
 
-def pool_tables(data: KeyData, design: PoolDesign, quotas: list[int]) -> tuple[np.ndarray, np.ndarray]:
+def pool_tables(data: KeyData, design: PoolDesign, quotas: list[int],
+                qualified_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(members (pools, groups), selected (pools, groups, quotas)): each recorded pool's members of every group and
-    the expected number of them selected at each quota (fractional only for ties at the k-th rank)."""
+    the expected number of them selected at each quota (fractional only for ties at the k-th rank); with
+    ``qualified_only``, qualified members only (selection still among the whole pool: ΔEO's comparison)."""
     chances = running_sum(candidate_laws(data, design, data.group[None]))[:, 0]  # (L, rows): P(rank ≤ k)
     pools, groups = pool_index(data), len(data.groups)
     cell, count = pools * groups + data.group, (pools.max() + 1) * groups
-    members = np.bincount(cell, minlength=count).reshape(-1, groups)
-    selected = np.stack([np.bincount(cell, chances[min(k, len(chances)) - 1], count) for k in quotas], axis=-1)
+    weight = data.qualified.astype(float) if qualified_only else np.ones(cell.size)
+    members = np.rint(np.bincount(cell, weight, minlength=count)).astype(np.int64).reshape(-1, groups)
+    selected = np.stack([np.bincount(cell, chances[min(k, len(chances)) - 1] * weight, count) for k in quotas],
+                        axis=-1)
     return members, selected.reshape(*members.shape, len(quotas))
+
+
+def gap_pvalues(data: KeyData, design: PoolDesign) -> dict[str, np.ndarray]:
+    """``dp_gap_p`` and ``eo_gap_p`` (groups, L) for recorded pools: the exact test stratified by pool of each group
+    against the reference at k = 1 … L (ΔEO over qualified members); NaN for the reference. The gaps' counterpart of
+    the verdict's test: a shuffle of labels across pools would ignore that members of one pool compete."""
+    quotas = list(range(1, int(np.bincount(pool_index(data)).max()) + 1))
+    out = {}
+    for name, qualified_only in (("dp_gap_p", False), ("eo_gap_p", True)):
+        members, selected = pool_tables(data, design, quotas, qualified_only)
+        p = np.full((len(data.groups), len(quotas)), np.nan)
+        for g in (g for g in range(len(data.groups)) if g != data.ref):
+            p[g] = [pair_pvalue(members, selected[:, :, j], g, data.ref) for j in range(len(quotas))]
+        out[name] = p
+    return out
 
 
 @lru_cache(maxsize=4096)

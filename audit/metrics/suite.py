@@ -15,9 +15,10 @@ from audit.errors import AuditError
 from audit.metrics.allocation import check_quotas, gap_rows, shares
 from audit.metrics.bias_table import BIAS_COLUMNS, key_bias, with_pair_deltas
 from audit.metrics.bootstrap import bounds, replicates, row_draws
+from audit.metrics.exact import gap_pvalues
 from audit.metrics.inference import key_pvalues
 from audit.metrics.keys import KeyData, split_keys
-from audit.design import PoolDesign
+from audit.design import PoolDesign, PoolKind
 from audit.metrics.pools import pool_size
 from audit.metrics.presets import Preset, get_preset
 from audit.metrics.schema import KEY
@@ -78,8 +79,9 @@ class MetricSuite:
             extra.update(bounds(draws, ci))
             if self._bins is not None:
                 self._draws.append(row_draws(data, self.pool_sizes[data.key], draws))
-        if n_perm is not None:
-            extra.update(key_pvalues(data, self.design, n_perm=n_perm, seed=seed))
+        if n_perm is not None:  # recorded pools: the exact test stratified by pool; else label shuffles
+            extra.update(gap_pvalues(data, self.design) if self.design.kind == PoolKind.OBSERVED else
+                         key_pvalues(data, self.design, n_perm=n_perm, seed=seed))
         if extra:
             others = [g for g in range(len(data.groups)) if g != data.ref]
             size = self.pool_sizes[data.key]

@@ -227,12 +227,14 @@ def limitations(data: ReportData) -> list[str]:
            f"k = {data.settings.k} the {round(data.settings.ci * 100)} % intervals of ΔDP are {widths.median():.1f} "
            f"points wide (median; {widths.min():.1f} to {widths.max():.1f}). Gaps smaller than about half that "
            "width cannot be told from zero.",
-           f"Intervals are percentile bootstrap intervals over {data.settings.n_boot} resamples of "
+           f"Gap intervals are percentile bootstrap intervals over {data.settings.n_boot} resamples of "
            f"{'the recorded pools' if data.settings.design == 'observed' else 'each group’s candidates'} (seed "
-           f"{data.settings.seed}); they are not adjusted for the number of comparisons. p-values are permutation "
-           f"tests of \"no gap\" ({data.settings.n_perm} shuffles of the group labels), adjusted "
-           f"({METHODS[data.settings.adjust]}) across the groups × subtasks of each model; only adjusted p-values "
-           "decide findings and verdicts.",
+           f"{data.settings.seed}); they are not adjusted for the number of comparisons. p-values of gaps are "
+           + ("exact conditional tests stratified by pool (the members of one pool compete for its k places)"
+              if data.settings.design == "observed" else
+              f"permutation tests of \"no gap\" ({data.settings.n_perm} shuffles of the group labels)")
+           + f", adjusted ({METHODS[data.settings.adjust]}) across the groups × subtasks of each model; verdicts use "
+           "their own test and family (How sure); only adjusted p-values decide findings and verdicts.",
            "A model's answers depend on the exact prompt, labels and answer prefix (Method); another wording, "
            "another decoding or another model version can give other gaps. The verdicts hold for these systems as "
            "scored on these candidates, not for the models in general."]

@@ -97,6 +97,16 @@ def quota_words(data: ReportData) -> str:
     return f"k = {s.k}, {s.quota_reason}" if s.quota_reason else f"k = {s.k}"
 
 
+def test_words(data: ReportData) -> str:
+    """The tests behind gaps and verdicts, and the ratio intervals, as the design makes them."""
+    s = data.settings
+    if s.design == "observed":
+        return (f"exact conditional tests stratified by pool ({s.adjust}-adjusted for gaps); ratio intervals: "
+                "pool-robust Katz")
+    return (f"{s.n_perm} label permutations ({s.adjust}-adjusted for gaps); ratio intervals: percentile bootstrap "
+            "of the pair")
+
+
 def family_words(data: ReportData) -> str:
     """``Holm over every pairwise comparison of … (family: system)``: the verdict's multiple-testing family."""
     family = data.settings.family
@@ -116,8 +126,8 @@ def audited(data: ReportData) -> str:
              "design": data.design.kind, "grouping": s.grouping,
              "reference group": f"{data.design.display_name(s.reference, s.grouping)} ({s.reference})",
              "pool design": s.design, "quota k": quota_words(data),
-             "intervals": f"{round(s.ci * 100)} % percentile bootstrap, {s.n_boot} replicates, seed {s.seed}",
-             "tests": f"{s.n_perm} permutations, {s.adjust}-adjusted",
+             "gap intervals": f"{round(s.ci * 100)} % percentile bootstrap, {s.n_boot} replicates, seed {s.seed}",
+             "tests": test_words(data),
              **({"verdict family": family_words(data), "verdict reading": reading_words(data)}
                 if data.verdicts is not None else {}),
              "tool version": data.version, "generated": data.generated}
