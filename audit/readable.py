@@ -13,10 +13,15 @@ from audit.design import AuditDesign
 from audit.formatting import estimate, number, pvalue, ratio, subtask_name
 from audit.views import LOW_LABEL_MASS, View
 from audit.metrics.impact import FOUR_FIFTHS
-from audit.metrics.verdict import ADVERSE, DEFAULT_FAMILY, INCONCLUSIVE, NO_EVIDENCE, rollup, rule_text
+from audit.metrics.verdict import ADVERSE, DEFAULT_FAMILY, FAMILIES, INCONCLUSIVE, NO_EVIDENCE, rollup, rule_text
 
 if TYPE_CHECKING:  # the scoring module loads the model backends: not needed to read a table
     from audit.scoring import RunSummary
+
+
+def family_words(family: str) -> str:
+    """``Holm over every pairwise comparison within … (family: system)``: a verdict's multiple-testing family."""
+    return f"Holm over every pairwise comparison within {FAMILIES[family]} (family: {family})"
 
 
 def verdict_words(row: pd.Series) -> str:

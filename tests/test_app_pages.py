@@ -74,7 +74,7 @@ def test_overview_opens_with_the_verdict_and_reads_without_codes_or_json(demo):
     assert set(systems["verdict"]) <= {"adverse impact", "inconclusive",
                                        "no evidence of adverse impact at this sample size"}
     assert any(m.value.startswith("**Overall at k = ") for m in demo.markdown)
-    assert any("Holm-adjusted" in c.value for c in demo.caption)
+    assert any("Holm" in c.value and "family" in c.value for c in demo.caption)
     assert any("**Compare**" in m.value for m in demo.markdown)
     models = next(frame.value for frame in demo.dataframe if "details" in frame.value.columns)
     assert not models["details"].str.contains("{", regex=False).any()

@@ -67,11 +67,11 @@ def run_ll144(args: argparse.Namespace) -> int:
         raise AuditError(f"{args.db}: no recorded decisions{' in task ' + repr(args.task) if args.task else ''}; "
                          "import some with `python -m audit import`")
     ranked = decisions[decisions["outcome"] == "rank"]
-    if len(ranked):
-        largest = int(ranked.groupby(["model", "task", "subtask", "pool"]).size().max())
-        if args.k >= largest:
-            raise AuditError(f"--k {args.k}: every applicant of every recorded pool would be selected (the largest "
-                             f"pool holds {largest}); give k from 1 to {largest - 1}")
+    for (task, subtask), part in ranked.groupby(["task", "subtask"], sort=True):
+        largest, k = int(part.groupby(["model", "pool"]).size().max()), quotas[task, subtask][0]
+        if k >= largest:
+            raise AuditError(f"--k {k}: every applicant of every recorded pool of {task} / {subtask} would be "
+                             f"selected (the largest pool holds {largest}); give k from 1 to {largest - 1}")
     frames = []
     for (model, task, subtask), part in decisions.groupby(["model", "task", "subtask"], sort=True):
         groupings = {name: columns for name, (_, columns) in ll144_groupings(designs[task, subtask]).items()}

@@ -17,7 +17,8 @@ from audit import charts
 from audit.tasks import study
 from audit.exports import figure_bytes
 from audit.formatting import correlation_table, estimate, number, pvalue, ratio, subtask_name
-from audit.metrics.verdict import ADVERSE, FAMILIES, INCONCLUSIVE, NO_EVIDENCE, RULES, rollup, rule_text
+from audit.metrics.verdict import ADVERSE, INCONCLUSIVE, NO_EVIDENCE, RULES, rollup, rule_text
+from audit.readable import family_words
 from audit.reporting.content import (ReportData, commands, limitations, sample_sizes, settings_record,
                                      shell_text)
 from audit.reporting.findings import SENTENCES_UP_TO, Finding, findings, not_significant
@@ -97,6 +98,11 @@ def quota_words(data: ReportData) -> str:
     return f"k = {s.k}, {s.quota_reason}" if s.quota_reason else f"k = {s.k}"
 
 
+def _named(name: str, code: str) -> str:
+    """``White men (W_M)``: a name with its code, or the code alone when it has no other name."""
+    return code if name == code else f"{name} ({code})"
+
+
 def test_words(data: ReportData) -> str:
     """The tests behind gaps and verdicts, and the ratio intervals, as the design makes them."""
     s = data.settings
@@ -105,12 +111,6 @@ def test_words(data: ReportData) -> str:
                 "pool-robust Katz")
     return (f"{s.n_perm} label permutations ({s.adjust}-adjusted for gaps); ratio intervals: percentile bootstrap "
             "of the pair")
-
-
-def family_words(data: ReportData) -> str:
-    """``Holm over every pairwise comparison of … (family: system)``: the verdict's multiple-testing family."""
-    family = data.settings.family
-    return f"Holm over every pairwise comparison within {FAMILIES[family]} (family: {family})"
 
 
 def reading_words(data: ReportData) -> str:
@@ -124,11 +124,11 @@ def audited(data: ReportData) -> str:
     data_digest, rows, what = data.data
     facts = {"task": data.task, "subtasks": ", ".join(data.subtasks), "scoring mode": mode_name(data.design, s.mode),
              "design": data.design.kind, "grouping": s.grouping,
-             "reference group": f"{data.design.display_name(s.reference, s.grouping)} ({s.reference})",
+             "reference group": _named(data.design.display_name(s.reference, s.grouping), s.reference),
              "pool design": s.design, "quota k": quota_words(data),
              "gap intervals": f"{round(s.ci * 100)} % percentile bootstrap, {s.n_boot} replicates, seed {s.seed}",
              "tests": test_words(data),
-             **({"verdict family": family_words(data), "verdict reading": reading_words(data)}
+             **({"verdict family": family_words(data.settings.family), "verdict reading": reading_words(data)}
                 if data.verdicts is not None else {}),
              "tool version": data.version, "generated": data.generated}
     verb = "recorded" if _recorded(data) else "scored"
@@ -186,7 +186,7 @@ def verdict(data: ReportData) -> str:
     parts = [f"<h2>Verdict at k = {s.k}</h2><p class='quota'>Judged at {escape(quota_words(data))}.</p>"
              f"<p class='verdict-line'>Overall: {escape(overall['verdict'])}{escape(carriers)}</p>"
              f"<p>{escape(counts)}; every adverse-impact verdict is listed under Findings.</p>"
-             f"<p class='family'>Multiple testing: {escape(family_words(data))}. Reading: "
+             f"<p class='family'>Multiple testing: {escape(family_words(data.settings.family))}. Reading: "
              f"{escape(reading_words(data))}.</p>",
              f"<h3>How sure</h3><p class='rule'>{escape(rule_text(s.threshold, s.ci, s.family, s.rule))} Gaps (ΔDP) are findings only "
              f"when their permutation p-value, {escape(s.adjust)}-adjusted across the groups × subtasks of one system, "
