@@ -34,11 +34,6 @@ def family_choice() -> str:
     return chosen
 
 
-def family_words(chosen: str) -> str:
-    """The family in one sentence, shown next to the verdict."""
-    return f"Multiple testing: Holm over every pairwise comparison within {FAMILIES[chosen]} (family: {chosen})."
-
-
 @st.cache_resource(show_spinner="Judging the audit at every quota k…", max_entries=8)
 def every_k(path: str, version: tuple, selection: Selection) -> tuple[pd.DataFrame, dict[str, int]]:
     """:func:`audit.audit_verdict.every_quota` of ``selection``: a new k reads a slice; shared, never mutated."""
@@ -90,7 +85,7 @@ def verdict(view: views.View, k: int, *, impact: bool = False) -> None:
         st.info(f"No verdict for this selection: {exc}")
         return
     st.markdown(found.overall)
-    st.caption(family_words(selection.family))
+    st.caption(f"Multiple testing: {readable.family_words(selection.family)}.")
     st.dataframe(found.systems, hide_index=True, width="stretch", key=f"verdict_systems_{impact}")
     if impact:
         for grouping, shown in found.impact.items():
