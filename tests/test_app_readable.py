@@ -14,6 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from audit.cli import main
+from audit.formatting import ratio
 from audit.paths import DEMO_STORE
 
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -65,9 +66,9 @@ def test_allocation_page_opens_with_the_verdict_of_the_command_line(demo):
         more = [int(m.group(1).replace(",", "")) if (m := re.search(r"(?:about|roughly) ([\d,]+) more", v)) else None
                 for v in shown["verdict"]]
         assert more == [None if pd.isna(m) else int(m) for m in expected["more_per_group"]]
-        assert shown["impact ratio [interval]"].tolist() == [
-            f"{r:.2f} [{lo:.2f}, {hi:.2f}]" for r, lo, hi in expected[["impact_ratio", "impact_ratio_lo",
-                                                                       "impact_ratio_hi"]].itertuples(index=False)]
+        assert shown["impact ratio [interval]"].tolist() == [  # three decimals, more where 0.8 needs them
+            ratio(r, lo, hi) for r, lo, hi in expected[["impact_ratio", "impact_ratio_lo",
+                                                        "impact_ratio_hi"]].itertuples(index=False)]
     assert any(c.value.startswith("gender: not defined at k = pool size") for c in demo.caption)
     assert any(f"({N_BOOT:,} replicates" in c.value for c in demo.caption)
 
