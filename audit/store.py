@@ -15,6 +15,7 @@ results (see :func:`audit.recorded.frame.decision_scores`).
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import stat
 import time
@@ -102,6 +103,7 @@ class Store:
             return
         if self.readonly:
             check_is_store(self.path)
+            self._bare = not any(Path(f"{self.path}{end}").exists() for end in ("-wal", "-shm"))
             self.db = _open_readonly(self.path)
             return
         self._open_for_writing()
@@ -137,7 +139,11 @@ class Store:
             raise AuditError(f"result store {self.path} has schema version {version}; this tool reads {SCHEMA_VERSION}")
 
     def close(self) -> None:
+        """Close the connection; a read that left an empty ``-wal``/``-shm`` beside a store that had none has them
+        removed (:func:`_tidy`)."""
         self.db.close()
+        if self.readonly and getattr(self, "_bare", False):
+            _tidy(self.path)
 
     def __enter__(self) -> "Store":
         return self
@@ -555,6 +561,24 @@ def _set_wal(db: sqlite3.Connection) -> None:
             if "locked" not in str(exc) or time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
+
+
+def _tidy(path: Path) -> None:
+    """Remove the ``-wal``/``-shm`` a read-only connection left (it may not delete them itself) the way SQLite does:
+    a read-write connection opened and closed, which checkpoints and deletes them only when it is the store's last
+    connection, so a concurrent reader's or writer's files are never touched. Nothing is done to a store this
+    process may not write (they stay, as SQLite leaves them)."""
+    if not any(Path(f"{path}{end}").exists() for end in ("-wal", "-shm")) or not os.access(path, os.W_OK) \
+            or not os.access(path.parent, os.W_OK):
+        return
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True, timeout=1, isolation_level=None)
+        try:
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        finally:
+            db.close()
+    except sqlite3.Error:
+        pass  # busy or unreadable: the files stay, as SQLite itself would leave them
 
 
 def _open_readonly(path: Path) -> sqlite3.Connection:

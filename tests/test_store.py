@@ -173,3 +173,25 @@ def test_a_task_name_keeps_one_dataset(tmp_path):
             store.check_dataset("legacy", dataset_hash(first))
         store.check_dataset("legacy", "")
         assert store.query("SELECT task, subtask, candidate_id FROM candidates WHERE task = 'loan'").shape == (2, 3)
+
+
+def test_a_read_leaves_no_wal_beside_a_store_that_had_none_and_never_touches_another_connections(tmp_path):
+    """Issue 32: a read-only command left an empty -wal and a -shm; now the last reader removes them the way SQLite
+    does (a closing connection that is the last), while a connection still open keeps its files and its reads."""
+    import shutil
+
+    from audit.paths import DEMO_STORE
+
+    store = tmp_path / "copy.db"
+    shutil.copy(DEMO_STORE, store)
+    audit("verdict", "--db", str(store), "--task", "resume", "--format", "csv", check=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copy.db"]
+    assert store.read_bytes() == Path(DEMO_STORE).read_bytes()
+    writer = Store(store)  # another process's writer, as far as the reader can tell
+    try:
+        with Store(store, create=False) as reader:
+            assert reader.db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] > 0
+        assert {p.name for p in tmp_path.iterdir()} >= {"copy.db-wal", "copy.db-shm"}  # the writer's, kept
+        assert writer.db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] > 0
+    finally:
+        writer.close()
