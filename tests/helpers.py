@@ -1,4 +1,4 @@
-"""Helpers shared by the test files: ``python -m audit`` run in this process.
+"""Helpers shared by the test files: ``python -m audit`` run in this process, and an HTTP server served from a thread.
 
 A subprocess pays 3–5 s of imports (torch, transformers, pandas) and loads the bundled model again on every call; in
 this process the imports are paid once and the model is loaded once per session (``audit.backend.spec`` keeps it).
@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import io
+import threading
 import traceback
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
+from http.server import HTTPServer
 from pathlib import Path
 
 from audit.cli import main
@@ -59,3 +62,17 @@ def audit(*args: str | Path, cwd: Path = ROOT, check: bool = False) -> Done:
     if check:
         done.check_returncode()
     return done
+
+
+@contextlib.contextmanager
+def serving_in_thread(server: HTTPServer) -> Iterator[str]:
+    """Serve ``server`` from a daemon thread of this process; yields its base URL (``http://127.0.0.1:PORT/v1``) and
+    stops it on exit."""
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()

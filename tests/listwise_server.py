@@ -3,11 +3,11 @@ the position-biased ranker the listwise tests audit."""
 from __future__ import annotations
 
 import json
-import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Iterator
 
 from audit.tasks import study
+from helpers import serving_in_thread
 
 NAME = "in-order"
 
@@ -44,11 +44,5 @@ class Handler(BaseHTTPRequestHandler):
 
 def serving() -> Iterator[str]:
     """Start the server; yields its base URL (``http://127.0.0.1:PORT/v1``) and stops it afterwards."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving_in_thread(ThreadingHTTPServer(("127.0.0.1", 0), Handler)) as url:
+        yield url

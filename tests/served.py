@@ -10,7 +10,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -22,6 +21,7 @@ import pytest
 
 from audit.backend import resolve
 from audit.backend.loading import converted_dir
+from helpers import serving_in_thread
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = "smollm2-135m"
@@ -120,12 +120,5 @@ def served_here(*, port: int = 0, key: str | None = None, logprobs: bool = True,
     flags = parser.parse_args(list(extra))
     loaded = load_backend(BackendSpec(resolve(NAME)))  # the session's model (tests/conftest.py's ``smollm``)
     lm = CausalLM(loaded.ref, loaded.model, loaded.tokenizer, batch_size=1)  # as the script loads it
-    server = make_server(port, key, logprobs, flags.logprob, lm)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving_in_thread(make_server(port, key, logprobs, flags.logprob, lm)) as url:
+        yield url
