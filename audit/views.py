@@ -258,8 +258,8 @@ def record_dates(summary: pd.DataFrame, models: pd.DataFrame) -> pd.DataFrame:
         return summary
     out = summary.copy()
     recorded = out["fingerprint"].isin(dated)
-    out.loc[recorded, "first scored"] = out.loc[recorded, "fingerprint"].map(lambda f: dated[f][0])
-    out.loc[recorded, "last scored"] = out.loc[recorded, "fingerprint"].map(lambda f: dated[f][1])
+    out.loc[recorded, "first scored / recorded"] = out.loc[recorded, "fingerprint"].map(lambda f: dated[f][0])
+    out.loc[recorded, "last scored / recorded"] = out.loc[recorded, "fingerprint"].map(lambda f: dated[f][1])
     return out
 
 
@@ -280,4 +280,5 @@ def store_summary(point: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
     out = pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
     for column in ("first", "last"):
         out[column] = pd.to_datetime(out[column], unit="s").dt.strftime("%Y-%m-%d %H:%M")
-    return out.rename(columns={"items": "candidates / pools", "first": "first scored", "last": "last scored"})
+    return out.rename(columns={"items": "candidates / pools", "first": "first scored / recorded",
+                                "last": "last scored / recorded"})

@@ -48,7 +48,7 @@ a = left.selectbox("system A", models, index=first, key="compare_a")
 b = right.selectbox("system B", models, index=second, key="compare_b")
 try:
     k = common.quota_slider(common.base_rows(current.store, current.version, current.selection().base()).table,
-                            "compare_k")
+                            "compare_k", default=common.design(current).audited_quota()[0])
     gaps, flips, correlation = comparison(current, a, b, k)
 except AuditError as exc:
     common.error("Cannot compare these systems:", exc)

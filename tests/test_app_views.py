@@ -44,7 +44,7 @@ def test_label_mass_flags_models_below_the_threshold():
 def test_empty_store_summary(tmp_path):
     with Store(tmp_path / "empty.db") as store:
         tables = views.StoreTables.read(store)
-        assert tables.summary.empty and "last scored" in tables.summary.columns
+        assert tables.summary.empty and "last scored / recorded" in tables.summary.columns
         assert tables.models.empty and tables.designs == {} and tables.tasks() == []
 
 
