@@ -24,8 +24,8 @@ GLOSSARY = {
 }
 
 
-def pool_words(pool: str, mode: str) -> str:
-    """How a pool is formed under design ``pool``."""
+def pool_words(pool: str, mode: str, recorded: bool = False) -> str:
+    """How a pool is formed under design ``pool`` (``recorded``: the pools are the deployed system's own)."""
     design = PoolDesign.parse(pool)
     if design.kind == PoolKind.PER_GROUP:
         return ("every pool holds one candidate drawn from each group of the same subtask; the model's scores rank "
@@ -34,8 +34,9 @@ def pool_words(pool: str, mode: str) -> str:
     if design.kind == PoolKind.RANDOM:
         return (f"every pool holds {design.size} candidates drawn without replacement from the subtask; the k best "
                 "are selected, ties sharing the remaining places; rates are exact averages over all such pools.")
-    return (f"the pools recorded when the {mode} scores were taken; the k best of each recorded pool are selected, "
-            "ties sharing the remaining places.")
+    source = ("the pools the deployed system decided on, as recorded (one ranking or one decision pool each)"
+              if recorded else f"the pools recorded when the {mode} scores were taken")
+    return f"{source}; the k best of each recorded pool are selected, ties sharing the remaining places."
 
 
 RECORDED = ("Nothing was scored here: each system's decisions were recorded where it was deployed and imported "
@@ -56,7 +57,7 @@ def method_paragraphs(*, pool: str, mode: str, k: int, reference: str, reference
                "Each pair of candidates is asked in both orders and the answers are counted (pairwise scoring).")
     return [
         scoring,
-        f"Pool design ({pool}): {pool_words(pool, mode)}",
+        f"Pool design ({pool}): {pool_words(pool, mode, recorded)}",
         f"Quota k = {k}: the number of candidates selected from each pool. A quota is defined from 1 to the pool "
         "size − 1; at k = pool size everyone is selected and every gap is 0 by construction.",
         f"Gaps (ΔDP, ΔEO, δ, RABBI) compare each group of the {grouping} grouping with the reference group "
