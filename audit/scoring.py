@@ -171,6 +171,14 @@ def check_options(*, mode: str, pairwise_method: str, limit: int | None, rounds:
             raise AuditError(f"{name} must be positive, got {value}")
 
 
+def backend_needs(mode: str, pairwise_method: str) -> tuple[tuple[str, ...], str]:
+    """The backend capabilities (:data:`audit.backend.protocol.CAPABILITIES`) a run of ``mode`` needs beyond
+    :class:`~audit.backend.protocol.Backend`, and the run as a refusal names it."""
+    if mode == "pairwise" and pairwise_method == "likelihood":
+        return ("option_logprobs",), "pairwise likelihood scoring (--pairwise-mode likelihood)"
+    return (), f"{mode} scoring"
+
+
 def _candidate_rows(task: Task, candidates: Sequence[Candidate]) -> list[tuple]:
     return [(task.name, task.subtask, c.candidate_id, c.group, int(c.qualified), c.name, c.text) for c in candidates]
 

@@ -45,7 +45,7 @@ def test_without_vllm_or_cuda_the_cli_says_so_in_one_line(tmp_path):
 
 def test_pairwise_likelihood_is_refused_before_anything_runs(tmp_path):
     result = score(tmp_path / "results.db", "--backend", "vllm", "--mode", "pairwise", "--pairwise-mode", "likelihood")
-    assert result.returncode == 2 and "generation only" in result.stderr
+    assert result.returncode == 2 and "the vllm backend cannot score given answers" in result.stderr
     assert not (tmp_path / "results.db").exists()
 
 

@@ -346,7 +346,9 @@ def api_ref(model: str, base_url: str | None, key_env: str | None = None, *, nee
 
 
 class ApiBackend:
-    """The scoring operations over an OpenAI-compatible endpoint; ``option_logprobs`` is not offered."""
+    """The scoring operations and sampling over an OpenAI-compatible endpoint; it does not offer
+    :class:`~audit.backend.protocol.OptionScoring` (likelihood readings) or
+    :class:`~audit.backend.protocol.Tokenizing`."""
 
     def __init__(self, ref: ModelRef, key_env: str | None = None, *, concurrency: int = 4, retries: int = 4,
                  max_requests: int | None = None, backoff: float = 0.5):
@@ -406,6 +408,3 @@ class ApiBackend:
 
         with ThreadPoolExecutor(self.concurrency) as pool:
             return list(pool.map(one, zip(prompts, seeds)))
-
-    def option_logprobs(self, prompts: Sequence[ChatPrompt]) -> list[tuple[float, ...]]:
-        raise AuditError(f"{PREFIX} models score pairwise prompts by generation only; use --pairwise-mode generate")

@@ -1,12 +1,14 @@
 """The interface every inference backend implements, and the optional capabilities some add.
 
-``Backend`` is what scoring needs. ``Sampling`` (CAIRO's seeded continuations) and ``Tokenizing`` (the context
-window check) are capabilities a caller names when it loads a model (:func:`audit.backend.spec.load_backend`), so a
+``Backend`` is what every backend offers. ``OptionScoring`` (pairwise and listwise likelihood readings), ``Sampling``
+(CAIRO's seeded continuations) and ``Tokenizing`` (the context window check) are capabilities: a backend declares one
+by implementing its methods, and a caller names the ones it needs when it selects a runtime
+(:func:`audit.backend.spec.spec_for`) and when it loads a model (:func:`audit.backend.spec.load_backend`), so a
 backend without one is refused in one line before any work, not half-way through a run.
 """
 from __future__ import annotations
 
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Mapping, Protocol, Sequence, runtime_checkable
 
 from audit.backend.sources import ModelRef
 from audit.errors import AuditError
@@ -15,7 +17,7 @@ from audit.prompts import ChatPrompt, LabelScores
 
 @runtime_checkable
 class Backend(Protocol):
-    """What scoring needs from a model; a backend that cannot do one operation raises AuditError saying so."""
+    """What scoring needs from every model: pointwise label probabilities and pairwise greedy answers."""
 
     ref: ModelRef
 
@@ -27,8 +29,13 @@ class Backend(Protocol):
         """Greedy answers, decoded without special tokens (pairwise ``generate``)."""
         ...
 
-    def option_logprobs(self, prompts: Sequence[ChatPrompt]) -> list[tuple[float, ...]]:
-        """log P(option | prompt) of each pairwise option (pairwise ``likelihood``)."""
+
+@runtime_checkable
+class OptionScoring(Protocol):
+    """Log-probabilities of given answers (pairwise ``likelihood``, listwise ``likelihood``)."""
+
+    def option_logprobs(self, prompts: Sequence[ChatPrompt], *, lead: str = " ") -> list[tuple[float, ...]]:
+        """log P(option | prompt) of each of a prompt's options, written after ``lead``."""
         ...
 
 
@@ -58,13 +65,37 @@ class Tokenizing(Protocol):
         ...
 
 
-CAPABILITIES: dict[str, type] = {"sampling": Sampling, "tokenizing": Tokenizing}
+CAPABILITIES: dict[str, type] = {"option_logprobs": OptionScoring, "sampling": Sampling, "tokenizing": Tokenizing}
+DOES = {"option_logprobs": "score given answers by their log-probabilities", "sampling": "sample continuations",
+        "tokenizing": "tokenize texts locally"}
 
 
-def require(backend: Backend, needs: Sequence[str]) -> Backend:
-    """``backend`` if it offers every capability in ``needs``; else one :class:`AuditError` naming what it lacks."""
-    missing = [name for name in needs if not isinstance(backend, CAPABILITIES[name])]
+def offers(backend: object, capability: str) -> bool:
+    """Whether ``backend`` (an instance or a backend class) implements ``capability``."""
+    if capability not in CAPABILITIES:
+        raise AuditError(f"unknown backend capability {capability!r}; known: {sorted(CAPABILITIES)}")
+    kind = CAPABILITIES[capability]
+    return issubclass(backend, kind) if isinstance(backend, type) else isinstance(backend, kind)
+
+
+def lacking(backend: object, needs: Sequence[str]) -> list[str]:
+    """The capabilities in ``needs`` that ``backend`` (an instance or a class) does not offer."""
+    return [name for name in needs if not offers(backend, name)]
+
+
+def refusal(who: str, missing: Sequence[str], purpose: str, offered_by: Mapping[str, Sequence[str]]) -> AuditError:
+    """The one error for a backend ``who`` lacking ``missing`` capabilities that ``purpose`` needs; ``offered_by``:
+    capability → the backends that offer it."""
+    parts = [f"{who} cannot {DOES[name]} ({name}), which {purpose} needs; backends that can: "
+             f"{', '.join(offered_by.get(name, ())) or 'none'}" for name in missing]
+    return AuditError("; ".join(parts))
+
+
+def require(backend: Backend, needs: Sequence[str], purpose: str = "this command",
+            offered_by: Mapping[str, Sequence[str]] | None = None) -> Backend:
+    """``backend`` if it offers every capability in ``needs``; else one :class:`AuditError` naming what it lacks,
+    what needs it and (given ``offered_by``) which backends offer it."""
+    missing = lacking(backend, needs)
     if missing:
-        raise AuditError(f"{backend.ref.label} ({type(backend).__name__}) cannot do {' and '.join(missing)}, "
-                         "which this command needs; choose another backend")
+        raise refusal(f"{backend.ref.label} ({type(backend).__name__})", missing, purpose, offered_by or {})
     return backend

@@ -12,7 +12,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Sequence
 
-from audit.backend.protocol import Backend, require
+from audit.backend.protocol import CAPABILITIES, Backend, lacking, refusal, require
 from audit.backend.sources import ModelRef, resolve
 from audit.errors import AuditError
 
@@ -56,11 +56,49 @@ class ModelOptions:
     concurrency: int = 4
     max_requests: int | None = None
     need_logprobs: bool = False  # openai: refuse an endpoint without log-probabilities (pointwise scoring)
+    needs: tuple[str, ...] = ()  # capabilities the run needs (audit.backend.protocol.CAPABILITIES)
+    purpose: str = "this command"  # what needs them, as the refusal names it (e.g. "--pairwise-mode likelihood")
+
+
+def backend_class(runtime: str) -> type:
+    """The class implementing ``runtime`` (imported without its inference library, which loads on first use)."""
+    if runtime == "openai":
+        from audit.backend.api import ApiBackend
+
+        return ApiBackend
+    if runtime == "vllm":
+        from audit.backend.vllm_backend import VLLMBackend
+
+        return VLLMBackend
+    from audit.backend.causal_lm import CausalLM
+
+    return CausalLM
+
+
+def offered_by() -> dict[str, list[str]]:
+    """Capability → the runtimes whose backend declares it (by implementing its methods)."""
+    return {name: [r for r in BACKENDS if not lacking(backend_class(r), [name])] for name in CAPABILITIES}
+
+
+def runtime_for(name: str, backend: str = "transformers") -> str:
+    """The runtime a model name is run with: its endpoint for ``openai:NAME``, else ``backend``."""
+    return "openai" if name.startswith(API_PREFIX) else backend
+
+
+def check_offers(runtime: str, needs: Sequence[str], purpose: str = "this command") -> None:
+    """Refuse, before any model is resolved or loaded, a runtime whose backend lacks a capability in ``needs``."""
+    if runtime not in BACKENDS:
+        raise AuditError(f"unknown backend {runtime!r}; choose one of {list(BACKENDS)}")
+    missing = lacking(backend_class(runtime), needs)
+    if missing:
+        raise refusal(f"the {runtime} backend", missing, purpose, offered_by())
 
 
 def spec_for(name: str, options: ModelOptions = ModelOptions()) -> BackendSpec:
     """The one place a model name becomes a :class:`BackendSpec`: a registry name, file, folder or hub id resolved
-    and fingerprinted for its runtime, or ``openai:NAME`` checked against its endpoint (before anything is written)."""
+    and fingerprinted for its runtime, or ``openai:NAME`` checked against its endpoint (before anything is written).
+    A runtime lacking a capability in ``options.needs`` is refused first."""
+    check_offers(runtime_for(name, options.backend), options.needs, options.purpose)
     if name.startswith(API_PREFIX):
         from audit.backend.api import api_ref
 
@@ -86,8 +124,9 @@ def spec_for(name: str, options: ModelOptions = ModelOptions()) -> BackendSpec:
 _LOADED: OrderedDict[BackendSpec, Backend] = OrderedDict()
 
 
-def load_backend(spec: BackendSpec, needs: Sequence[str] = ()) -> Backend:
-    """The loaded backend for ``spec``, checked for the capabilities in ``needs`` (``sampling``, ``tokenizing``).
+def load_backend(spec: BackendSpec, needs: Sequence[str] = (), purpose: str = "this command") -> Backend:
+    """The loaded backend for ``spec``, checked for the capabilities in ``needs`` (``option_logprobs``,
+    ``sampling``, ``tokenizing``) that ``purpose`` needs.
 
     Local models are loaded once per process and spec (the :data:`KEPT` most recent stay); an API client is built
     afresh each time, so each run gets its own request budget."""
@@ -95,7 +134,7 @@ def load_backend(spec: BackendSpec, needs: Sequence[str] = ()) -> Backend:
         from audit.backend.api import ApiBackend
 
         return require(ApiBackend(spec.ref, spec.api_key_env, concurrency=spec.concurrency,
-                                  max_requests=spec.max_requests), needs)
+                                  max_requests=spec.max_requests), needs, purpose, offered_by())
     if spec not in _LOADED:
         if spec.runtime == "vllm":
             from audit.backend.vllm_backend import VLLMBackend
@@ -109,4 +148,4 @@ def load_backend(spec: BackendSpec, needs: Sequence[str] = ()) -> Backend:
         while len(_LOADED) > KEPT:
             _LOADED.popitem(last=False)
     _LOADED.move_to_end(spec)
-    return require(_LOADED[spec], needs)
+    return require(_LOADED[spec], needs, purpose, offered_by())

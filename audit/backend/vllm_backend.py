@@ -11,7 +11,8 @@ loads the weights through bitsandbytes 4-bit. Results keep the store's row shape
 - pairwise: greedy generation of up to 16 tokens, the first of which may not end the turn;
 - CAIRO: seeded sampling (``SamplingParams.seed`` per prompt), and the context window check (the engine's
   ``max_model_len``, the model's own tokenizer), so it is :class:`~audit.backend.protocol.Sampling` and
-  :class:`~audit.backend.protocol.Tokenizing`.
+  :class:`~audit.backend.protocol.Tokenizing`; not :class:`~audit.backend.protocol.OptionScoring` (likelihood
+  readings), so runs that need it are refused when the backend is chosen.
 
 vLLM computes in its own kernels, so its results are stored under their own fingerprint (:func:`vllm_ref`).
 """
@@ -62,8 +63,8 @@ def vllm_ref(ref: ModelRef) -> ModelRef:
 
 
 class VLLMBackend:
-    """The scoring operations, sampling and the context check on a vLLM engine; ``option_logprobs`` (pairwise
-    likelihood) is not offered."""
+    """The scoring operations, sampling and the context check on a vLLM engine; it does not offer
+    :class:`~audit.backend.protocol.OptionScoring` (likelihood readings)."""
 
     def __init__(self, ref: ModelRef, llm: Any):
         self.ref = ref
@@ -118,9 +119,6 @@ class VLLMBackend:
         outputs = self.llm.generate([{"prompt_token_ids": render_ids(self.tokenizer, p)} for p in prompts], params,
                                     use_tqdm=False)
         return [o.outputs[0].text.strip() for o in outputs]
-
-    def option_logprobs(self, prompts: Sequence[ChatPrompt]) -> list[tuple[float, ...]]:
-        raise AuditError("--backend vllm scores pairwise prompts by generation only; use --pairwise-mode generate")
 
     def sample(self, prompts: Sequence[str | ChatPrompt], seeds: Sequence[int], *, max_new_tokens: int = 20,
                min_new_tokens: int = 1, temperature: float = 1.0, top_p: float = 1.0) -> list[str]:

@@ -95,7 +95,7 @@ def _decoding(args: argparse.Namespace) -> Decoding:
 
 def _loader(spec: BackendSpec) -> Callable[[], Backend]:
     """Load ``spec`` (once per process) when first called, refused up front if it cannot sample."""
-    return lambda: load_backend(spec, needs=("sampling",))
+    return lambda: load_backend(spec, needs=("sampling",), purpose="CAIRO continuations")
 
 
 def run_cairo(args: argparse.Namespace) -> int:
@@ -169,7 +169,7 @@ def run_paraphrase(args: argparse.Namespace) -> int:
     if "format" not in document:
         raise AuditError(f"--prompts {source}: paraphrasing writes our format; pass one of our prompt files")
     spec = spec_for(args.model, model_options(args))
-    ref, backend = spec.ref, load_backend(spec, needs=("sampling",))
+    ref, backend = spec.ref, load_backend(spec, needs=("sampling",), purpose="paraphrasing")
     updated = [paraphrase_sets(s, backend, sets=args.sets, decoding=_decoding(args)) for s in prompt_sets]
     save_prompts(args.out, updated, title=document.get("title", ""), about=document.get("about", ""))
     print(f"{args.out}: added {args.sets} paraphrase set(s) by {ref.label} to {len(updated)} dimension(s)")

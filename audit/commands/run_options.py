@@ -8,9 +8,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from audit.backend.api import PREFIX
-from audit.backend.spec import BackendSpec, spec_for
+from audit.backend.spec import BackendSpec, check_offers, runtime_for, spec_for
 from audit.commands.api_options import model_options
 from audit.errors import AuditError
+from audit.scoring import backend_needs
 
 if TYPE_CHECKING:
     from audit.distributed import RayExecutor
@@ -29,18 +30,24 @@ def check_scale_options(args: argparse.Namespace) -> None:
         raise AuditError(f"--workers must be positive, got {args.workers}")
     if args.executor != "ray" and (args.address or args.workers):
         raise AuditError("--address and --workers only apply with --executor ray")
-    if args.backend == "vllm" and args.mode == "pairwise" and args.pairwise_mode == "likelihood":
-        raise AuditError("--backend vllm scores pairwise prompts by generation only; use --pairwise-mode generate")
     if args.model.startswith(PREFIX) and args.backend != "transformers":
         raise AuditError(f"--model {PREFIX}NAME is served by its endpoint; leave out --backend {args.backend}")
-    if args.model.startswith(PREFIX) and args.mode == "pairwise" and args.pairwise_mode == "likelihood":
-        raise AuditError(f"{PREFIX} models score pairwise prompts by generation only; use --pairwise-mode generate")
+    check_offers(runtime_for(args.model, args.backend), *run_needs(args))
     if args.base_url and not args.model.startswith(PREFIX):
         raise AuditError(f"--base-url applies only to --model {PREFIX}NAME")
     if args.backend == "vllm" and args.executor == "local":
         from audit.backend.vllm_backend import check_available
 
         check_available()
+
+
+def run_needs(args: argparse.Namespace) -> tuple[tuple[str, ...], str]:
+    """The backend capabilities the asked run needs, and the run as a refusal names it."""
+    if args.mode == "listwise":
+        reading = getattr(args, "reading", "generate")
+        needs = ("option_logprobs",) if reading == "likelihood" else ("sampling",)
+        return needs, f"the listwise {reading} reading (--reading {reading})"
+    return backend_needs(args.mode, args.pairwise_mode)
 
 
 def backend_and_executor(args: argparse.Namespace) -> tuple[BackendSpec, "RayExecutor | None"]:
