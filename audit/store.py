@@ -10,7 +10,7 @@ Recorded systems (decisions a deployed system already made: decision logs, recor
 ``recorded_systems`` (one row per model fingerprint, task and subtask, with its outcome kind: ``rank``,
 ``selected`` or ``score``) and ``recorded_decisions`` (one row per decision: system, pool, position in the pool,
 group code, outcome value, applicant id or NULL). :meth:`Store.pointwise_table` reads them back as pointwise
-results (see :func:`audit.recorded.frame.decision_scores`).
+results (see :func:`audit.store_recorded.decision_scores`).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ import pandas as pd
 
 from audit.design import AuditDesign
 from audit.errors import AuditError
-from audit.recorded.frame import OUTCOMES, decision_scores, legacy_decisions
+from audit.store_recorded import OUTCOMES, decision_scores, legacy_decisions
 
 APPLICATION = "allocation-audit"
 SCHEMA_VERSION = 3  # 2: the designs table; 3: recorded systems (older stores are migrated in place, see _migrate)

@@ -37,3 +37,15 @@ def test_no_import_cycle_in_audit():
         TopologicalSorter(graph).prepare()
     except CycleError as cycle:
         raise AssertionError(f"import cycle: {' → '.join(cycle.args[1])}") from None
+
+
+def test_the_store_imports_nothing_from_the_layers_above_it():
+    known = modules()
+    graph = {name: imports(path, known) - {name} for name, path in known.items()}
+    reached, todo = set(), ["audit.store"]
+    while todo:
+        for name in graph[todo.pop()] - reached:
+            reached.add(name)
+            todo.append(name)
+    above = sorted(n for n in reached if n.startswith(("audit.recorded", "audit.scoring", "audit.cached")))
+    assert not above, f"audit.store reaches {above}"

@@ -20,7 +20,7 @@ import pandas as pd
 
 from audit.errors import AuditError
 from audit.metrics.ll144 import UNKNOWN, unknown_mask
-from audit.recorded.frame import OUTCOMES
+from audit.store_recorded import OUTCOMES
 from audit.recorded.log_spec import LogSpec
 from audit.bounded import check_line_rows, read_bytes, read_parquet
 from audit.tasks.loaders import TABLE_SUFFIXES, utf8_text

@@ -2,7 +2,7 @@
 them like a model.
 
 Each recorded candidate becomes one decision of the store's recorded tables (outcome ``rank``; read back with the
-rank-derived score ``(n − rank) / (n − 1)`` within its pool of n, see :mod:`audit.recorded.frame`): pool = its run
+rank-derived score ``(n − rank) / (n − 1)`` within its pool of n, see :mod:`audit.store_recorded`): pool = its run
 file number, position = its place in the order shown, so candidates read back as ``<run file number>.<position>``.
 The model's fingerprint is the source: a SHA-256 over every file's path and hash, with the file count, row count,
 partial replies and date range in its details. Everything is written in one transaction.

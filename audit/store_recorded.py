@@ -1,4 +1,5 @@
-"""Recorded decisions as the pointwise score rows every audit reads (pure pandas; the store holds the rows).
+"""Recorded decisions as the pointwise score rows every audit reads (pure pandas; the store layer: the store reads and
+migrates them with it, and nothing here imports :mod:`audit.recorded`, which imports the store).
 
 What each outcome kind becomes as a score, for the quota machinery (top k of each recorded pool):
 
