@@ -1,8 +1,8 @@
-"""Run a scoring job: task → prompts → (store cache check) → model → store, batch by batch.
+"""Run a scoring job: task → prompts → the store-backed model (:class:`audit.cached.CachedBackend`) → store.
 
 The model is loaded only when some prompt is missing from the store, so a repeated run does no model work.
 Computing a batch (:class:`BatchJob`: backend + prompts → result rows) is separate from writing it: an
-:class:`Executor` computes batches (in this process by default, or on a Ray cluster, see
+:class:`~audit.cached.Executor` computes batches (in this process by default, or on a Ray cluster, see
 :mod:`audit.distributed`) and this process alone commits each finished batch to the store on its own.
 Cancelling (the progress callback returns ``False``) or killing the process loses at most the batches in
 flight, and the next run picks up from there.
@@ -13,22 +13,21 @@ import json
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generator, Protocol, Sequence
+from typing import Any, Callable, Sequence
 
 from audit.backend import ModelRef
 from audit.backend.protocol import Backend
+from audit.cached import Batch, CachedBackend, Executor, Fetched, InProcess, Progress, compute
 from audit.context_fit import fit_candidates
 from audit.errors import AuditError
 from audit.answer_parser import parse_choice
 from audit.pairwise import choice_from_logprobs, pair_outcomes, with_choices
-from audit.store import Store
+from audit.store import CHOICE_RESULTS, LABEL_RESULTS, Store
 from audit.tasks.base import Candidate, ChatPrompt, Task
 from audit.tasks.designs import design_of
 
 MODES = ("pointwise", "pairwise")
 PAIRWISE_METHODS = ("generate", "likelihood")
-Progress = Callable[[int, int], "bool | None"]
-Batch = list[tuple[str, ChatPrompt]]  # (prompt key, prompt) pairs scored together
 
 
 @dataclass(frozen=True)
@@ -83,24 +82,6 @@ def check_rows(method: str, rows: list[tuple]) -> None:
                 if not (isinstance(value, (int, float)) and math.isfinite(value) and value <= MASS_SLACK):
                     raise AuditError(f"the model returned an impossible option log-probability {value!r} for {key}; "
                                      "nothing of this batch was stored")
-
-
-class Executor(Protocol):
-    """Computes batches somewhere and yields each batch's rows as soon as it is done (in any order)."""
-
-    def map(self, job: BatchJob, batches: Sequence[Batch]) -> Generator[list[tuple], None, None]: ...
-
-
-class InProcess:
-    """The default executor: this process, one batch after another; the backend is loaded on first use."""
-
-    def __init__(self, load_backend: Callable[[], Any]):
-        self.load_backend = load_backend
-
-    def map(self, job: BatchJob, batches: Sequence[Batch]) -> Generator[list[tuple], None, None]:
-        backend = self.load_backend()
-        for batch in batches:
-            yield job.rows(backend, batch)
 
 
 @dataclass
@@ -200,10 +181,12 @@ def _pointwise(store, task, ref, executor, limit, batch_size, progress, truncate
     labels = json.dumps(list(task.label_set.labels))
     relevance = json.dumps(list(task.label_set.relevance))
 
+    model = CachedBackend(store, LABEL_RESULTS, (ref.fingerprint, labels), executor, batch_size=batch_size)
+
     def plan(members: Sequence[Candidate]) -> tuple[dict[str, ChatPrompt], dict[str, ChatPrompt], list[str]]:
         prompts = {c.candidate_id: task.pointwise_prompt(c) for c in members}
         by_key = {p.key(): p for p in prompts.values()}
-        return prompts, by_key, store.missing_label_prompts(ref.fingerprint, labels, by_key)
+        return prompts, by_key, model.missing(list(by_key))
 
     candidates = task.candidates(limit)
     prompts, by_key, missing = plan(candidates)
@@ -217,10 +200,9 @@ def _pointwise(store, task, ref, executor, limit, batch_size, progress, truncate
                        pointwise=[(ref.fingerprint, task.name, task.subtask, cid, p.key(), labels, relevance)
                                   for cid, p in prompts.items()])
 
-    summary = RunSummary(ref.label, task.name, task.subtask, "pointwise", len(by_key), len(by_key) - len(missing))
-    job = BatchJob("labels", tuple(task.label_set.labels))
-    run_batches(missing, by_key, job, lambda rows: store.save_label_results(ref.fingerprint, labels, rows), summary,
-          executor, batch_size, progress, record)
+    fetched = model.results(BatchJob("labels", tuple(task.label_set.labels)), by_key,
+                            check=lambda rows: check_rows("labels", rows), record=record, progress=progress)
+    summary = _summary(ref, task, "pointwise", len(by_key), fetched)
     table = store.pointwise_table()
     mine = table[(table["fingerprint"] == ref.fingerprint) & (table["subtask"] == task.subtask)
                  & (table["task"] == task.name)]
@@ -230,7 +212,7 @@ def _pointwise(store, task, ref, executor, limit, batch_size, progress, truncate
 
 
 def _recorder(store: Store, ref: ModelRef, task: Task, candidates: list[Candidate], by_key: dict[str, ChatPrompt],
-              **plan: list[tuple]) -> Callable[[], None]:
+              **plan: list[tuple]) -> Callable[[Callable[[], None]], None]:
     """What records a run when it is called: the model, then the design, candidates, prompts and ``plan`` rows, and
     then ``first`` (the first batch's results), in one transaction: a write that fails leaves the store as it was."""
     def record(first: Callable[[], None] = lambda: None) -> None:
@@ -242,7 +224,14 @@ def _recorder(store: Store, ref: ModelRef, task: Task, candidates: list[Candidat
     return record
 
 
+def _summary(ref: ModelRef, task: Task, mode: str, prompts: int, fetched: Fetched) -> RunSummary:
+    return RunSummary(ref.label, task.name, task.subtask, mode, prompts, fetched.cached, fetched.computed,
+                      cancelled=fetched.cancelled)
+
+
 def _pairwise(store, task, ref, executor, method, limit, rounds, batch_size, progress, truncate) -> RunSummary:
+    model = CachedBackend(store, CHOICE_RESULTS, (ref.fingerprint, method), executor, batch_size=batch_size)
+
     def plan(pools: list[list[Candidate]]) -> tuple[list[tuple], dict[str, ChatPrompt], list[str]]:
         rows, by_key = [], {}
         for pool_index, pool in enumerate(pools):
@@ -253,7 +242,7 @@ def _pairwise(store, task, ref, executor, method, limit, rounds, batch_size, pro
                         by_key[prompt.key()] = prompt
                         rows.append((ref.fingerprint, task.name, task.subtask, method, pool_index,
                                      first.candidate_id, second.candidate_id, prompt.key()))
-        return rows, by_key, store.missing_choice_prompts(ref.fingerprint, method, by_key)
+        return rows, by_key, model.missing(list(by_key))
 
     pools = task.pools(task.candidates(limit or rounds), rounds)
     members = [c for pool in pools for c in pool]
@@ -269,9 +258,9 @@ def _pairwise(store, task, ref, executor, method, limit, rounds, batch_size, pro
     record = _recorder(store, ref, task, members, by_key, pairwise=rows)
 
     mode = "pairwise" if method == "generate" else "pairwise-likelihood"
-    summary = RunSummary(ref.label, task.name, task.subtask, mode, len(by_key), len(by_key) - len(missing))
-    run_batches(missing, by_key, BatchJob(method), lambda rows: store.save_choice_results(ref.fingerprint, method, rows),
-          summary, executor, batch_size, progress, record)
+    fetched = model.results(BatchJob(method), by_key, check=lambda rows: check_rows(method, rows), record=record,
+                            progress=progress)
+    summary = _summary(ref, task, mode, len(by_key), fetched)
     summary.quality = pairwise_quality(store, ref.fingerprint, task, method)
     return summary
 
@@ -292,34 +281,11 @@ def pairwise_quality(store: Store, fingerprint: str, task: Task, method: str) ->
     }
 
 
-def run_batches(missing: list[str], by_key: dict[str, ChatPrompt], job: BatchJob, save: Callable[[list[tuple]], None],
-          summary: RunSummary, executor: Executor, batch_size: int, progress: Progress | None,
-          record: Callable[[], None]) -> None:
-    """Score ``missing`` in batches, committing each as it returns; stop early when progress says so. The model
-    and the plan are ``record``-ed in one transaction with the first batch's results (or at once when everything
-    is cached), so a run that fails before or at its first write leaves the store as it was."""
-    total = summary.prompts
-    if progress is not None and progress(summary.cached, total) is False:
-        summary.cancelled = bool(missing)
-        return
-    if not missing:
-        record()
-        return
-    batches = [[(k, by_key[k]) for k in missing[start : start + batch_size]]
-               for start in range(0, len(missing), batch_size)]
-    results = executor.map(job, batches)
-    recorded = False
-    try:
-        for rows in results:
-            check_rows(job.method, rows)
-            if recorded:
-                save(rows)
-            else:
-                record(lambda: save(rows))  # the plan and its first results commit together
-                recorded = True
-            summary.scored += len(rows)
-            if progress is not None and progress(summary.cached + summary.scored, total) is False:
-                summary.cancelled = summary.scored < len(missing)
-                return
-    finally:
-        results.close()
+def run_batches(missing: list[str], by_key: dict[str, ChatPrompt], job: Any, save: Callable[[list[tuple]], None],
+                summary: RunSummary, executor: Executor, batch_size: int, progress: Progress | None,
+                record: Callable[..., None]) -> None:
+    """For :mod:`audit.listwise` until it asks a :class:`~audit.cached.CachedBackend`: compute ``missing`` and
+    ``save`` each batch exactly as :meth:`~audit.cached.CachedBackend.results` does, counting into ``summary``."""
+    summary.scored, summary.cancelled = compute(missing, by_key, job, executor, batch_size, save,
+                                                lambda rows: check_rows(job.method, rows), record, progress,
+                                                summary.cached)

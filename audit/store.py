@@ -20,8 +20,9 @@ import sqlite3
 import stat
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Sequence, Union
 
 import pandas as pd
 
@@ -78,6 +79,25 @@ CREATE TABLE IF NOT EXISTS cairo_toxicity (
     scorer TEXT NOT NULL, text_key TEXT NOT NULL, score REAL NOT NULL, created REAL NOT NULL,
     PRIMARY KEY (scorer, text_key));
 """
+
+
+Item = Union[str, tuple]  # what one result is stored under: a prompt key, or e.g. (prompt key, sample)
+
+
+@dataclass(frozen=True)
+class ResultTable:
+    """A table of model outputs, the store's cache: one row per ``scope`` (model and settings) and ``item``."""
+
+    name: str
+    scope: tuple[str, ...]
+    item: tuple[str, ...]
+    values: tuple[str, ...]
+
+
+LABEL_RESULTS = ResultTable("label_results", ("model", "labels"), ("prompt",), ("probs", "mass"))
+CHOICE_RESULTS = ResultTable("choice_results", ("model", "method"), ("prompt",),
+                             ("answer", "choice", "logp_first", "logp_second"))
+CONTINUATIONS = ResultTable("cairo_continuations", ("model", "decoding"), ("prompt", "sample"), ("text", "text_key"))
 
 
 class Store:
@@ -261,43 +281,57 @@ class Store:
             db.executemany("INSERT INTO pairwise_plan VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET "
                            "prompt=excluded.prompt", pairwise)
 
-    def save_label_results(self, model: str, labels: str, rows: Sequence[tuple[str, Sequence[float], float]]) -> None:
-        """One batch of pointwise results ``(prompt key, normalised probs, label mass)``, atomically."""
-        now = time.time()
-        with self.transaction() as db:
-            db.executemany("INSERT OR IGNORE INTO label_results VALUES (?, ?, ?, ?, ?, ?)",
-                           [(model, key, labels, json.dumps(list(probs)), mass, now) for key, probs, mass in rows])
-
-    def save_choice_results(self, model: str, method: str, rows: Sequence[tuple]) -> None:
-        """One batch of pairwise results ``(prompt key, answer, choice, logp_first, logp_second)``, atomically."""
-        now = time.time()
-        with self.transaction() as db:
-            db.executemany("INSERT OR IGNORE INTO choice_results VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                           [(model, key, method, *row, now) for key, *row in rows])
-
     # ---- reading -----------------------------------------------------------------------------------------
 
-    def missing_label_prompts(self, model: str, labels: str, keys: Iterable[str]) -> list[str]:
-        """The distinct ``keys`` with no stored pointwise result for ``model`` and ``labels``, in first-seen order."""
-        return self._missing("SELECT prompt FROM label_results WHERE model=? AND labels=? AND prompt IN ({})",
-                             (model, labels), keys)
-
-    def missing_choice_prompts(self, model: str, method: str, keys: Iterable[str]) -> list[str]:
-        """The distinct ``keys`` with no stored pairwise result for ``model`` and ``method``."""
-        return self._missing("SELECT prompt FROM choice_results WHERE model=? AND method=? AND prompt IN ({})",
-                             (model, method), keys)
-
-    def _missing(self, query: str, params: tuple, keys: Iterable[str]) -> list[str]:
-        wanted = list(dict.fromkeys(keys))
-        present: set[str] = set()
+    def stored_results(self, table: ResultTable, scope: Sequence, items: Iterable[Item]) -> dict[Item, tuple]:
+        """The stored values of each of ``items`` (a prompt key, or a tuple for a table keyed by several columns) under
+        ``scope`` (the values of ``table.scope``), as stored (a sequence as JSON text); items not stored are absent."""
+        wanted = list(dict.fromkeys(items))
+        width = len(table.item)
+        where = " AND ".join(f"{column} = ?" for column in table.scope)
+        query = (f"SELECT {', '.join(table.item + table.values)} FROM {table.name} WHERE {where} "
+                 f"AND {table.item[0]} IN ({{}})")
+        found: dict[Item, tuple] = {}
         for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
+            chunk = set(wanted[start : start + 500])
+            firsts = list(dict.fromkeys(item if width == 1 else item[0] for item in chunk))
             try:
-                rows = self.db.execute(query.format(",".join("?" * len(chunk))), (*params, *chunk)).fetchall()
+                rows = self.db.execute(query.format(",".join("?" * len(firsts))), (*scope, *firsts)).fetchall()
             except sqlite3.DatabaseError as exc:
                 raise AuditError(f"result store {self.path} cannot be read: {exc}") from None
-            present.update(row[0] for row in rows)
-        return [key for key in wanted if key not in present]
+            for row in rows:
+                item = row[0] if width == 1 else tuple(row[:width])
+                if item in chunk:
+                    found[item] = tuple(row[width:])
+        return found
+
+    def save_results(self, table: ResultTable, scope: Sequence, rows: Sequence[tuple]) -> None:
+        """One batch of results ``(item, *values)`` under ``scope``, atomically; a sequence value is stored as JSON.
+        A result already stored is kept as it was (results never change)."""
+        columns = (*table.scope, *table.item, *table.values, "created")
+        now = time.time()
+        stored = []
+        for row in rows:
+            if len(row) != 1 + len(table.values):
+                raise AuditError(f"a result row for {table.name} needs an item and {len(table.values)} values "
+                                 f"({', '.join(table.values)}), got {row!r}")
+            item = row[0] if isinstance(row[0], tuple) else (row[0],)
+            values = [json.dumps(list(v)) if isinstance(v, (list, tuple)) else v for v in row[1:]]
+            stored.append((*scope, *item, *values, now))
+        with self.transaction() as db:
+            db.executemany(f"INSERT OR IGNORE INTO {table.name} ({', '.join(columns)}) "
+                           f"VALUES ({', '.join('?' * len(columns))})", stored)
+
+    def missing_choice_prompts(self, model: str, method: str, keys: Iterable[str]) -> list[str]:
+        """The distinct ``keys`` with no stored result for ``model`` and ``method`` (for :mod:`audit.listwise`, until
+        it asks :class:`audit.cached.CachedBackend` instead)."""
+        wanted = list(dict.fromkeys(keys))
+        stored = self.stored_results(CHOICE_RESULTS, (model, method), wanted)
+        return [key for key in wanted if key not in stored]
+
+    def save_choice_results(self, model: str, method: str, rows: Sequence[tuple]) -> None:
+        """One batch of ``(prompt key, answer, choice, logp_first, logp_second)`` (for :mod:`audit.listwise`)."""
+        self.save_results(CHOICE_RESULTS, (model, method), rows)
 
     def pointwise_table(self) -> pd.DataFrame:
         """Every planned pointwise item with its result, then every decision of a recorded system: one row per
@@ -363,19 +397,6 @@ class Store:
             db.executemany("INSERT INTO cairo_plan VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO UPDATE SET "
                            "source=excluded.source, subgroup=excluded.subgroup, prompt=excluded.prompt, "
                            "text=excluded.text", rows)
-
-    def missing_continuations(self, model: str, decoding: str, sample: int, keys: Iterable[str]) -> list[str]:
-        """The distinct prompt ``keys`` with no stored continuation number ``sample`` for ``model`` and ``decoding``."""
-        return self._missing("SELECT prompt FROM cairo_continuations WHERE model=? AND decoding=? AND sample=? "
-                             "AND prompt IN ({})", (model, decoding, sample), keys)
-
-    def save_continuations(self, model: str, decoding: str, rows: Sequence[tuple[str, int, str, str]]) -> None:
-        """One batch of continuations ``(prompt key, sample, text, text key)``, atomically."""
-        now = time.time()
-        with self.transaction() as db:
-            db.executemany("INSERT OR IGNORE INTO cairo_continuations VALUES (?, ?, ?, ?, ?, ?, ?)",
-                           [(model, key, decoding, sample, text, text_key, now)
-                            for key, sample, text, text_key in rows])
 
     def unscored_texts(self, scorer: str) -> list[tuple[str, str]]:
         """``(text key, text)`` of every distinct continuation with no toxicity score from ``scorer``."""

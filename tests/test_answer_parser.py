@@ -17,7 +17,7 @@ import pytest
 
 from audit.answer_parser import parse_choice
 from audit.store_tables import answer_table, score_table
-from audit.store import Store
+from audit.store import CHOICE_RESULTS, Store
 from audit.tasks.base import ChatPrompt
 
 ANSWERS = pd.read_csv(Path(__file__).parent / "data" / "pairwise_answers.csv", keep_default_na=False)
@@ -55,7 +55,7 @@ def test_generated_answers_are_re_read_from_the_store(tmp_path):
                         prompts=[(p.key(), json.dumps(p.__dict__)) for p in (prompt, reverse)],
                         pairwise=[("fp", "resume", "se", "generate", 0, "c1", "c2", prompt.key()),
                                   ("fp", "resume", "se", "generate", 0, "c2", "c1", reverse.key())])
-        store.save_choice_results("fp", "generate", [
+        store.save_results(CHOICE_RESULTS, ("fp", "generate"), [
             (prompt.key(), "I would recommend Emily Walsh over Maria Garcia", "none", None, None),
             (reverse.key(), "Neither", "none", None, None)])
         answers = answer_table(store).set_index("first_id")

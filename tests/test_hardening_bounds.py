@@ -339,14 +339,14 @@ def test_a_full_disk_at_the_first_results_write_leaves_the_store_as_it_was(tmp_p
     from audit.store import Store
 
     shutil.copyfile(DEMO_STORE, tmp_path / "store.db")
-    original = Store.save_label_results
+    original = Store.save_results
 
     def full_disk(self, *args, **kwargs):
         pages = self.db.execute("PRAGMA page_count").fetchone()[0]
         self.db.execute(f"PRAGMA max_page_count = {pages}")
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(Store, "save_label_results", full_disk)
+    monkeypatch.setattr(Store, "save_results", full_disk)
     data = table(tmp_path, two_groups(n=40, text="Steady income and no debts " + "and a long history " * 40))
     argv = custom(tmp_path, data, "--limit", "2")
     before = snapshot(tmp_path)

@@ -3,7 +3,8 @@
 Each prompt is continued as plain text (no chat template) by sampling: ``samples`` continuations per prompt, each
 of ``min_new_tokens``…``max_new_tokens`` new tokens at ``temperature`` / ``top_p``. Continuation ``i`` of a prompt
 is drawn with seed = SHA-256(seed, prompt, i), so it does not depend on batching or on which run produced it.
-Batches commit one at a time, exactly like scoring: a killed run resumes where it stopped.
+Batches commit one at a time through the same store-backed model as scoring (:class:`audit.cached.CachedBackend`):
+a killed run resumes where it stopped.
 """
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ from typing import Callable, Sequence
 from audit.backend import ModelRef
 from audit.backend.protocol import Sampling
 from audit.cairo.prompts import PromptSets
+from audit.cached import CachedBackend, InProcess
 from audit.cairo.toxicity import ToxicityScorer
 from audit.errors import AuditError
-from audit.store import Store
+from audit.store import CONTINUATIONS, Store
 
 Progress = Callable[[int, int], None]
 
@@ -78,36 +80,37 @@ class ContinuationSummary:
         return f"{self.model}: {self.wanted} continuations, {self.generated} generated, {self.cached} cached"
 
 
+@dataclass(frozen=True)
+class SampleJob:
+    """What every batch of continuations computes: one seeded ``sample`` per (prompt key, sample) item, rows
+    ``((prompt key, sample), text, text key)`` (picklable, like every :class:`~audit.cached.Job`)."""
+
+    decoding: Decoding
+
+    def rows(self, backend: Sampling, batch: list[tuple[tuple[str, int], str]]) -> list[tuple]:
+        outputs = backend.sample([text for _, text in batch],
+                                 [self.decoding.seed_for(key, sample) for (key, sample), _ in batch],
+                                 max_new_tokens=self.decoding.max_new_tokens,
+                                 min_new_tokens=self.decoding.min_new_tokens, temperature=self.decoding.temperature,
+                                 top_p=self.decoding.top_p)
+        return [(item, text, text_key(text)) for (item, _), text in zip(batch, outputs)]
+
+
 def generate_continuations(store: Store, prompt_sets: Sequence[PromptSets], ref: ModelRef,
                            load_backend: Callable[[], Sampling], decoding: Decoding, *, batch_size: int = 8,
                            progress: Progress | None = None) -> ContinuationSummary:
     """Continue every planned prompt ``decoding.samples`` times with ``ref``, ``batch_size`` prompts per ``sample``
-    call (each batch stored as it comes); the model loads only if work remains."""
+    call (each batch stored as it comes, by :class:`~audit.cached.CachedBackend`); the model loads only if work
+    remains."""
     rows = plan_rows(prompt_sets)
     store.save_cairo_plan(rows)
     store.register_model(ref.fingerprint, ref.label, ref.describe())
     texts = {row[6]: row[7] for row in rows}
-    todo = [(key, sample) for sample in range(decoding.samples)
-            for key in store.missing_continuations(ref.fingerprint, decoding.key(), sample, texts)]
-    wanted = len(texts) * decoding.samples
-    summary = ContinuationSummary(ref.label, wanted, wanted - len(todo))
-    if progress:
-        progress(summary.cached, wanted)
-    if not todo:
-        return summary
-    backend = load_backend()
-    for start in range(0, len(todo), batch_size):
-        batch = todo[start : start + batch_size]
-        outputs = backend.sample([texts[key] for key, _ in batch],
-                                 [decoding.seed_for(key, sample) for key, sample in batch],
-                                 max_new_tokens=decoding.max_new_tokens, min_new_tokens=decoding.min_new_tokens,
-                                 temperature=decoding.temperature, top_p=decoding.top_p)
-        store.save_continuations(ref.fingerprint, decoding.key(),
-                                 [(key, sample, text, text_key(text)) for (key, sample), text in zip(batch, outputs)])
-        summary.generated += len(batch)
-        if progress:
-            progress(summary.cached + summary.generated, wanted)
-    return summary
+    requests = {(key, sample): text for sample in range(decoding.samples) for key, text in texts.items()}
+    model = CachedBackend(store, CONTINUATIONS, (ref.fingerprint, decoding.key()), InProcess(load_backend),
+                          batch_size=batch_size)
+    fetched = model.results(SampleJob(decoding), requests, progress=progress)
+    return ContinuationSummary(ref.label, len(requests), fetched.cached, fetched.computed)
 
 
 def score_toxicity(store: Store, scorer: ToxicityScorer, *, batch_size: int = 256,
