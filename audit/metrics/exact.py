@@ -27,6 +27,7 @@ import math
 from functools import lru_cache
 
 import numpy as np
+from scipy.special import ndtri  # norm.ppf's own kernel: imports fast, scipy.stats does not
 
 from audit.design import PoolDesign
 from audit.metrics.inference import running_sum
@@ -72,9 +73,12 @@ def gap_pvalues(data: KeyData, design: PoolDesign) -> dict[str, np.ndarray]:
 def hypergeometric(n_a: int, n_b: int, s: int) -> np.ndarray:
     """P(x = 0 … min(s, n_a)) for x ~ H(n_a + n_b, n_a, s): a's members among s drawn from n_a + n_b (cached;
     read-only)."""
-    from scipy.stats import hypergeom  # imported on use: slow to import
+    from scipy.special._ufuncs import _hypergeom_pmf  # scipy.stats.hypergeom's own kernel, without scipy.stats
 
-    law = hypergeom.pmf(np.arange(min(s, n_a) + 1), n_a + n_b, n_a, s)
+    k = np.arange(min(s, n_a) + 1)
+    law = np.zeros(k.size)  # as hypergeom.pmf: 0 below the support, the kernel's value clipped to [0, 1] within it
+    inside = k >= s - n_b
+    law[inside] = np.clip(_hypergeom_pmf(k[inside], n_a, s, n_a + n_b), 0, 1)
     law.flags.writeable = False
     return law
 
@@ -152,9 +156,7 @@ def katz_bounds(ratio: float, se_log: float, level: float) -> tuple[float, float
     """exp(log ratio ∓ z·se): the log interval of a ratio with standard error ``se_log`` of its log."""
     if not (np.isfinite(se_log) and ratio > 0):
         return math.nan, math.nan
-    from scipy.stats import norm
-
-    half = float(norm.ppf(0.5 + level / 2)) * se_log
+    half = float(ndtri(0.5 + level / 2)) * se_log
     return ratio * math.exp(-half), ratio * math.exp(half)
 
 
