@@ -11,6 +11,9 @@ Replicates are drawn in fixed blocks seeded by (seed, key, block), so results do
 """
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+
 import numpy as np
 
 from audit.design import PoolDesign, PoolKind
@@ -23,6 +26,9 @@ from audit.metrics.weighted import weighted_delta, weighted_emd, weighted_jsd, w
 BLOCK = 25
 _CELLS_PER_CHUNK = 4_000_000
 _PER_ROUND = 50  # most replicates computed at once: larger batches fall out of the CPU cache and run slower
+_WEIGHT_BYTES = 64 * 2**20  # most bytes of recorded pools' bootstrap weights kept (see pool_weights)
+_weights: OrderedDict[tuple[int, ...], np.ndarray] = OrderedDict()
+_weights_lock = threading.Lock()
 
 
 def resampled_counts(data: KeyData, rng: np.random.Generator, n: int,
@@ -81,12 +87,33 @@ def _drawn(data: KeyData, design: PoolDesign, *, n: int, seed: int, block: int, 
     """(counts, qualified counts, pool weights for ``observed`` else None) of one block of n replicates, seeded by
     (seed, key, block) so results do not depend on chunking; for ``observed`` without ``counted`` the counts are
     None (only the pool weights are drawn)."""
-    rng = np.random.default_rng([seed, key_seed(data), block])
     if design.kind != PoolKind.OBSERVED:
-        return *resampled_counts(data, rng, n), None
-    pools = pool_index(data)
-    weights = rng.multinomial(pools.max() + 1, np.full(pools.max() + 1, 1 / (pools.max() + 1)), size=n)
+        return *resampled_counts(data, np.random.default_rng([seed, key_seed(data), block]), n), None
+    weights = pool_weights(int(pool_index(data).max()) + 1, n=n, seed=seed, key=key_seed(data), block=block)
     return *(pool_counts(data, weights) if counted else (None, None)), weights
+
+
+def pool_weights(pools: int, *, n: int, seed: int, key: int, block: int) -> np.ndarray:
+    """(n, pools): how often each recorded pool is drawn in n replicates of the pools, seeded by (seed, key, block).
+
+    The draws depend on nothing else, so they are kept (compactly, :data:`_WEIGHT_BYTES` at most, least recently
+    used dropped first) for the next pass over the same key: another grouping, the impact table after the metric
+    table, the verdict's intervals. Drawing them is most of a recorded key's bootstrap (a multinomial over every
+    pool)."""
+    args = (pools, n, seed, key, block)
+    with _weights_lock:
+        kept = _weights.get(args)
+        if kept is not None:
+            _weights.move_to_end(args)
+            return kept.astype(np.int64)
+    rng = np.random.default_rng([seed, key, block])
+    weights = rng.multinomial(pools, np.full(pools, 1 / pools), size=n)
+    kept = weights.astype(np.min_scalar_type(int(weights.max())))
+    with _weights_lock:
+        _weights[args] = kept
+        while sum(value.nbytes for value in _weights.values()) > _WEIGHT_BYTES:
+            _weights.popitem(last=False)
+    return weights
 
 
 def pool_counts(data: KeyData, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -94,13 +121,13 @@ def pool_counts(data: KeyData, weights: np.ndarray) -> tuple[np.ndarray, np.ndar
     weighted by ``weights`` (n, pools): the metrics of a replicate then come from the very pools behind its gaps."""
     from scipy.sparse import csr_matrix  # imported on use: slow to import
 
-    if "pool_cells" not in data.memo:  # per pool (sparse, pools × groups·values): its members' cells, all/qualified
-        cell = data.group * data.values.size + data.value
+    if "pool_cells" not in data.memo:  # per pool (sparse, kept transposed: groups·values × pools): its members'
+        cell = data.group * data.values.size + data.value  # cells, all then qualified
         shape = (weights.shape[1], len(data.groups) * data.values.size)
         data.memo["pool_cells"] = [csr_matrix((np.ones(int(mask.sum())), (pool_index(data)[mask], cell[mask])),
-                                              shape=shape)
+                                              shape=shape).T
                                    for mask in (np.ones_like(data.qualified, dtype=bool), data.qualified.astype(bool))]
-    return tuple(np.asarray((per_pool.T @ weights.T).T).reshape(len(weights), len(data.groups), data.values.size)
+    return tuple(np.asarray((per_pool @ weights.T).T).reshape(len(weights), len(data.groups), data.values.size)
                  for per_pool in data.memo["pool_cells"])
 
 

@@ -165,13 +165,13 @@ def _pool_ranks(data: KeyData) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]
 
 def _observed(data: KeyData, pool_weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     tables = data.memo.get("observed")
-    if tables is None:
-        tables = data.memo["observed"] = _observed_tables(data)
-    weights = np.ones((1, tables[0].shape[0])) if pool_weights is None else pool_weights
+    if tables is None:  # kept transposed (groups·L × pools): transposing is most of a small product's cost
+        tables = data.memo["observed"] = tuple(table.T for table in _observed_tables(data))
+    weights = np.ones((1, tables[0].shape[1])) if pool_weights is None else pool_weights
     m = len(data.groups)
 
     def average(table) -> np.ndarray:
-        total = np.asarray((table.T @ weights.T).T).reshape(len(weights), m, -1)
+        total = np.asarray((table @ weights.T).T).reshape(len(weights), m, -1)
         with np.errstate(invalid="ignore", divide="ignore"):
             return total / total.sum(axis=2, keepdims=True)
 
