@@ -11,24 +11,20 @@ Replicates are drawn in fixed blocks seeded by (seed, key, block), so results do
 """
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-
 import numpy as np
 
 from audit.design import PoolDesign, PoolKind
 from audit.metrics.allocation import selection_shares
 from audit.metrics.inference import key_seed
 from audit.metrics.keys import KeyData
+from audit.metrics.memo import ArrayCache
 from audit.metrics.pools import pool_index, pool_size, rank_laws
 from audit.metrics.weighted import weighted_delta, weighted_emd, weighted_jsd, weighted_rabbi
 
 BLOCK = 25
 _CELLS_PER_CHUNK = 4_000_000
 _PER_ROUND = 50  # most replicates computed at once: larger batches fall out of the CPU cache and run slower
-_WEIGHT_BYTES = 64 * 2**20  # most bytes of recorded pools' bootstrap weights kept (see pool_weights)
-_weights: OrderedDict[tuple[int, ...], np.ndarray] = OrderedDict()
-_weights_lock = threading.Lock()
+_weights = ArrayCache(64 * 2**20)  # recorded pools' bootstrap weights (see pool_weights)
 
 
 def resampled_counts(data: KeyData, rng: np.random.Generator, n: int,
@@ -96,24 +92,14 @@ def _drawn(data: KeyData, design: PoolDesign, *, n: int, seed: int, block: int, 
 def pool_weights(pools: int, *, n: int, seed: int, key: int, block: int) -> np.ndarray:
     """(n, pools): how often each recorded pool is drawn in n replicates of the pools, seeded by (seed, key, block).
 
-    The draws depend on nothing else, so they are kept (compactly, :data:`_WEIGHT_BYTES` at most, least recently
-    used dropped first) for the next pass over the same key: another grouping, the impact table after the metric
-    table, the verdict's intervals. Drawing them is most of a recorded key's bootstrap (a multinomial over every
-    pool)."""
-    args = (pools, n, seed, key, block)
-    with _weights_lock:
-        kept = _weights.get(args)
-        if kept is not None:
-            _weights.move_to_end(args)
-            return kept.astype(np.int64)
-    rng = np.random.default_rng([seed, key, block])
-    weights = rng.multinomial(pools, np.full(pools, 1 / pools), size=n)
-    kept = weights.astype(np.min_scalar_type(int(weights.max())))
-    with _weights_lock:
-        _weights[args] = kept
-        while sum(value.nbytes for value in _weights.values()) > _WEIGHT_BYTES:
-            _weights.popitem(last=False)
-    return weights
+    The draws depend on nothing else, so they are kept (compactly) for the next pass over the same key: another
+    grouping, the impact table after the metric table, the verdict's intervals. Drawing them is most of a recorded
+    key's bootstrap (a multinomial over every pool)."""
+    def draw() -> np.ndarray:
+        weights = np.random.default_rng([seed, key, block]).multinomial(pools, np.full(pools, 1 / pools), size=n)
+        return weights.astype(np.min_scalar_type(int(weights.max())))
+
+    return _weights.get((pools, n, seed, key, block), draw).astype(np.int64)
 
 
 def pool_counts(data: KeyData, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

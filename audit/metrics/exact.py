@@ -32,11 +32,13 @@ from scipy.special import ndtri  # norm.ppf's own kernel: imports fast, scipy.st
 from audit.design import PoolDesign
 from audit.metrics.inference import running_sum
 from audit.metrics.keys import KeyData
+from audit.metrics.memo import ArrayCache
 from audit.metrics.pools import candidate_laws, pool_index
 
 #: relative tolerance of "no more likely than the observed statistic" (as in Fisher's and the binomial test)
 RELATIVE_TOLERANCE = 1e-7
 _DIRECT_CELLS = 20_000_000  # longer convolutions go through the FFT
+_null_laws = ArrayCache(64 * 2**20)  # null laws by their strata (see null_law)
 
 
 def pool_tables(data: KeyData, design: PoolDesign, quotas: list[int],
@@ -120,10 +122,19 @@ def stratified_pvalue(x: np.ndarray, n_a: np.ndarray, n_b: np.ndarray, s: np.nda
         return 1.0
     base = int(max(n_a.max(), n_b.max())) + 1  # pools sharing (n_a, n_b, s) share one code
     codes, repeats = np.unique((n_a[inform] * base + n_b[inform]) * base + s[inform], return_counts=True)
+    strata = tuple((code // base // base, code // base % base, code % base, times)
+                   for code, times in zip(codes.tolist(), repeats.tolist()))
+    return two_sided(_null_laws.get(strata, lambda: null_law(strata)), int(x[inform].sum()))
+
+
+def null_law(strata: tuple[tuple[int, int, int, int], ...]) -> np.ndarray:
+    """The law of T under the null: the convolution over ``strata`` (n_a, n_b, s, pools) of each stratum's
+    hypergeometric law to the power of its pools, normalised. Quotas, categories and groupings of one audit often
+    share their strata, so :func:`stratified_pvalue` keeps these laws."""
     law = np.ones(1)
-    for code, times in zip(codes.tolist(), repeats.tolist()):
-        law = convolve(law, power(hypergeometric(code // base // base, code // base % base, code % base), times))
-    return two_sided(law / law.sum(), int(x[inform].sum()))
+    for n_a, n_b, s, times in strata:
+        law = convolve(law, power(hypergeometric(n_a, n_b, s), times))
+    return law / law.sum()
 
 
 def pair_pvalue(members: np.ndarray, selected: np.ndarray, a: int, b: int) -> float:
