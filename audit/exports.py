@@ -34,7 +34,6 @@ _lock = threading.Lock()
 _started = False
 _broken: str | None = None  # why the browser failed, once it has: later exports fail at once
 _warming: threading.Thread | None = None  # the browser's early start (warm_up), joined before the first export
-warnings.filterwarnings("ignore", message="The kopts argument is ignored", category=UserWarning)  # kaleido's server
 
 
 def start_exporter() -> bool:
@@ -87,6 +86,9 @@ def figure_bytes(fig: go.Figure, fmt: str, *, plotlyjs: "bool | str" = True, wid
 def _image(fig: go.Figure, fmt: str, width: int, height: int) -> bytes:
     """One static export through kaleido's persistent browser (started on first use)."""
     start_exporter()
+    # kaleido's server warns "kopts ignored" on every export: silenced by a narrow filter, set (idempotently) at each
+    # export since a caller's catch_warnings may have restored the filters since (catch_warnings is not thread-safe)
+    warnings.filterwarnings("ignore", message="The kopts argument is ignored", category=UserWarning)
     with _lock:
         return fig.to_image(format=fmt, width=width, height=height, scale=SCALE if fmt == "png" else 1)
 
