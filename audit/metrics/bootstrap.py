@@ -105,16 +105,18 @@ def pool_weights(pools: int, *, n: int, seed: int, key: int, block: int) -> np.n
 def pool_counts(data: KeyData, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(counts, qualified counts), each (n, groups, distinct scores), of the candidates of the recorded pools
     weighted by ``weights`` (n, pools): the metrics of a replicate then come from the very pools behind its gaps."""
-    from scipy.sparse import csr_matrix  # imported on use: slow to import
+    from scipy.sparse import csr_matrix, hstack  # imported on use: slow to import
 
-    if "pool_cells" not in data.memo:  # per pool (sparse, kept transposed: groups·values × pools): its members'
-        cell = data.group * data.values.size + data.value  # cells, all then qualified
+    if "pool_cells" not in data.memo:  # per pool: its members' cells, all then qualified, side by side (sparse, kept
+        cell = data.group * data.values.size + data.value  # transposed: 2·groups·values × pools; one product)
         shape = (weights.shape[1], len(data.groups) * data.values.size)
-        data.memo["pool_cells"] = [csr_matrix((np.ones(int(mask.sum())), (pool_index(data)[mask], cell[mask])),
-                                              shape=shape).T
-                                   for mask in (np.ones_like(data.qualified, dtype=bool), data.qualified.astype(bool))]
-    return tuple(np.asarray((per_pool @ weights.T).T).reshape(len(weights), len(data.groups), data.values.size)
-                 for per_pool in data.memo["pool_cells"])
+        data.memo["pool_cells"] = hstack(
+            [csr_matrix((np.ones(int(mask.sum())), (pool_index(data)[mask], cell[mask])), shape=shape)
+             for mask in (np.ones_like(data.qualified, dtype=bool), data.qualified.astype(bool))], format="csr").T
+    product = data.memo["pool_cells"] @ weights.T  # (2·groups·values, n): all members' rows, then qualified ones
+    half = product.shape[0] // 2
+    return tuple(rows.T.reshape(len(weights), len(data.groups), data.values.size)  # views: the rows' own layout
+                 for rows in (product[:half], product[half:]))
 
 
 def share_draws(data: KeyData, design: PoolDesign, *, n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
