@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import importlib
 import math
 import sys
 
@@ -13,16 +14,22 @@ MAX_REPLICATES = 100_000
 """Most bootstrap replicates or permutations a command may ask for (each costs memory per row of the table)."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``python -m audit`` parser with every sub-command registered."""
-    from audit.commands import (cairo_commands, import_commands, ll144_commands, metrics_commands, plan_commands,
-                                position_commands, report_commands, scoring_commands, verdict_commands)
+#: the module of :mod:`audit.commands` that registers each sub-command, modules in ``--help`` order
+COMMANDS = {**dict.fromkeys(("score", "scores", "pairs", "answers", "designs", "models"), "scoring_commands"),
+            **dict.fromkeys(("metrics", "validity", "shape"), "metrics_commands"), "cairo": "cairo_commands",
+            "plan": "plan_commands", **dict.fromkeys(("impact", "compare", "report"), "report_commands"),
+            "verdict": "verdict_commands", "import": "import_commands", "ll144": "ll144_commands",
+            "position-bias": "position_commands"}
 
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``python -m audit`` parser with every sub-command registered, or only the family of ``command`` when it
+    names one (each family imports what it runs: the others' imports would only slow the start)."""
     parser = argparse.ArgumentParser(prog="python -m audit", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    for module in (scoring_commands, metrics_commands, cairo_commands, plan_commands, report_commands,
-                   verdict_commands, import_commands, ll144_commands, position_commands):
-        module.add_commands(sub)
+    families = [COMMANDS[command]] if command in COMMANDS else dict.fromkeys(COMMANDS.values())
+    for family in families:
+        importlib.import_module(f"audit.commands.{family}").add_commands(sub)
     return parser
 
 
@@ -30,7 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run one sub-command; bad input is one ``error:`` line on stderr and exit status 2."""
     from audit.commands.io import stdout_error, write_stdout
 
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv[0] if argv else None).parse_args(argv)
     try:
         check_replicates(args)
         check_levels(args)

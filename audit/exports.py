@@ -33,6 +33,7 @@ process group of every browser process it started."""
 _lock = threading.Lock()
 _started = False
 _broken: str | None = None  # why the browser failed, once it has: later exports fail at once
+_warming: threading.Thread | None = None  # the browser's early start (warm_up), joined before the first export
 
 
 def start_exporter() -> bool:
@@ -50,6 +51,25 @@ def start_exporter() -> bool:
         return True
 
 
+def warm_up() -> None:
+    """Start the figures' browser now, in the background, so that it is up when the first figure is drawn (once per
+    process). The start runs under :data:`EXPORT_DEADLINE` as an export does: a browser that fails or never answers
+    is killed with its group, and the first export then raises that error."""
+    global _warming
+    with _lock:
+        if _warming is not None or _started or _broken:
+            return
+        _warming = threading.Thread(target=_warm, name="figure-browser", daemon=True)
+        _warming.start()
+
+
+def _warm() -> None:
+    try:
+        _within_deadline(lambda: _image(go.Figure(), "svg", 10, 10), EXPORT_DEADLINE)
+    except AuditError:
+        pass  # kept in _broken: the first export raises it
+
+
 def figure_bytes(fig: go.Figure, fmt: str, *, plotlyjs: "bool | str" = True, width: int | None = None) -> bytes:
     """``fig`` as ``png``, ``svg``, ``pdf`` or ``html`` bytes (HTML embeds plotly.js unless ``plotlyjs`` says else;
     static images ``width`` pixels wide, default :data:`WIDTH`)."""
@@ -57,15 +77,20 @@ def figure_bytes(fig: go.Figure, fmt: str, *, plotlyjs: "bool | str" = True, wid
         return fig.to_html(full_html=True, include_plotlyjs=plotlyjs).encode("utf-8")
     if fmt not in FIGURE_FORMATS:
         raise AuditError(f"unknown figure format {fmt!r}; choose one of {list(FIGURE_FORMATS)}")
+    if _warming is not None:
+        _warming.join()  # one export (or start) under the deadline at a time
     height = HEIGHT or fig.layout.height or 500
+    return _within_deadline(lambda: _image(fig, fmt, width or WIDTH, height), EXPORT_DEADLINE)
 
-    def export() -> bytes:
-        start_exporter()
-        with _lock, warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # kaleido: "kopts ignored if using a server"
-            return fig.to_image(format=fmt, width=width or WIDTH, height=height, scale=SCALE if fmt == "png" else 1)
 
-    return _within_deadline(export, EXPORT_DEADLINE)
+def _image(fig: go.Figure, fmt: str, width: int, height: int) -> bytes:
+    """One static export through kaleido's persistent browser (started on first use)."""
+    start_exporter()
+    # kaleido's server warns "kopts ignored" on every export: silenced by a narrow filter, set (idempotently) at each
+    # export since a caller's catch_warnings may have restored the filters since (catch_warnings is not thread-safe)
+    warnings.filterwarnings("ignore", message="The kopts argument is ignored", category=UserWarning)
+    with _lock:
+        return fig.to_image(format=fmt, width=width, height=height, scale=SCALE if fmt == "png" else 1)
 
 
 def table_bytes(table: pd.DataFrame) -> bytes:

@@ -17,12 +17,14 @@ from audit.design import PoolDesign, PoolKind
 from audit.metrics.allocation import selection_shares
 from audit.metrics.inference import key_seed
 from audit.metrics.keys import KeyData
+from audit.metrics.memo import ArrayCache
 from audit.metrics.pools import pool_index, pool_size, rank_laws
 from audit.metrics.weighted import weighted_delta, weighted_emd, weighted_jsd, weighted_rabbi
 
 BLOCK = 25
 _CELLS_PER_CHUNK = 4_000_000
 _PER_ROUND = 50  # most replicates computed at once: larger batches fall out of the CPU cache and run slower
+_weights = ArrayCache(64 * 2**20)  # recorded pools' bootstrap weights (see pool_weights)
 
 
 def resampled_counts(data: KeyData, rng: np.random.Generator, n: int,
@@ -81,27 +83,40 @@ def _drawn(data: KeyData, design: PoolDesign, *, n: int, seed: int, block: int, 
     """(counts, qualified counts, pool weights for ``observed`` else None) of one block of n replicates, seeded by
     (seed, key, block) so results do not depend on chunking; for ``observed`` without ``counted`` the counts are
     None (only the pool weights are drawn)."""
-    rng = np.random.default_rng([seed, key_seed(data), block])
     if design.kind != PoolKind.OBSERVED:
-        return *resampled_counts(data, rng, n), None
-    pools = pool_index(data)
-    weights = rng.multinomial(pools.max() + 1, np.full(pools.max() + 1, 1 / (pools.max() + 1)), size=n)
+        return *resampled_counts(data, np.random.default_rng([seed, key_seed(data), block]), n), None
+    weights = pool_weights(int(pool_index(data).max()) + 1, n=n, seed=seed, key=key_seed(data), block=block)
     return *(pool_counts(data, weights) if counted else (None, None)), weights
+
+
+def pool_weights(pools: int, *, n: int, seed: int, key: int, block: int) -> np.ndarray:
+    """(n, pools): how often each recorded pool is drawn in n replicates of the pools, seeded by (seed, key, block).
+
+    The draws depend on nothing else, so they are kept (compactly) for the next pass over the same key: another
+    grouping, the impact table after the metric table, the verdict's intervals. Drawing them is most of a recorded
+    key's bootstrap (a multinomial over every pool)."""
+    def draw() -> np.ndarray:
+        weights = np.random.default_rng([seed, key, block]).multinomial(pools, np.full(pools, 1 / pools), size=n)
+        return weights.astype(np.min_scalar_type(int(weights.max())))
+
+    return _weights.get((pools, n, seed, key, block), draw).astype(np.int64)
 
 
 def pool_counts(data: KeyData, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(counts, qualified counts), each (n, groups, distinct scores), of the candidates of the recorded pools
     weighted by ``weights`` (n, pools): the metrics of a replicate then come from the very pools behind its gaps."""
-    from scipy.sparse import csr_matrix  # imported on use: slow to import
+    from scipy.sparse import csr_matrix, hstack  # imported on use: slow to import
 
-    if "pool_cells" not in data.memo:  # per pool (sparse, pools × groups·values): its members' cells, all/qualified
-        cell = data.group * data.values.size + data.value
+    if "pool_cells" not in data.memo:  # per pool: its members' cells, all then qualified, side by side (sparse, kept
+        cell = data.group * data.values.size + data.value  # transposed: 2·groups·values × pools; one product)
         shape = (weights.shape[1], len(data.groups) * data.values.size)
-        data.memo["pool_cells"] = [csr_matrix((np.ones(int(mask.sum())), (pool_index(data)[mask], cell[mask])),
-                                              shape=shape)
-                                   for mask in (np.ones_like(data.qualified, dtype=bool), data.qualified.astype(bool))]
-    return tuple(np.asarray((per_pool.T @ weights.T).T).reshape(len(weights), len(data.groups), data.values.size)
-                 for per_pool in data.memo["pool_cells"])
+        data.memo["pool_cells"] = hstack(
+            [csr_matrix((np.ones(int(mask.sum())), (pool_index(data)[mask], cell[mask])), shape=shape)
+             for mask in (np.ones_like(data.qualified, dtype=bool), data.qualified.astype(bool))], format="csr").T
+    product = data.memo["pool_cells"] @ weights.T  # (2·groups·values, n): all members' rows, then qualified ones
+    half = product.shape[0] // 2
+    return tuple(rows.T.reshape(len(weights), len(data.groups), data.values.size)  # views: the rows' own layout
+                 for rows in (product[:half], product[half:]))
 
 
 def share_draws(data: KeyData, design: PoolDesign, *, n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -27,15 +27,18 @@ import math
 from functools import lru_cache
 
 import numpy as np
+from scipy.special import ndtri  # norm.ppf's own kernel: imports fast, scipy.stats does not
 
 from audit.design import PoolDesign
 from audit.metrics.inference import running_sum
 from audit.metrics.keys import KeyData
+from audit.metrics.memo import ArrayCache
 from audit.metrics.pools import candidate_laws, pool_index
 
 #: relative tolerance of "no more likely than the observed statistic" (as in Fisher's and the binomial test)
 RELATIVE_TOLERANCE = 1e-7
 _DIRECT_CELLS = 20_000_000  # longer convolutions go through the FFT
+_null_laws = ArrayCache(64 * 2**20)  # null laws by their strata (see null_law)
 
 
 def pool_tables(data: KeyData, design: PoolDesign, quotas: list[int],
@@ -72,9 +75,12 @@ def gap_pvalues(data: KeyData, design: PoolDesign) -> dict[str, np.ndarray]:
 def hypergeometric(n_a: int, n_b: int, s: int) -> np.ndarray:
     """P(x = 0 … min(s, n_a)) for x ~ H(n_a + n_b, n_a, s): a's members among s drawn from n_a + n_b (cached;
     read-only)."""
-    from scipy.stats import hypergeom  # imported on use: slow to import
+    from scipy.special._ufuncs import _hypergeom_pmf  # scipy.stats.hypergeom's own kernel, without scipy.stats
 
-    law = hypergeom.pmf(np.arange(min(s, n_a) + 1), n_a + n_b, n_a, s)
+    k = np.arange(min(s, n_a) + 1)
+    law = np.zeros(k.size)  # as hypergeom.pmf: 0 below the support, the kernel's value clipped to [0, 1] within it
+    inside = k >= s - n_b
+    law[inside] = np.clip(_hypergeom_pmf(k[inside], n_a, s, n_a + n_b), 0, 1)
     law.flags.writeable = False
     return law
 
@@ -116,10 +122,19 @@ def stratified_pvalue(x: np.ndarray, n_a: np.ndarray, n_b: np.ndarray, s: np.nda
         return 1.0
     base = int(max(n_a.max(), n_b.max())) + 1  # pools sharing (n_a, n_b, s) share one code
     codes, repeats = np.unique((n_a[inform] * base + n_b[inform]) * base + s[inform], return_counts=True)
+    strata = tuple((code // base // base, code // base % base, code % base, times)
+                   for code, times in zip(codes.tolist(), repeats.tolist()))
+    return two_sided(_null_laws.get(strata, lambda: null_law(strata)), int(x[inform].sum()))
+
+
+def null_law(strata: tuple[tuple[int, int, int, int], ...]) -> np.ndarray:
+    """The law of T under the null: the convolution over ``strata`` (n_a, n_b, s, pools) of each stratum's
+    hypergeometric law to the power of its pools, normalised. Quotas, categories and groupings of one audit often
+    share their strata, so :func:`stratified_pvalue` keeps these laws."""
     law = np.ones(1)
-    for code, times in zip(codes.tolist(), repeats.tolist()):
-        law = convolve(law, power(hypergeometric(code // base // base, code // base % base, code % base), times))
-    return two_sided(law / law.sum(), int(x[inform].sum()))
+    for n_a, n_b, s, times in strata:
+        law = convolve(law, power(hypergeometric(n_a, n_b, s), times))
+    return law / law.sum()
 
 
 def pair_pvalue(members: np.ndarray, selected: np.ndarray, a: int, b: int) -> float:
@@ -152,9 +167,7 @@ def katz_bounds(ratio: float, se_log: float, level: float) -> tuple[float, float
     """exp(log ratio ∓ z·se): the log interval of a ratio with standard error ``se_log`` of its log."""
     if not (np.isfinite(se_log) and ratio > 0):
         return math.nan, math.nan
-    from scipy.stats import norm
-
-    half = float(norm.ppf(0.5 + level / 2)) * se_log
+    half = float(ndtri(0.5 + level / 2)) * se_log
     return ratio * math.exp(-half), ratio * math.exp(half)
 
 

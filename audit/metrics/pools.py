@@ -164,18 +164,21 @@ def _pool_ranks(data: KeyData) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]
 
 
 def _observed(data: KeyData, pool_weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    tables = data.memo.get("observed")
-    if tables is None:
-        tables = data.memo["observed"] = _observed_tables(data)
-    weights = np.ones((1, tables[0].shape[0])) if pool_weights is None else pool_weights
-    m = len(data.groups)
+    stacked = data.memo.get("observed")
+    if stacked is None:  # both tables side by side, kept transposed (2·groups·L × pools): one product, no transpose
+        from scipy.sparse import hstack
 
-    def average(table) -> np.ndarray:
-        total = np.asarray((table.T @ weights.T).T).reshape(len(weights), m, -1)
+        stacked = data.memo["observed"] = hstack(_observed_tables(data), format="csr").T
+    weights = np.ones((1, stacked.shape[1])) if pool_weights is None else pool_weights
+    product = stacked @ weights.T  # (2·groups·L, n): the all-members rows, then the qualified ones
+    half = product.shape[0] // 2
+
+    def average(rows: np.ndarray) -> np.ndarray:  # (n, groups, L) as a view of the rows (their layout, their sums)
+        total = rows.T.reshape(len(weights), len(data.groups), -1)
         with np.errstate(invalid="ignore", divide="ignore"):
             return total / total.sum(axis=2, keepdims=True)
 
-    return average(tables[0]), average(tables[1])
+    return average(product[:half]), average(product[half:])
 
 
 def _observed_tables(data: KeyData) -> tuple:

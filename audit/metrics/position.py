@@ -11,7 +11,6 @@ flags a system whose position effect is larger than its group effect (the gaps t
 from __future__ import annotations
 
 import pandas as pd
-from scipy import stats
 
 COLUMNS = ["model", "subtask", "position", "top1", "pools", "top1_share", "ci_low", "ci_high", "expected",
            "p_value", "uniform_p"]
@@ -26,6 +25,8 @@ LARGER = "position effect larger than group effect"
 
 def position_bias(decisions: pd.DataFrame, ci: float = 0.95) -> pd.DataFrame:
     """``decisions``: columns model, subtask, pool, position (0 = shown first), value (rank; 1 = first)."""
+    from scipy import stats  # imported on use: ≈0.5 s, and every command's parser imports this module
+
     rows = []
     for (model, subtask), part in decisions.groupby(["model", "subtask"], sort=True):
         sizes = part.groupby("pool")["position"].transform("size")
@@ -49,6 +50,8 @@ def _top1_counts(part: pd.DataFrame, column: str) -> pd.Series:
 
 def _spread_and_chi2(counts: pd.Series, pools: int) -> tuple[float, float]:
     """(max − min share of top-1 picks, chi-square statistic against equal shares) of one system's counts."""
+    from scipy import stats  # imported on use (see position_bias)
+
     shares = counts / pools
     return float(shares.max() - shares.min()), float(stats.chisquare(counts.to_numpy()).statistic)
 
@@ -58,6 +61,8 @@ def position_vs_group(decisions: pd.DataFrame) -> pd.DataFrame:
     positions and across groups, and ``position_over_group``: the position effect is larger than the group effect
     (larger chi-square, same pools and degrees of freedom with one candidate per group) and not chance (the uniform
     test rejects at 5 %). ``decisions``: as :func:`position_bias`, plus ``grp``."""
+    from scipy import stats  # imported on use (see position_bias)
+
     rows = []
     for (model, subtask), part in decisions.groupby(["model", "subtask"], sort=True):
         pools = int(part["pool"].nunique())

@@ -51,6 +51,7 @@ from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
+from scipy.special import ndtri  # norm.ppf's own kernel: imports fast, scipy.stats does not
 
 from audit.design import PoolDesign, PoolKind
 from audit.errors import AuditError
@@ -313,27 +314,23 @@ def planned_units(units: np.ndarray, se: np.ndarray, distance: np.ndarray, z_cri
     """n = n₀·((z_crit + z_power)·se₀ / distance)²: the sample at which an estimate with standard error se₀ at n₀
     (shrinking as 1/√n) lies ``distance`` from its decision boundary with z_crit to spare at ``power`` (normal
     approximation)."""
-    from scipy.stats import norm
-
     with np.errstate(invalid="ignore", divide="ignore"):
-        return units * ((z_crit + norm.ppf(power)) * se / distance) ** 2
+        return units * ((z_crit + ndtri(power)) * se / distance) ** 2
 
 
 def _planned(rows: pd.DataFrame, *, threshold: float, ci: float, rule: str) -> pd.DataFrame:
     """``needed_per_group``, ``more_per_group``, ``planning_ratio``, ``needed_unit`` and ``rough`` of the
     inconclusive rows (see the module's planner); NaN elsewhere and where the ratio is undefined."""
-    from scipy.stats import norm
-
     ratio = rows["impact_ratio"].to_numpy(dtype=float)
     units = rows["units"].to_numpy(dtype=float)
     todo = (rows["verdict"] == INCONCLUSIVE).to_numpy() & np.isfinite(ratio) & (ratio > 0)
     plan = np.where(todo, (np.minimum(ratio, 1) + threshold) / 2, np.nan)
-    z_test = norm.ppf(1 - (1 - ci) / (2 * np.maximum(rows["family_size"].to_numpy(dtype=float), 1)))
+    z_test = ndtri(1 - (1 - ci) / (2 * np.maximum(rows["family_size"].to_numpy(dtype=float), 1)))
     with np.errstate(invalid="ignore", divide="ignore"):
         test = planned_units(units, rows["se_diff"].to_numpy(), rows["comparator_rate"].to_numpy() * (1 - plan),
                              z_test)
         interval = planned_units(units, rows["se_log"].to_numpy(), np.abs(np.log(plan) - np.log(threshold)),
-                                 norm.ppf((1 + ci) / 2))
+                                 ndtri((1 + ci) / 2))
     below = ratio < threshold
     needed = np.where(below, np.fmax(test, interval) if rule == "strict" else test, interval)
     needed = np.where(todo & np.isfinite(needed) & (needed > 0), np.fmax(np.ceil(needed), units + 1), np.nan)

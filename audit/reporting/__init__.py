@@ -6,6 +6,7 @@ Chromium) saying what was audited, how, what was found, how sure we are, and how
 """
 from collections.abc import Callable
 
+from audit.exports import warm_up
 from audit.reporting.content import ReportSettings, collect
 from audit.reporting.findings import Finding, findings
 from audit.reporting.pdf import print_pdf
@@ -25,10 +26,11 @@ def report_steps(fmt: str) -> tuple[str, ...]:
 
 def build_report(settings: ReportSettings, fmt: str = "html", progress: Progress | None = None) -> bytes:
     """The report of ``settings`` as ``html`` or ``pdf`` bytes, each step announced to ``progress`` as it starts
-    (the figures' browser starts with the first figure, under the export's deadline, so a browser that fails or
-    never answers ends in one error and leaves no process behind)."""
+    (the figures' browser starts first, in the background and under the export's deadline, so it is up when the
+    charts are drawn, and a browser that fails or never answers ends in one error and leaves no process behind)."""
     steps = report_steps(fmt)
     tell = progress or (lambda step, done: None)
+    warm_up()
     tell(COMPUTING, 0 / len(steps))
     data = collect(settings)
     tell(WRITING, 1 / len(steps))

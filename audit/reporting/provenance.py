@@ -80,10 +80,9 @@ def data_hash(store: Store, task: str, subtasks: list[str]) -> tuple[str, int, s
             f"JOIN recorded_systems s ON s.id = d.system WHERE s.task = ? AND s.subtask IN ({marks}) "
             "ORDER BY s.model, s.subtask, d.pool, d.position", (task, *subtasks)).fetchall()
         what = "recorded decisions (imported: sources in Appendix C)"
-    digest = hashlib.sha256()
-    for row in found:
-        digest.update(json.dumps(list(row), ensure_ascii=False).encode("utf-8") + b"\n")
-    return digest.hexdigest(), len(found), what
+    encode = json.JSONEncoder(ensure_ascii=False).encode  # what json.dumps(row, ensure_ascii=False) builds per call
+    text = "".join(f"{encode(list(row))}\n" for row in found)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest(), len(found), what
 
 
 def prompts(store: Store, task: str, scores: pd.DataFrame, mode: str) -> pd.DataFrame:
