@@ -123,6 +123,7 @@ class Audit:
         if s.max_inconsistent is not None and is_pairwise(mode) and len(pairs):
             rows = drop_unreliable(rows, pairs, max_inconsistent=s.max_inconsistent)[0]
         if rows.empty:
+            self._known(mode)
             raise AuditError(f"task {s.task!r} has no {mode} scores for this selection")
         return rows if grouping is None else regroup(rows, self.tables.design(s.task).part(grouping))
 
@@ -248,8 +249,8 @@ class Audit:
         display name) at quotas ``ks`` for ``groupings`` (default: each declared grouping at the quotas below its
         pool size). Every grouping is measured, then all are decided together, so the selection's multiple-testing
         ``family`` and ``rule`` hold across groupings and systems."""
-        s, sizes = self.selection, self.sizes("pointwise")
         self._known("pointwise")
+        s, sizes = self.selection, self.sizes("pointwise")
         self.check_quota(ks, groupings or None, mode="pointwise")
         design = self.tables.design(s.task)
         pool = s.pool or str(pool_of(design, "pointwise"))
