@@ -92,7 +92,7 @@ def add_selection(parser: argparse.ArgumentParser, *, k: str = "list", k_help: s
 def selection_from(args: argparse.Namespace, tables: "StoreTables", **fields: object) -> "Selection":
     """The one :class:`audit.selection.Selection` of a command's flags (any command's: flags it lacks keep the
     selection's defaults; ``fields`` override, e.g. the mode of one pass): the store's only task unless ``--task``,
-    ``--k`` as a tuple of quotas."""
+    ``--k`` as a tuple of quotas, a repeatable ``--grouping`` named once as the selection's grouping."""
     from audit.commands.io import parse_quotas
     from audit.selection import Selection
 
@@ -105,7 +105,8 @@ def selection_from(args: argparse.Namespace, tables: "StoreTables", **fields: ob
     grouping = flag("grouping")
     chosen = dict(mode=flag("mode", "pointwise"), models=tuple(flag("models", ())),
                   subtasks=tuple(flag("subtasks", ())), groups=tuple(flag("groups", ())),
-                  grouping=grouping if isinstance(grouping, str) else None, reference=flag("reference"),
+                  grouping=grouping if isinstance(grouping, str) or grouping is None else
+                  grouping[0] if len(grouping) == 1 else None, reference=flag("reference"),
                   pool=flag("pool"), preset=flag("preset", "default"), max_inconsistent=flag("max_inconsistent"),
                   ci=getattr(args, "ci", 0.95), n_boot=flag("bootstrap", N_BOOT), n_perm=getattr(args, "permutations",
                                                                                               N_PERM),
