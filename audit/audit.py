@@ -145,7 +145,8 @@ class Audit:
         """:meth:`sizes` of the selection's mode."""
         return self.sizes(self.selection.mode)
 
-    def check_quota(self, ks: Sequence[int], groupings: Sequence[str] | None = None, *, mode: str | None = None) -> None:
+    def check_quota(self, ks: Sequence[int], groupings: Sequence[str] | None = None, *,
+                    mode: str | None = None) -> None:
         """The one quota check: every k of ``ks`` must lie in 1 … pool size − 1 (at k = pool size everyone is
         selected: nothing to measure) for each of ``groupings``, or, when None, for the grouping with the largest
         pools (views over every grouping leave out those whose pools are not above k). ``mode``: whose pools

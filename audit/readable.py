@@ -201,7 +201,9 @@ def run_table(summaries: Sequence[RunSummary]) -> pd.DataFrame:
 
 def low_mass_note(mass: pd.DataFrame, view: View) -> str:
     """Which models of the view are marked ✕ for low label mass (:func:`audit.views.label_mass`), or ""."""
-    low = sorted(set(mass.loc[mass["low"] & mass["model"].isin(view.selection.models), "model"])) if view.selection.mode == "pointwise" else []
+    chosen = view.selection
+    low = sorted(set(mass.loc[mass["low"] & mass["model"].isin(chosen.models), "model"])) \
+        if chosen.mode == "pointwise" else []
     return (f"Marked ✕ in the charts: {', '.join(low)} put less than {LOW_LABEL_MASS:.0%} of the next-token probability "
             "on the labels on average, so their scores are mostly renormalised noise." if low else "")
 

@@ -21,5 +21,6 @@ def report_settings(view: View, k: int, adjust: str = "holm", family: str = DEFA
 def bundle_settings(view: View, scores: pd.DataFrame, page: str, **settings: object) -> dict:
     """The settings a page's report bundle records: the view, the page's own settings (k, …), the fingerprints of
     the models shown and the time."""
-    return {**view.settings(), **settings, "page": page, "model_fingerprints": fingerprints(scores, view.selection.models),
+    return {**view.settings(), **settings, "page": page,
+            "model_fingerprints": fingerprints(scores, view.selection.models),
             "generated": datetime.now(timezone.utc).isoformat(timespec="seconds")}

@@ -22,7 +22,8 @@ except AuditError as exc:
 else:
     own, _ = design.audited_quota()
     top = max(sizes.values()) - 1
-    k = own if top <= 1 else st.slider("quota k of this verdict", 1, top, min(own, top), key=f"overview_k_{current.selection.task}",
+    k = own if top <= 1 else st.slider("quota k of this verdict", 1, top, min(own, top),
+                                       key=f"overview_k_{current.selection.task}",
                                        help="Starts at the quota the audit's design declares; the verdict at every "
                                             "k is in the row below.")
     verdict_panel.family_choice()
@@ -53,7 +54,8 @@ for column, (label, value) in zip(st.columns(4), (
 groups = sorted(scores["group"].astype(str).unique())
 mode = mode_name(design, current.selection.mode)
 st.markdown(f"**Reference group:** {md_text(design.display_name(current.selection.reference))} (stored: "
-            f"{md_text(design.display_name(design.reference))}) · **grouping:** {md_text(current.selection.grouping)} · "
+            f"{md_text(design.display_name(design.reference))}) · "
+            f"**grouping:** {md_text(current.selection.grouping)} · "
             f"**mode:** {mode} "
             f"(pool design {common.audit(current).pool}) · **design:** {design.kind}  \n"
             f"**Groups:** {md_text(', '.join(names.get(g, g) for g in groups))}  \n"
@@ -74,8 +76,12 @@ st.caption(f"Mean share of the next-token probability on the task's labels (poin
 st.dataframe(readable.label_mass_table(views.label_mass(stored.scores, current.selection.task)), hide_index=True,
              width="stretch")
 
-rows = scores[scores["mode"] == current.selection.mode]
-rows = views.shown(views.regroup(rows, design.groupings[current.selection.grouping]), current, with_reference=True)
+try:
+    rows = common.audit(current).scores(current.selection.mode, current.selection.grouping)
+except AuditError as exc:
+    st.info(f"No scores to show for this selection: {exc}")
+    st.stop()
+rows = views.shown(rows, current, with_reference=True)
 common.chart(charts.score_distributions(rows, names), rows, "score_distributions")
 if len(rows):
     shape = score_shape(rows)

@@ -11,10 +11,8 @@ from audit.audit import Audit
 from audit.commands.io import emit, emit_table, parse_quotas, read_table_file, records
 from audit.commands.options import add_adjust, add_bootstrap, add_output, add_selection, selection_from
 from audit.errors import AuditError
-from audit.metrics.bands import ndcg_bands, validity_bands
 from audit.metrics.schema import is_pairwise
 from audit.metrics.shape import score_shape
-from audit.metrics.validity import model_rankings, ndcg_table, validity
 from audit.store import Store
 from audit.views import MODES, StoreTables
 
@@ -121,14 +119,11 @@ def run_validity(args: argparse.Namespace) -> int:
     if args.ci is not None and not 0 < args.ci < 1:
         raise AuditError(f"confidence level {args.ci} must lie strictly between 0 and 1")
     for result in audits(args, keep_draws=args.ci is not None, n_perm=None):
-        table = result.table
-        correlations, ndcg = validity(table), ndcg_table(table)
-        if args.ci is not None:
-            correlations = validity_bands(table, *result.draws, level=args.ci)
-            ndcg = ndcg_bands(table, *result.draws, level=args.ci)
         extra = {"reference": result.reference, "pool": result.pool}
-        for name, frame in (("correlations", correlations), ("ndcg", ndcg), ("rankings", model_rankings(table))):
-            blocks[name].append(frame.assign(task=result.selection.task, **extra)[["task", *extra, *frame.columns]])
+        for k in result.selection.ks:
+            rankings, ndcg = result.rankings(k)
+            for name, frame in (("correlations", result.correlations(k)), ("ndcg", ndcg), ("rankings", rankings)):
+                blocks[name].append(frame.assign(task=result.selection.task, **extra)[["task", *extra, *frame.columns]])
     return _emit_validity(args, blocks)
 
 

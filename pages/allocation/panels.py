@@ -33,7 +33,8 @@ def planner_panel(view: views.View, model: str, subtask: str, k: int) -> go.Figu
     row = summary.iloc[0]
     beyond = " (extrapolated beyond the largest size simulated)" if row["extrapolated"] else ""
     st.markdown(f"With the model · subtask chosen above as pilot, about **{int(row['needed_n'])} candidates per group** "
-                f"give a {round(view.selection.ci * 100)} % CI of ΔDP at k = {k} no wider than ± {target:g} for every group"
+                f"give a {round(view.selection.ci * 100)} % CI of ΔDP at k = {k} no wider than ± {target:g} for every "
+                f"group"
                 f"{beyond}; the pilot's {int(row['pilot_n'])} per group give ± {row['pilot_half_width']:.3f}. "
                 "From the exact engine on pilots resampled to each size.")
     fig = charts.planner_curve(curve, target=target, k=k, names=common.names(view))
@@ -61,7 +62,8 @@ def bundle_tables(view: views.View, k: int) -> dict[str, pd.DataFrame]:
 
 def impact_section(view: views.View, k: int) -> None:
     """The impact ratios of the view's scoring mode at quota k, as exported (codes, every interval bound)."""
-    if not st.toggle(f"impact ratios of the {view.selection.mode} scores with their intervals, as exported", key="impact_on"):
+    if not st.toggle(f"impact ratios of the {view.selection.mode} scores with their intervals, as exported",
+                     key="impact_on"):
         return  # on demand: keeps cold start
     try:
         ratios = impact(view, k)

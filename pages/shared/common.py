@@ -49,7 +49,8 @@ def design(view: views.View) -> views.AuditDesign:
 
 def names(view: views.View) -> dict[str, str]:
     """Group code → display name for every group of the view's task (whole codes and each grouping's)."""
-    return readable.group_names(design(view), tables(view).scores.loc[lambda s: s["task"] == view.selection.task, "group"])
+    scores = tables(view).scores
+    return readable.group_names(design(view), scores.loc[scores["task"] == view.selection.task, "group"])
 
 
 def view_scores(view: views.View) -> pd.DataFrame:

@@ -26,7 +26,8 @@ def show(view: views.View) -> None:
         return
     st.subheader("Position bias: top-1 share by shown position")
     st.caption(f"Each cell: the share of rankings whose first-ranked candidate was shown at that position, with its "
-               f"exact {view.selection.ci:.0%} interval; a position-blind ranker gives {found.shares['expected'].iloc[0]:.3f}. "
+               f"exact {view.selection.ci:.0%} interval; a position-blind ranker gives "
+               f"{found.shares['expected'].iloc[0]:.3f}. "
                f"{UNBIASED_NOTE}")
     st.markdown("\n".join(f"- {md_text(line)}" for line in first_shown_words(found.shares)))
     st.dataframe(position_grid(found), hide_index=True, width="stretch", key="compare_position",
