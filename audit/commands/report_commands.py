@@ -73,12 +73,13 @@ def _source(parser: argparse.ArgumentParser) -> None:
 
 def _tables(args: argparse.Namespace) -> StoreTables:
     """The store's tables (``--db``) or the score file's (``--scores``: per-group pools unless ``--pool``)."""
-    if (args.db is None) == (args.scores is None):
+    scores = getattr(args, "scores", None)  # ``report`` reads a store only
+    if (args.db is None) == (scores is None):
         raise AuditError("give exactly one of --db and --scores")
     if args.db is not None:
         with Store(args.db, create=False) as store:
             return StoreTables.read(store)
-    scores = read_table_file(args.scores, "score table")
+    scores = read_table_file(scores, "score table")
     designs = {key: replace(declared_design(rows), pools=PoolDesign.parse("per-group"))
                for key, rows in scores.groupby(["task", "subtask"])}
     return StoreTables.from_scores(scores, designs)
