@@ -278,5 +278,5 @@ def settings_record(settings: ReportSettings) -> dict:
     """The settings as plain values, the selection's flattened in (the store's path as
     :func:`provenance.portable_path` prints it)."""
     record = asdict(settings)
-    return {**record.pop("selection"), **record, "pool": settings.design,
-            "store": provenance.portable_path(settings.store)}
+    chosen = {name: value for name, value in record.pop("selection").items() if name != "ks"}  # the report's is k
+    return {**chosen, **record, "pool": settings.design, "store": provenance.portable_path(settings.store)}
