@@ -315,6 +315,7 @@ class Audit:
     def plan(self, k: int, *, target: float, sizes: Sequence[int], n_boot: int,
              level: float) -> tuple[pd.DataFrame, pd.DataFrame]:
         """(curve, summary) of the planner at quota ``k`` with every selected (model, subtask) as pilot."""
+        self.check_quota((k,), (self.grouping,))
         return plan(self._pilot(False), reference=self.reference, k=k, target=target,
                     pool=self.pool, sizes=sizes, n_boot=n_boot, level=level, seed=self.selection.seed)
 

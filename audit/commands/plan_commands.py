@@ -58,7 +58,6 @@ def run_plan(args: argparse.Namespace) -> int:
         raise AuditError(f"no pilot rows in mode {selection.mode!r}; the scores hold {', '.join(modes) or 'nothing'}")
     audit = Audit(tables, selection)
     k = tables.design(selection.task).audited_quota(args.k)[0]
-    audit.check_quota((k,), (audit.grouping,))
     curve, summary = audit.plan(k, target=args.target, sizes=sizes, n_boot=args.bootstrap, level=args.ci)
     if args.format == "csv":
         emit(csv_text(summary), args.out)
