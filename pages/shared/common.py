@@ -74,8 +74,10 @@ def audit(view: views.View, selection: Selection | None = None) -> Audit:
     return audit_of(view.store, view.version, selection or view.selection)
 
 
+@st.cache_resource(show_spinner=False, max_entries=64)
 def at_quota(view: views.View, k: int, method: str = "holm") -> Quota:
-    """The view's audit at quota k with p-values adjusted by ``method``; shared by every page, never mutated."""
+    """The view's audit at quota k with p-values adjusted by ``method`` (rows flagged for label mass); shared by
+    every page, never mutated."""
     return Quota.of(audit(view, replace(view.selection, adjust=method)), k, tables(view).scores)
 
 
