@@ -272,6 +272,13 @@ class Audit:
         slices of."""
         return self.verdicts(tuple(range(1, max(self.sizes("pointwise").values()))))
 
+    @memoised
+    def verdicts_at(self, k: int) -> pd.DataFrame:
+        """The rows of :attr:`every_quota` at quota ``k`` (a k below the largest pool: groupings whose pools are not
+        above it have no rows)."""
+        self.check_quota((k,), mode="pointwise")
+        return self.every_quota[self.every_quota["k"] == k].reset_index(drop=True)
+
     def _known(self, mode: str) -> None:
         """An AuditError naming a chosen model or subtask with no ``mode`` scores for the task."""
         s, scores = self.selection, self.tables.scores

@@ -35,21 +35,11 @@ def family_choice() -> str:
     return chosen
 
 
-def every_k(view: views.View) -> tuple[pd.DataFrame, dict[str, int]]:
-    """(the verdict rows at every quota k, each grouping's pool size) of the view's cached verdict audit: a new k
-    reads a slice; shared, never mutated."""
-    audit = common.audit(view, selection_of(view))
-    with st.spinner("Judging the audit at every quota k…"):
-        return audit.every_quota, audit.sizes("pointwise")
-
-
 @st.cache_resource(show_spinner=False, max_entries=64)
 def judged(path: str, version: tuple, selection: Selection, k: int) -> readable.Verdict:
     """The verdict of ``selection`` at quota k, as the pages show it; shared, never mutated."""
     audit = common.audit_of(path, version, selection)
-    audit.check_quota((k,), mode="pointwise")
-    table, sizes = audit.every_quota, audit.sizes("pointwise")
-    return readable.verdict(table[table["k"] == k].reset_index(drop=True), sizes, k, selection.ci or 0.95)
+    return readable.verdict(audit.verdicts_at(k), audit.sizes("pointwise"), k, selection.ci or 0.95)
 
 
 def selection_of(view: views.View) -> Selection:
@@ -59,17 +49,15 @@ def selection_of(view: views.View) -> Selection:
 
 def rows_at(view: views.View, k: int) -> pd.DataFrame:
     """The verdict rows of ``view`` at quota k, every column (as ``verdict --format csv`` exports them)."""
-    audit = common.audit(view, selection_of(view))
-    audit.check_quota((k,), mode="pointwise")
-    table = audit.every_quota
-    return table[table["k"] == k].reset_index(drop=True)
+    return common.audit(view, selection_of(view)).verdicts_at(k)
 
 
 def every_quota_row(view: views.View) -> None:
     """The verdict of each system at every valid quota k, one compact row per system (where adverse impact appears
     and where it vanishes), from the same cached computation as the verdict above."""
     try:
-        table, _ = every_k(view)
+        with st.spinner("Judging the audit at every quota k…"):
+            table = common.audit(view, selection_of(view)).every_quota
     except AuditError as exc:
         st.info(f"No verdict across quotas for this selection: {exc}")
         return
