@@ -49,8 +49,8 @@ def _table(args: argparse.Namespace) -> pd.DataFrame:
     if args.mode != "pointwise":
         raise AuditError(f"--mode {args.mode}: verdicts are defined on pointwise scores")
     if args.scores:
-        if args.task or args.grouping or args.models or args.subtasks or args.reference:
-            raise AuditError("--scores takes no --task, --grouping, --reference, --models or --subtasks (use --db)")
+        if args.grouping or args.models or args.subtasks or args.reference:
+            raise AuditError("--scores takes no --grouping, --reference, --models or --subtasks (use --db)")
         scores = read_table_file(args.scores, "score table")
         scores = scores[scores["mode"].astype(str) == "pointwise"] if "mode" in scores else scores
         if scores.empty:
