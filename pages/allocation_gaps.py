@@ -74,8 +74,8 @@ common.chart(curve, rows, f"{gap}_curves_{model}_{subtask}")
 planner = planner_panel(current, model, subtask, k)
 common.bundle_button("allocation_gaps", {f"gaps_k{k}": scatter, f"{gap}_curves": curve,
                                          **({"planner": planner} if planner else {})},
-                     {f"gaps_k{k}": at_k, "correlations": overall, f"{gap}_curves": rows,
-                      **bundle_tables(current, k)}, current, k=k,
-                     curve_model=model, curve_subtask=subtask, p_adjust=method)
+                     {f"gaps_k{k}": at_k, "correlations": overall, f"{gap}_curves": rows}, current,
+                     more=lambda: bundle_tables(current, k), k=k, curve_model=model, curve_subtask=subtask,
+                     p_adjust=method)  # the verdict and impact tables at k: built on the click
 impact_section(current, k)
 report_buttons(current, k, method)

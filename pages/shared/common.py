@@ -251,9 +251,11 @@ def chart(fig: go.Figure, table: pd.DataFrame, name: str) -> None:
 
 
 def bundle_button(page: str, figures: dict[str, go.Figure], tables_: dict[str, pd.DataFrame],
-                  current: views.View, **settings: object) -> None:
-    """One-click zip of the page's charts (every format), tables and settings (fingerprints, k, reference)."""
+                  current: views.View, more: Callable[[], dict[str, pd.DataFrame]] = dict, **settings: object) -> None:
+    """One-click zip of the page's charts (every format), tables (``more``: tables built on the click) and
+    settings (fingerprints, k, reference)."""
     payload = bundle_settings(current, tables(current).scores, page, pool=audit(current).pool, **settings)
-    st.download_button("Report bundle (zip)", data=lambda: exports.report_bundle(figures, tables_, payload),
+    st.download_button("Report bundle (zip)",
+                       data=lambda: exports.report_bundle(figures, {**tables_, **more()}, payload),
                        file_name=f"{page}-report.zip", mime=exports.MIME["zip"], on_click="ignore",
                        key=f"bundle_{page}", type="primary", icon=":material/folder_zip:")
