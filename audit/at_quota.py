@@ -4,11 +4,10 @@ intervals and p-values were made (from the selection itself, so it states the re
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 
 import pandas as pd
 
-from audit.audit_result import AuditResult
+from audit.audit import Audit
 from audit.charts import SIGNIFICANCE_RULE, excludes_zero
 from audit.metrics.inference import METHODS
 from audit.views import label_mass
@@ -22,25 +21,25 @@ def with_label_mass(table: pd.DataFrame, scores: pd.DataFrame, task: str, mode: 
 
 @dataclass
 class Quota:
-    """The audit at quota k: its rows and, on first use, their correlations and rankings."""
+    """An audit at quota k: its rows and, on first use, their correlations and rankings (kept by the audit)."""
 
-    result: AuditResult
+    result: Audit
     k: int
     rows: pd.DataFrame
 
     @classmethod
-    def of(cls, result: AuditResult, k: int, scores: pd.DataFrame) -> "Quota":
+    def of(cls, result: Audit, k: int, scores: pd.DataFrame) -> "Quota":
         """``result`` at quota ``k``, its rows flagged with the label mass of ``scores``."""
         rows = with_label_mass(result.at(k), scores, result.selection.task, result.selection.mode)
         for column in ("dp_gap", "eo_gap"):
             rows[f"{column}_ci_excludes_0"] = excludes_zero(rows, column)
         return cls(result, k, rows)
 
-    @cached_property
+    @property
     def correlations(self) -> pd.DataFrame:
         return self.result.correlations(self.k)
 
-    @cached_property
+    @property
     def rankings(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         return self.result.rankings(self.k)
 

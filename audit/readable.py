@@ -201,7 +201,9 @@ def run_table(summaries: Sequence[RunSummary]) -> pd.DataFrame:
 
 def low_mass_note(mass: pd.DataFrame, view: View) -> str:
     """Which models of the view are marked ✕ for low label mass (:func:`audit.views.label_mass`), or ""."""
-    low = sorted(set(mass.loc[mass["low"] & mass["model"].isin(view.models), "model"])) if view.mode == "pointwise" else []
+    chosen = view.selection
+    low = sorted(set(mass.loc[mass["low"] & mass["model"].isin(chosen.models), "model"])) \
+        if chosen.mode == "pointwise" else []
     return (f"Marked ✕ in the charts: {', '.join(low)} put less than {LOW_LABEL_MASS:.0%} of the next-token probability "
             "on the labels on average, so their scores are mostly renormalised noise." if low else "")
 
@@ -223,7 +225,7 @@ class Verdict(NamedTuple):
 
 
 def verdict(table: pd.DataFrame, sizes: dict[str, int], k: int, ci: float) -> Verdict:
-    """:class:`Verdict` of the rows of :func:`audit.audit_verdict.verdict_table` (``sizes``: each grouping's pool)."""
+    """:class:`Verdict` of the rows of :meth:`audit.audit.Audit.verdicts` (``sizes``: each grouping's pool)."""
     return Verdict(overall_line(table, k), system_verdicts(table), category_verdicts(table),
                    impact_by_grouping(table, sizes, k),
                    verdict_note(ci, k, sizes, _first(table, "family", DEFAULT_FAMILY), _first(table, "rule", "practice")))

@@ -1,5 +1,5 @@
 """What one audit looks at: a frozen, hashable selection shared by the dashboard, the CLI and the report, so each
-computes the same table from the same choices (see :func:`audit.audit_result.compute`)."""
+computes the same table from the same choices (see :class:`audit.audit.Audit`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -41,3 +41,10 @@ class Selection:
         """The part that decides the expensive metric pass: this selection with every filter cleared (models,
         subtasks, groups, ks, adjust), so a cache keyed on it survives a change of filter."""
         return replace(self, models=(), subtasks=(), groups=(), ks=(), adjust="holm")
+
+    def judged(self) -> "Selection":
+        """The part the verdict reads (the pointwise scores of the task's chosen systems and subtasks, the pool
+        design, intervals, tests, family and reading), so a cache keyed on it survives a change of mode, grouping,
+        reference, groups, metric preset or adjustment."""
+        return Selection(self.task, models=self.models, subtasks=self.subtasks, pool=self.pool, ci=self.ci,
+                         n_boot=self.n_boot, n_perm=self.n_perm, seed=self.seed, family=self.family, rule=self.rule)

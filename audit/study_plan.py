@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from audit.audit_verdict import verdict_table
+from audit.audit import Audit
 from audit.errors import AuditError
 from audit.selection import Selection
 from audit.store import Store
@@ -28,7 +28,7 @@ def needed_rankings(tables: StoreTables, jobs: list[str]) -> pd.DataFrame:
         return pd.DataFrame(columns=["subtask", "fewest", "most"])
     selection = Selection(study.TASK, models=tuple(sorted(held["model"].unique())),
                           subtasks=tuple(sorted(held["subtask"].unique())))
-    table = verdict_table(tables, selection, k=K)
+    table = Audit(tables, selection).verdicts((K,))
     pools = table[table["needed_unit"] == "pools"]
     return (pools.groupby("subtask")["needed_per_group"].agg(fewest="min", most="max").astype(int)
             .reindex(sorted(held["subtask"].unique())).reset_index())

@@ -2,6 +2,7 @@
 the settings recorded in a page's report bundle."""
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timezone
 
 import pandas as pd
@@ -14,14 +15,12 @@ from audit.views import View, fingerprints
 def report_settings(view: View, k: int, adjust: str = "holm", family: str = DEFAULT_FAMILY) -> ReportSettings:
     """The report of ``view`` (grouping, reference, models, subtasks, groups, preset, cut-off, intervals) at quota k
     with p-values adjusted by ``adjust`` and the verdict's multiple-testing ``family``."""
-    return ReportSettings(store=view.store, task=view.task, models=view.models, mode=view.mode,
-                          reference=view.reference, grouping=view.grouping, subtasks=view.subtasks, groups=view.groups,
-                          preset=view.preset, max_inconsistent=view.max_inconsistent, k=k, ci=view.ci,
-                          n_boot=view.n_boot, adjust=adjust, family=family)
+    return ReportSettings(view.store, replace(view.selection, adjust=adjust, family=family), k=k)
 
 
 def bundle_settings(view: View, scores: pd.DataFrame, page: str, **settings: object) -> dict:
     """The settings a page's report bundle records: the view, the page's own settings (k, …), the fingerprints of
     the models shown and the time."""
-    return {**view.settings(), **settings, "page": page, "model_fingerprints": fingerprints(scores, view.models),
+    return {**view.settings(), **settings, "page": page,
+            "model_fingerprints": fingerprints(scores, view.selection.models),
             "generated": datetime.now(timezone.utc).isoformat(timespec="seconds")}

@@ -17,10 +17,10 @@ from audit.errors import AuditError
 from audit.metrics import MetricSuite
 from audit.metrics.pairwise import drop_unreliable
 from audit.metrics.schema import is_pairwise
-from audit.store_tables import pairs_of, pairwise_mode, scores_of
+from audit.store_tables import PAIR_COLUMNS, SCORE_COLUMNS, pairs_of, pairwise_mode, scores_of
 from audit.selection import Selection
 from audit.store import Store
-from audit.tasks.designs import completed
+from audit.tasks.designs import completed, declared_design
 
 #: score-table modes in display order; pairwise scores are relative to the pools they were recorded in
 MODES = ("pointwise", "pairwise-likelihood", "pairwise")
@@ -41,6 +41,17 @@ class StoreTables:
     models: pd.DataFrame
     designs: dict[tuple[str, str], AuditDesign]
     outcomes: pd.DataFrame  # recorded systems with their outcome kind (:meth:`audit.store.Store.recorded_systems`)
+
+    @classmethod
+    def from_scores(cls, scores: pd.DataFrame, designs: dict[tuple[str, str], AuditDesign] | None = None,
+                    pairs: pd.DataFrame | None = None) -> "StoreTables":
+        """A score table (and pair table) read from files, as a store's tables: ``designs`` per (task, subtask), by
+        default each one's declared design (:func:`audit.tasks.designs.declared_design`)."""
+        if designs is None:
+            designs = {(str(t), str(s)): declared_design(rows) for (t, s), rows in scores.groupby(["task", "subtask"])}
+        scores = scores.reindex(columns=list(dict.fromkeys([*SCORE_COLUMNS, *scores.columns])))
+        return cls(scores, pairs if pairs is not None else pd.DataFrame(columns=PAIR_COLUMNS), pd.DataFrame(),
+                   pd.DataFrame(columns=["model"]), designs, pd.DataFrame(columns=["task", "model", "outcome"]))
 
     @classmethod
     def read(cls, store: Store) -> "StoreTables":
@@ -84,34 +95,16 @@ def one_task(tasks: Sequence[str], chosen: str | None) -> str:
 
 @dataclass(frozen=True)
 class View:
-    """Everything the sidebar selects; hashable so it can key cached tables."""
+    """What the sidebar selects: the store (path and version) and one :class:`audit.selection.Selection` with its
+    grouping and reference resolved; hashable so it can key cached audits."""
 
     store: str
     version: tuple
-    task: str
-    mode: str
-    grouping: str
-    reference: str
-    pool: str
-    models: tuple[str, ...]
-    subtasks: tuple[str, ...]
-    groups: tuple[str, ...]
-    ci: float
-    n_boot: int
-    preset: str = "default"
-    max_inconsistent: float | None = None
-
-    def selection(self, adjust: str = "holm") -> Selection:
-        """The view as the selection every audit computation takes (p-values adjusted by ``adjust``)."""
-        return Selection(self.task, self.mode, models=self.models, subtasks=self.subtasks, groups=self.groups,
-                         grouping=self.grouping, reference=self.reference, preset=self.preset,
-                         max_inconsistent=self.max_inconsistent, ci=self.ci, n_boot=self.n_boot, adjust=adjust)
+    selection: Selection
 
     def settings(self) -> dict:
         """The view as plain values, for report bundles."""
-        out = asdict(self)
-        out.pop("version")
-        return out
+        return {"store": self.store, **asdict(self.selection)}
 
 
 def pool_of(design: AuditDesign, mode: str) -> PoolDesign:
@@ -164,7 +157,7 @@ def metric_rows(tables: StoreTables, *, task: str, mode: str, grouping: str, ref
     the reason (e.g. a partial run lacking a group or a qualified candidate, or a pairwise model above
     ``max_inconsistent`` inconsistent pairs). ``n_perm`` adds permutation p-values and ``keep_draws`` (with ``ci``)
     keeps the bootstrap replicates behind the bounds, all from the same metric pass; ``pool`` overrides the stored
-    pool design. Callers go through :func:`audit.audit_result.compute`."""
+    pool design. Callers go through :class:`audit.audit.Audit`."""
     part = tables.design(task).part(grouping)
     chosen = (tables.scores["task"] == task) & (tables.scores["mode"] == mode)
     scores = regroup(tables.scores[chosen], part)
@@ -226,10 +219,11 @@ def label_mass(scores: pd.DataFrame, task: str) -> pd.DataFrame:
 
 def shown(table: pd.DataFrame, view: View, *, with_reference: bool = False) -> pd.DataFrame:
     """Rows of the selected models, subtasks and groups (and the reference group if asked)."""
-    groups = [*view.groups, view.reference] if with_reference else list(view.groups)
-    keep = table["model"].isin(view.models) & table["subtask"].isin(view.subtasks) & table["group"].isin(groups)
+    s = view.selection
+    groups = [*s.groups, s.reference] if with_reference else list(s.groups)
+    keep = table["model"].isin(s.models) & table["subtask"].isin(s.subtasks) & table["group"].isin(groups)
     if "task" in table:
-        keep &= table["task"] == view.task
+        keep &= table["task"] == s.task
     return table[keep].reset_index(drop=True)
 
 

@@ -17,8 +17,9 @@ def curves(view: views.View, model: str, subtask: str, gap: str, _table: pd.Data
     """Every k of one (model, subtask) and its gap-against-k figure with bootstrap bands."""
     rows = views.shown(_table[(_table["model"] == model) & (_table["subtask"] == subtask)], view)
     names = common.names(view)
-    title = (f"{charts.GAP_NAMES[gap]} against k: {model}, {subtask} ({round(view.ci * 100)} % bootstrap bands, "
-             f"reference {names.get(view.reference, view.reference)})")
+    title = (f"{charts.GAP_NAMES[gap]} against k: {model}, {subtask} ({round(view.selection.ci * 100)} % bootstrap "
+             "bands, "
+             f"reference {names.get(view.selection.reference, view.selection.reference)})")
     return rows, charts.gap_curves(rows, gap=gap, title=title, names=names)
 
 
@@ -27,7 +28,7 @@ def scatter_of(view: views.View, k: int, method: str) -> go.Figure:
     """The metrics-against-gaps scatter at quota k (shared, never mutated: building it costs more than a rerun)."""
     quota, names = common.at_quota(view, k, method), common.names(view)
     return charts.gap_scatter(quota.rows, k=k, correlations=quota.overall(),
-                              reference=names.get(view.reference, view.reference), names=names)
+                              reference=names.get(view.selection.reference, view.selection.reference), names=names)
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
@@ -42,7 +43,7 @@ st.header(f"Verdict and impact ratios at k = {k}")
 verdict_panel.verdict(current, k, impact=True)
 
 st.header(f"Bias metrics against allocation gaps at k = {k}")
-st.caption(f"One point per (model, subtask, group). Pools follow the design {current.pool}; the k best-scored are "
+st.caption(f"One point per (model, subtask, group). Pools follow the design {common.audit(current).pool}; the k best-scored are "
            "selected. Gaps are signed against the reference group; JSD and EMD have no sign and face |gap|.")
 method = st.radio("multiple comparisons", list(METHODS), format_func=METHODS.get, key="p_adjust", horizontal=True)
 try:
@@ -73,8 +74,8 @@ common.chart(curve, rows, f"{gap}_curves_{model}_{subtask}")
 planner = planner_panel(current, model, subtask, k)
 common.bundle_button("allocation_gaps", {f"gaps_k{k}": scatter, f"{gap}_curves": curve,
                                          **({"planner": planner} if planner else {})},
-                     {f"gaps_k{k}": at_k, "correlations": overall, f"{gap}_curves": rows,
-                      **bundle_tables(current, k)}, current, k=k,
-                     curve_model=model, curve_subtask=subtask, p_adjust=method)
+                     {f"gaps_k{k}": at_k, "correlations": overall, f"{gap}_curves": rows}, current,
+                     more=lambda: bundle_tables(current, k), k=k, curve_model=model, curve_subtask=subtask,
+                     p_adjust=method)  # the verdict and impact tables at k: built on the click
 impact_section(current, k)
 report_buttons(current, k, method)

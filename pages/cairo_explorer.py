@@ -57,7 +57,8 @@ if not scorers:
     st.info("This store holds no CAIRO results yet: run `python -m audit cairo run --prompts data/cairo --models …`.")
     st.stop()
 metrics, dimensions, cairo_models = explorer.prompt_sets(path)
-st.info(f"{'The task chosen in the sidebar (' + current.task + ') is not used here: ' if current else ''}CAIRO has its "
+chosen = f"The task chosen in the sidebar ({current.selection.task}) is not used here: " if current else ""
+st.info(f"{chosen}CAIRO has its "
         f"own prompt sets, not an allocation task's candidates. This store holds continuations of the "
         f"{', '.join(metrics)} prompts (dimensions: {', '.join(dimensions)}; original prompts and their paraphrases) "
         f"by {', '.join(cairo_models)}.")

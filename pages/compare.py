@@ -1,23 +1,13 @@
 """Compare two audited systems (two models, or one model at two precisions) on the candidates both scored."""
-from dataclasses import replace
 from html import escape
 
-import pandas as pd
 import streamlit as st
 
-from audit import audit_result, charts, readable, views
+from audit import charts, readable
 from audit.errors import AuditError
 from audit.formatting import md_text
 from audit.tasks import study
 from pages.shared import common, position_panel
-
-
-@st.cache_data(show_spinner="Comparing…", max_entries=16)
-def comparison(view: views.View, a: str, b: str, k: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """(gap differences with paired intervals, per-candidate selection at k, rank correlations) from
-    :func:`audit.audit_result.comparison`, the computation of ``compare --db`` and the report."""
-    found = audit_result.comparison(common.tables(view), replace(view.selection(), ks=(k,)), a, b)
-    return found.gaps, found.flips, found.correlation
 
 
 def default_pair(models: list[str]) -> tuple[int, int]:
@@ -34,7 +24,7 @@ st.caption("B against A: each group's gap difference with a bootstrap interval �
            "same candidates (the same resampled candidates for both), with the candidates whose selection flips and "
            "the rank correlation of their scores; unpaired where they ranked different candidates (recorded pools).")
 current = common.need_view()
-if current.mode != "pointwise":
+if current.selection.mode != "pointwise":
     st.info("Comparisons read pointwise scores; choose the pointwise scoring mode in the sidebar.")
     st.stop()
 rows = common.view_scores(current)
@@ -47,9 +37,12 @@ left, right = st.columns(2)
 a = left.selectbox("system A", models, index=first, key="compare_a")
 b = right.selectbox("system B", models, index=second, key="compare_b")
 try:
-    k = common.quota_slider(common.base_rows(current.store, current.version, current.selection().base()).table,
-                            "compare_k", default=common.design(current).audited_quota()[0])
-    gaps, flips, correlation = comparison(current, a, b, k)
+    audit = common.audit(current)
+    k = common.quota_slider(audit.pool_sizes[audit.grouping], "compare_k",
+                            default=common.design(current).audited_quota()[0])
+    with st.spinner("Comparing…"):
+        found = audit.comparison(a, b, (k,))  # the computation of ``compare --db`` and the report
+    gaps, flips, correlation = found.gaps, found.flips, found.correlation
 except AuditError as exc:
     common.error("Cannot compare these systems:", exc)
     st.stop()
@@ -62,7 +55,7 @@ elif not paired:
     st.caption("These systems ranked different candidates (recorded pools): each interval resamples each system's "
                "pools on its own (unpaired), and no candidate can flip between them.")
 gap = st.radio("gap", list(charts.GAP_NAMES), format_func=charts.GAP_NAMES.get, key="compare_gap", horizontal=True)
-shown = gaps[gaps["group"].isin(current.groups)]
+shown = gaps[gaps["group"].isin(current.selection.groups)]
 name = charts.GAP_NAMES[gap]
 figure = charts.comparison_dots(shown, gap=gap, names=common.names(current),
                                 title=f"{name}(B) − {name}(A) at k = {k}: A = {escape(a)}, B = {escape(b)}")

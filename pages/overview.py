@@ -2,29 +2,28 @@
 import streamlit as st
 
 from audit import charts, readable, views
-from audit.audit_verdict import pool_sizes
 from audit.errors import AuditError
 from audit.formatting import md_text
 from audit.metrics.shape import score_shape
-from audit.selection import Selection
 from audit.tasks.recorded import mode_name, shown_modes
 from pages.shared import common, verdict_panel
 
 st.title("Allocation audit")
 current = common.need_view()
 stored = common.tables(current)
-design = stored.design(current.task)
+design = stored.design(current.selection.task)
 names = common.names(current)
 
-st.header(f"Verdict · task {current.task}")
+st.header(f"Verdict · task {current.selection.task}")
 try:
-    sizes = pool_sizes(stored, Selection(current.task, models=current.models, subtasks=current.subtasks))
+    sizes = common.audit(current, verdict_panel.selection_of(current)).sizes("pointwise")
 except AuditError as exc:
     st.info(f"No verdict for this selection: {exc}")
 else:
     own, _ = design.audited_quota()
     top = max(sizes.values()) - 1
-    k = own if top <= 1 else st.slider("quota k of this verdict", 1, top, min(own, top), key=f"overview_k_{current.task}",
+    k = own if top <= 1 else st.slider("quota k of this verdict", 1, top, min(own, top),
+                                       key=f"overview_k_{current.selection.task}",
                                        help="Starts at the quota the audit's design declares; the verdict at every "
                                             "k is in the row below.")
     verdict_panel.family_choice()
@@ -45,19 +44,20 @@ st.markdown(
     "- **CAIRO explorer**: do prompt-based fairness metrics agree across models, and which combination of "
     "paraphrased prompts makes them agree most.")
 
-st.header(f"What the store holds for task {current.task}")
-summary = stored.summary[stored.summary["task"] == current.task]
-scores = stored.scores[stored.scores["task"] == current.task]
+st.header(f"What the store holds for task {current.selection.task}")
+summary = stored.summary[stored.summary["task"] == current.selection.task]
+scores = stored.scores[stored.scores["task"] == current.selection.task]
 for column, (label, value) in zip(st.columns(4), (
         ("systems", summary["model"].nunique()), ("subtasks", summary["subtask"].nunique()),
         ("candidates", len(scores[["subtask", "candidate_id"]].drop_duplicates())), ("scores stored", len(scores)))):
     column.metric(label, value)
 groups = sorted(scores["group"].astype(str).unique())
-mode = mode_name(design, current.mode)
-st.markdown(f"**Reference group:** {md_text(design.display_name(current.reference))} (stored: "
-            f"{md_text(design.display_name(design.reference))}) · **grouping:** {md_text(current.grouping)} · "
+mode = mode_name(design, current.selection.mode)
+st.markdown(f"**Reference group:** {md_text(design.display_name(current.selection.reference))} (stored: "
+            f"{md_text(design.display_name(design.reference))}) · "
+            f"**grouping:** {md_text(current.selection.grouping)} · "
             f"**mode:** {mode} "
-            f"(pool design {current.pool}) · **design:** {design.kind}  \n"
+            f"(pool design {common.audit(current).pool}) · **design:** {design.kind}  \n"
             f"**Groups:** {md_text(', '.join(names.get(g, g) for g in groups))}  \n"
             f"**Qualified:** {md_text(design.qualification)}  \n**Store:** `{current.store}`")
 st.subheader("Results")
@@ -65,7 +65,7 @@ st.dataframe(readable.summary_table(shown_modes(summary, stored.designs)), hide_
 st.subheader("Models")
 models = stored.models[stored.models["model"].isin(summary["model"].unique())]
 st.dataframe(readable.model_table(models), hide_index=True, width="stretch")
-if mode != current.mode:  # recorded decisions: no model scored them, so no label mass or score distributions
+if mode != current.selection.mode:  # recorded decisions: no model scored them, so no label mass or score distributions
     st.caption(f"These systems are {mode}s: their decisions were recorded where they were deployed, so there is no "
                "label mass, and their scores are read off the recorded ranks or selections (no score distribution "
                "or shape to diagnose).")
@@ -73,11 +73,15 @@ if mode != current.mode:  # recorded decisions: no model scored them, so no labe
 st.subheader("Label mass")
 st.caption(f"Mean share of the next-token probability on the task's labels (pointwise). Below "
            f"{views.LOW_LABEL_MASS:.0%} a model mostly ignores the answer format and its scores are renormalised noise.")
-st.dataframe(readable.label_mass_table(views.label_mass(stored.scores, current.task)), hide_index=True,
+st.dataframe(readable.label_mass_table(views.label_mass(stored.scores, current.selection.task)), hide_index=True,
              width="stretch")
 
-rows = scores[scores["mode"] == current.mode]
-rows = views.shown(views.regroup(rows, design.groupings[current.grouping]), current, with_reference=True)
+try:
+    rows = common.audit(current).scores(current.selection.mode, current.selection.grouping)
+except AuditError as exc:
+    st.info(f"No scores to show for this selection: {exc}")
+    st.stop()
+rows = views.shown(rows, current, with_reference=True)
 common.chart(charts.score_distributions(rows, names), rows, "score_distributions")
 if len(rows):
     shape = score_shape(rows)

@@ -180,10 +180,10 @@ def test_models_above_the_inconsistency_threshold_are_listed():
 
     path = str(DEMO_STORE)
     base = Selection("resume", "pairwise-likelihood", grouping="race × gender", reference="W_M", ci=0.9, n_boot=50)
-    found = common.base_rows(path, common.store_version(path), replace(base, max_inconsistent=0.55))
+    found = common.audit_of(path, common.store_version(path), replace(base, max_inconsistent=0.55)).rows
     assert len(found.table) and not found.skipped
     with pytest.raises(AuditError, match=r"smollm2-135m · resume: excluded, 16% of 168 pairs inconsistent \(> 10%\)"):
-        common.base_rows(path, common.store_version(path), replace(base, max_inconsistent=0.10))
+        common.audit_of(path, common.store_version(path), replace(base, max_inconsistent=0.10)).rows
 
 
 def test_compare_page_compares_recorded_systems_unpaired(demo):

@@ -5,6 +5,7 @@ import pandas as pd
 
 from audit import views
 from audit.design import regroup_code, split_groupings
+from audit.selection import Selection
 from audit.store import Store
 
 
@@ -24,14 +25,14 @@ def test_regroup_maps_every_group_column_and_keeps_the_input():
 
 
 def test_shown_filters_task_models_subtasks_and_groups():
-    view = views.View(store="s.db", version=(), task="resume", mode="pointwise", grouping="race × gender",
-                      reference="W_M", pool="per-group", models=("m1",), subtasks=("retail",), groups=("B_F",),
-                      ci=0.95, n_boot=100)
+    view = views.View(store="s.db", version=(), selection=Selection(
+        "resume", grouping="race × gender", reference="W_M", models=("m1",), subtasks=("retail",), groups=("B_F",),
+        n_boot=100))
     table = pd.DataFrame({"task": ["resume"] * 4 + ["essay"], "model": ["m1", "m1", "m2", "m1", "m1"],
                           "subtask": ["retail"] * 3 + ["hr", "retail"], "group": ["B_F", "W_M", "B_F", "B_F", "B_F"]})
     assert views.shown(table, view).index.tolist() == [0]
     assert len(views.shown(table, view, with_reference=True)) == 2
-    assert view.settings()["pool"] == "per-group" and "version" not in view.settings()
+    assert view.settings()["grouping"] == "race × gender" and "version" not in view.settings()
 
 
 def test_label_mass_flags_models_below_the_threshold():

@@ -20,6 +20,7 @@ from audit.metrics.verdict import rule_text
 from audit.paths import DEMO_STORE
 from audit.reporting import ReportSettings, build_report, print_pdf, report_steps
 from audit.reporting.layout import measure, too_wide
+from audit.selection import Selection
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 BOOT = "100"
@@ -286,7 +287,7 @@ def cli_frame_json(capsys, *argv) -> dict:
 def test_report_announces_each_step_before_it_runs():
     """The PDF's steps reach the progress callback in order, each with the share done before it."""
     told: list[tuple[str, float]] = []
-    settings = ReportSettings(store=str(DEMO_STORE), task="resume", k=2, n_boot=int(BOOT), n_perm=int(PERM))
+    settings = ReportSettings(str(DEMO_STORE), Selection("resume", n_boot=int(BOOT), n_perm=int(PERM)), k=2)
     pdf = build_report(settings, "pdf", lambda step, done: told.append((step, done)))
     assert pdf.startswith(b"%PDF")
     steps = report_steps("pdf")

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from audit.audit_verdict import every_quota
+from audit.audit import Audit
 from audit.metrics.impact import FOUR_FIFTHS
 from audit.metrics.verdict import ADVERSE, NO_EVIDENCE
 from audit.paths import DEMO_STORE
@@ -30,7 +30,7 @@ def shown_ratio(text: str) -> tuple[float, float, float]:
 
 @pytest.mark.parametrize("task", ["study-gpt-hiring", "resume"])
 def test_no_shown_ratio_contradicts_its_flag_or_verdict(tables, task):
-    table, _ = every_quota(tables, Selection(task, n_boot=200, n_perm=200))
+    table = Audit(tables, Selection(task, n_boot=200, n_perm=200)).every_quota
     shown = category_verdicts(table)
     assert len(shown) == len(table) > 100
     near = 0

@@ -129,7 +129,8 @@ CASES = [
     # ---- Medium: parameters checked once -----------------------------------------------------------------------
     *[Case(f"ll144 --k {k}", lambda d, k=k: ["ll144", "--db", store(d), "--k", k], error)
       for k, error in (("0", r"--k 0: give a quota of at least 1"), ("-1", r"--k -1: give a quota of at least 1"),
-                       ("9999", r"--k 9999: every applicant .*\(the largest pool holds 8\); give k from 1 to 7"))],
+                       ("9999", r"quota k=9999 is not below the pool size 8 of the .* grouping: at k = pool size everyone is "
+                                r"selected; choose k in 1 … 7"))],
     *[Case(f"ll144 --ci {ci}", lambda d, ci=ci: ["ll144", "--db", store(d), "--ci", ci],
            rf"--ci {ci}: give a confidence level strictly between 0 and 1") for ci in ("nan", "0", "1")],
     Case("verdict --ci 0", lambda d: ["verdict", "--db", store(d), "--task", "resume", "--k", "2", "--ci", "0"],

@@ -76,12 +76,12 @@ def test_impact_ratios_equal_direct_computation_from_metrics(pointwise, tmp_path
 
 
 def test_impact_markdown_and_bad_input(pointwise, capsys):
-    assert main(["impact", "--scores", str(pointwise), "--k", "2", "--grouping", "gender", "--bootstrap", "5",
-                 "--format", "md"]) == 0
+    assert main(["impact", "--scores", str(pointwise), "--k", "1", "--grouping", "gender", "--bootstrap", "5",
+                 "--format", "md"]) == 0  # gender's pools hold 2: k = 2 is refused (everyone selected)
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("| model | task | subtask |") and lines[1].startswith("| --- |")
     assert main(["impact", "--scores", str(pointwise), "--k", "9"]) == 2
-    assert "larger than the pool" in capsys.readouterr().err
+    assert "quota k=9 is not below the pool size 8" in capsys.readouterr().err
     assert main(["compare", "--db", str(DEMO_STORE), "--task", "resume", "--a", "smollm2-135m", "--b", "nope", "--k",
                  "2"]) == 2
     assert "model 'nope' has no scores" in capsys.readouterr().err

@@ -111,7 +111,7 @@ def test_validity_reports_correlations_ndcg_and_rankings(files):
 def test_bad_input_is_one_error_line_and_status_2(files, tmp_path):
     status, out, err = run("metrics", "--scores", str(files / "scores.csv"), "--reference", "Z_Z", "--k", "1")
     assert status == 2 and out == ""
-    assert err.startswith("error: reference group 'Z_Z' not found in column 'group'")
+    assert err.startswith("error: reference group 'Z_Z' not found among the ")
     status, _, err = run("metrics", "--scores", str(files / "pointwise.csv"), "--reference", "W_M", "--k", "9")
     assert status == 2 and "quota k=9 is not below the pool size 4" in err
     status, _, err = run("validity", "--scores", str(tmp_path / "nope.parquet"), "--reference", "W_M", "--k", "2")
@@ -142,7 +142,7 @@ def test_paper_exact_preset_and_inconsistent_threshold(files):
                            "paper-exact")
     assert status == 0 and json.loads(out)["preset"] == "paper-exact"
     worst = rates.idxmax()
-    assert f"note: left out {worst} (resume, pairwise): {rates[worst]:.1%}" in err
+    assert f"note: left out {worst} · resume: excluded, {rates[worst]:.0%} of" in err  # as --db says it
     pairwise = [r for r in json.loads(out)["rankings"] if r["mode"] == "pairwise"]
     assert {r["model"] for r in pairwise} == set(rates.index) - {worst}
     status, _, err = run("metrics", "--scores", str(files / "scores.csv"), "--reference", "W_M", "--k", "1",

@@ -140,14 +140,14 @@ def test_the_study_at_k1_exact_p_values_families_and_a_planner_answer_for_every_
         pytest.skip("data/demo.db not built")
     db = tmp_path / "demo.db"
     db.write_bytes(demo.read_bytes())
-    from audit.audit_verdict import verdict_table
+    from audit.audit import Audit
     from audit.selection import Selection
     from audit.store import Store
     from audit.views import StoreTables
 
     with Store(str(db), create=False) as store:
         tables = StoreTables.read(store)
-    found = {family: verdict_table(tables, Selection("study-gpt-hiring", family=family), k=1)
+    found = {family: Audit(tables, Selection("study-gpt-hiring", family=family)).verdicts((1,))
              for family in ("grouping", "system", "audit")}
     adverse = {family: int((t["verdict"] == ADVERSE).sum()) for family, t in found.items()}
     assert adverse["audit"] < adverse["grouping"] and adverse["system"] <= adverse["grouping"]

@@ -139,7 +139,7 @@ def preset_page(monkeypatch, db, task, mode, grouping, reference, preset, cut, s
         at.slider(key="k_gaps").set_value(k)
     at.toggle(key="impact_on").set_value(True).run()
     assert not at.exception, at.exception
-    view = at.session_state["view"]
+    view = at.session_state["view"].selection
     assert (view.task, view.mode, view.grouping, view.reference, view.n_boot, view.preset) == (
         task, mode, grouping, reference, N_BOOT, preset), view
     return at
@@ -211,7 +211,8 @@ def test_compare_page_cli_and_report_hold_the_same_comparison(monkeypatch):
     for key, value in {"task": "resume", "grouping_resume": "race", "ref_resume_race": "B", "n_boot": N_BOOT}.items():
         at.session_state[key] = value  # the sidebar's widgets hold the selection from the start
     at.switch_page("pages/compare.py").run()
-    assert (at.session_state["view"].grouping, at.session_state["view"].reference) == ("race", "B")
+    chosen = at.session_state["view"].selection
+    assert (chosen.grouping, chosen.reference) == ("race", "B")
     a, b = at.selectbox(key="compare_a").value, at.selectbox(key="compare_b").value
     at.slider(key="compare_k").set_value(2).run()
     assert not at.exception, at.exception

@@ -17,9 +17,11 @@ from audit.errors import AuditError
 from audit.formatting import md_text
 from audit.metrics.ll144 import ll144_table
 from audit.recorded.outcomes import ll144_groupings, recorded_decisions
-from audit.store_tables import score_table
+from audit.audit import Audit
+from audit.selection import Selection
 from audit.store import Store
 from audit.tasks.designs import completed
+from audit.views import StoreTables
 
 #: what "selected" means for each outcome kind (see :func:`audit.recorded.decision_logs.selected_flags`)
 MEANINGS = {"rank": "selected = top {k} of each pool", "selected": "selected = the recorded selection (no quota)",
@@ -53,7 +55,8 @@ def run_ll144(args: argparse.Namespace) -> int:
         raise AuditError("--exclude-small: give the justification for excluding categories under 2 % (it is printed "
                          "with the table)")
     with Store(args.db, create=False) as store:
-        scores = score_table(store)
+        tables = StoreTables.read(store)
+        scores = tables.scores
         models = store.models().set_index("label")
         outcomes = store.recorded_systems()
         designs = store.designs()
@@ -67,11 +70,9 @@ def run_ll144(args: argparse.Namespace) -> int:
         raise AuditError(f"{args.db}: no recorded decisions{' in task ' + repr(args.task) if args.task else ''}; "
                          "import some with `python -m audit import`")
     ranked = decisions[decisions["outcome"] == "rank"]
-    for (task, subtask), part in ranked.groupby(["task", "subtask"], sort=True):
-        largest, k = int(part.groupby(["model", "pool"]).size().max()), quotas[task, subtask][0]
-        if k >= largest:
-            raise AuditError(f"--k {k}: every applicant of every recorded pool of {task} / {subtask} would be "
-                             f"selected (the largest pool holds {largest}); give k from 1 to {largest - 1}")
+    for (task, subtask), part in ranked.groupby(["task", "subtask"], sort=True):  # top k of each recorded pool
+        chosen = Selection(task, models=tuple(sorted(part["model"].unique())), subtasks=(subtask,), pool="observed")
+        Audit(tables, chosen).check_quota((quotas[task, subtask][0],))
     frames = []
     for (model, task, subtask), part in decisions.groupby(["model", "task", "subtask"], sort=True):
         groupings = {name: columns for name, (_, columns) in ll144_groupings(designs[task, subtask]).items()}

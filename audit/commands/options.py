@@ -2,9 +2,14 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from audit.metrics.inference import METHODS
-from audit.selection import N_BOOT
+from audit.selection import N_BOOT, N_PERM
+
+if TYPE_CHECKING:
+    from audit.selection import Selection
+    from audit.views import StoreTables
 
 
 def add_filters(parser: argparse.ArgumentParser, *, scope: str = "") -> None:
@@ -48,3 +53,64 @@ def add_output(parser: argparse.ArgumentParser, formats: tuple[str, ...], *, for
     """``--format`` (the first of ``formats`` by default) and ``--out``."""
     parser.add_argument("--format", choices=formats, default=formats[0], help=format_help)
     parser.add_argument("--out", help="write here instead of stdout")
+
+
+def add_selection(parser: argparse.ArgumentParser, *, k: str = "list", k_help: str = "", mode: str | None = "pointwise",
+                  groupings: bool = False, groups: bool = False, metrics: bool = True) -> None:
+    """The flags of one :class:`audit.selection.Selection`, spelled once for every command that reads results:
+    ``--task``, ``--mode``, ``--models``, ``--subtasks``, ``--grouping`` (repeatable with ``groupings``),
+    ``--reference``, ``--pool``, ``--k`` (``list``: quotas such as 2, 1-8 or 1,3,5; ``one``: one quota, default the
+    design's), with ``groups`` ``--groups``, with ``metrics`` ``--preset`` and ``--max-inconsistent``."""
+    from audit.metrics.presets import PRESETS
+
+    parser.add_argument("--task", help="the task to audit (default: the store's only task)")
+    parser.add_argument("--mode", default=mode, help=f"scoring mode (default {mode or 'every mode of the task'})")
+    add_filters(parser)
+    if groupings:
+        parser.add_argument("--grouping", action="append", help="a grouping the task declares, e.g. race (repeatable; "
+                                                                "default: every one whose pools exceed k)")
+    else:
+        parser.add_argument("--grouping", help="a grouping the task declares, e.g. race (default: whole group codes)")
+    parser.add_argument("--reference", help="reference group (default: the stored design's, in the grouping)")
+    if groups:
+        parser.add_argument("--groups", nargs="+", default=(), help="groups of the grouping to show (default: all)")
+    parser.add_argument("--pool", help="pool design: per-group, random:N or observed (default: the stored design's)")
+    if k == "list":
+        parser.add_argument("--k", required=True, help=k_help or "quota(s): 2, 1-8 or 1,3,5")
+    else:
+        parser.add_argument("--k", type=int, help=k_help or "quota k (default: the quota the task's design declares, "
+                                                            "e.g. 1 for the GPT hiring study)")
+    if metrics:
+        parser.add_argument("--preset", choices=tuple(PRESETS), default="default",
+                            help="estimators: default, or paper-exact (the RABBI paper's code: JSD on 10 bins over "
+                                 "A's range in nats, asymptotic p-values)")
+        parser.add_argument("--max-inconsistent", type=float, metavar="RATE",
+                            help="leave out pairwise models whose share of inconsistent pairs exceeds RATE (the paper "
+                                 "uses 0.55 and 0.50); default: keep all")
+
+
+def selection_from(args: argparse.Namespace, tables: "StoreTables", **fields: object) -> "Selection":
+    """The one :class:`audit.selection.Selection` of a command's flags (any command's: flags it lacks keep the
+    selection's defaults; ``fields`` override, e.g. the mode of one pass): the store's only task unless ``--task``,
+    ``--k`` as a tuple of quotas, a repeatable ``--grouping`` named once as the selection's grouping."""
+    from audit.commands.io import parse_quotas
+    from audit.selection import Selection
+
+    def flag(name: str, default: object = None) -> object:
+        value = getattr(args, name, None)
+        return default if value is None else value
+
+    k = flag("k")
+    ks = () if k is None else (k,) if isinstance(k, int) else tuple(parse_quotas(k))
+    grouping = flag("grouping")
+    chosen = dict(mode=flag("mode", "pointwise"), models=tuple(flag("models", ())),
+                  subtasks=tuple(flag("subtasks", ())), groups=tuple(flag("groups", ())),
+                  grouping=grouping if isinstance(grouping, str) or grouping is None else
+                  grouping[0] if len(grouping) == 1 else None, reference=flag("reference"),
+                  pool=flag("pool"), preset=flag("preset", "default"), max_inconsistent=flag("max_inconsistent"),
+                  ci=getattr(args, "ci", 0.95), n_boot=flag("bootstrap", N_BOOT), n_perm=getattr(args, "permutations",
+                                                                                              N_PERM),
+                  adjust=flag("adjust", "holm"), ks=ks, seed=flag("seed", 0), family=flag("family", "system"),
+                  rule=flag("rule", "practice"))
+    task = fields.pop("task", None) or tables.task(flag("task"))
+    return Selection(task, **{**chosen, **fields})

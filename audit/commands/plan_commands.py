@@ -4,16 +4,15 @@ from __future__ import annotations
 import argparse
 import json
 
-import pandas as pd
 
+from audit.audit import Audit
 from audit.errors import AuditError
 from audit.output import csv_text
 from audit.commands.io import emit, read_table_file, records
-from audit.commands.options import add_bootstrap, add_output
-from audit.metrics.planner import SIZES, plan
-from audit.store_tables import score_table
+from audit.commands.options import add_bootstrap, add_output, add_selection, selection_from
+from audit.metrics.planner import SIZES
 from audit.store import Store
-from audit.views import one_task
+from audit.views import StoreTables
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -25,12 +24,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--scores", help="pilot score table (.csv or .parquet) from `python -m audit scores`")
     source.add_argument("--db", help="pilot result store (SQLite)")
-    parser.add_argument("--task", help="the task to plan for (required when the store holds several)")
-    parser.add_argument("--reference", required=True, help="reference group (a group code of the scores)")
-    parser.add_argument("--k", type=int, default=2, help="quota k (default 2)")
+    add_selection(parser, k="one", k_help="quota k (default: the quota the task's design declares)", metrics=False)
     parser.add_argument("--target", type=float, default=0.05, help="target CI half-width of ΔDP (default 0.05)")
-    parser.add_argument("--mode", default="pointwise", help="scoring mode of the pilot rows (default pointwise)")
-    parser.add_argument("--pool", default="per-group", help="per-group (default) or random:N")
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="candidates per group to evaluate")
     add_bootstrap(parser, replicates=200, replicates_help="resampled pilots per size", seed_help="seed")
     add_output(parser, ("json", "csv"), format_help="json: summary and curve; csv: the summary table only")
@@ -44,32 +39,30 @@ def _sizes(text: str) -> list[int]:
     return [int(p) for p in parts]
 
 
-def _pilot(args: argparse.Namespace) -> pd.DataFrame:
+def _tables(args: argparse.Namespace) -> StoreTables:
+    """The pilot's tables: the store's, or the score file's read under each task's declared design."""
     if args.scores:
-        scores = read_table_file(args.scores, "score table")
-    else:
-        with Store(args.db, create=False) as store:
-            scores = score_table(store)
-        task = one_task(sorted(scores["task"].unique()), args.task)
-        scores = scores[scores["task"] == task]
-    if "mode" not in scores:
-        raise AuditError("score table is missing column(s): mode")
-    rows = scores[scores["mode"].astype(str) == args.mode]
-    if rows.empty:
-        modes = sorted(scores["mode"].astype(str).unique())
-        raise AuditError(f"no pilot rows in mode {args.mode!r}; the scores hold {', '.join(modes) or 'nothing'}")
-    return rows
+        return StoreTables.from_scores(read_table_file(args.scores, "score table"))
+    with Store(args.db, create=False) as store:
+        return StoreTables.read(store)
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    """Handler of ``plan``."""
+    """Handler of ``plan``: the selection's audit plans from its pilot rows under the stored (or declared) pool
+    design unless ``--pool``."""
     sizes = _sizes(args.sizes)
-    curve, summary = plan(_pilot(args), reference=args.reference, k=args.k, target=args.target, pool=args.pool,
-                          sizes=sizes, n_boot=args.bootstrap, level=args.ci, seed=args.seed)
+    tables = _tables(args)
+    selection = selection_from(args, tables, n_boot=args.bootstrap)
+    modes = sorted(set(tables.scores.loc[tables.scores["task"] == selection.task, "mode"].astype(str)))
+    if selection.mode not in modes:
+        raise AuditError(f"no pilot rows in mode {selection.mode!r}; the scores hold {', '.join(modes) or 'nothing'}")
+    audit = Audit(tables, selection)
+    k = tables.design(selection.task).audited_quota(args.k)[0]
+    curve, summary = audit.plan(k, target=args.target, sizes=sizes, n_boot=args.bootstrap, level=args.ci)
     if args.format == "csv":
         emit(csv_text(summary), args.out)
     else:
-        result = {"k": args.k, "target": args.target, "level": args.ci, "pool": args.pool,
+        result = {"k": k, "target": args.target, "level": args.ci, "pool": audit.pool,
                   "summary": records(summary), "curve": records(curve)}
         emit(json.dumps(result, indent=1) + "\n", args.out)
     return 0

@@ -3,22 +3,23 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 
 import pandas as pd
 
 from audit.commands.io import emit, read_table_file, records
-from audit.commands.options import add_bootstrap, add_filters, add_output, add_verdict_rule
+from audit.audit import Audit
+from audit.commands.options import add_bootstrap, add_output, add_selection, add_verdict_rule, selection_from
 from audit.errors import AuditError
 from audit.formatting import markdown_table, pvalue, ratio
 from audit.metrics.impact import FOUR_FIFTHS
-from audit.audit_verdict import verdict_table
-from audit.design import WHOLE
-from audit.metrics.verdict import rollup, rule_text, verdicts
+from audit.design import WHOLE, PoolDesign
+from audit.metrics.verdict import rollup, rule_text
 from audit.readable import system_verdicts, verdict_words
 from audit.output import csv_text
 from audit.store import Store
 from audit.tasks.designs import declared_design
-from audit.selection import N_PERM, Selection
+from audit.selection import N_PERM
 from audit.views import StoreTables
 
 
@@ -30,13 +31,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--db", help="result store: its pointwise scores and each task's stored design")
     source.add_argument("--scores", help="a score table (.csv or .parquet) from `python -m audit scores`")
-    parser.add_argument("--task", help="with --db: the task to audit (default: the store's only task)")
-    add_filters(parser, scope="with --db: ")
-    parser.add_argument("--k", type=int, help="quota k, below every grouping's pool size (default: the quota the "
-                                              "task's design declares, e.g. 1 for the GPT hiring study)")
-    parser.add_argument("--pool", help="per-group, random:N (with --db: overrides the stored design)")
-    parser.add_argument("--grouping", action="append", help="with --db: a grouping the task declares, e.g. race "
-                        "(repeatable; default: every one whose pools exceed k)")
+    add_selection(parser, k="one", k_help="quota k, below every grouping's pool size (default: the quota the task's "
+                                          "design declares, e.g. 1 for the GPT hiring study)", groupings=True,
+                  metrics=False)
     parser.add_argument("--threshold", type=float, default=FOUR_FIFTHS, help="impact-ratio threshold (default 0.8)")
     add_verdict_rule(parser)
     add_bootstrap(parser, ci_help="confidence level; α = 1 − ci", seed_help="bootstrap and permutation seed")
@@ -47,35 +44,26 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def _table(args: argparse.Namespace) -> pd.DataFrame:
-    """The verdict rows of the store's task, or of a score file read with its group codes whole, at ``args.k``
-    (set here to the design's quota when not given, with ``args.quota_reason`` saying why)."""
+    """The verdict rows of the store's task, or of a score file's task read with its group codes whole in per-group
+    pools, at ``args.k`` (set here to the design's quota when not given, with ``args.quota_reason`` saying why)."""
+    if args.mode != "pointwise":
+        raise AuditError(f"--mode {args.mode}: verdicts are defined on pointwise scores")
     if args.scores:
-        if args.task or args.grouping or args.models or args.subtasks:
-            raise AuditError("--scores takes no --task, --grouping, --models or --subtasks (use --db)")
+        if args.grouping or args.models or args.subtasks or args.reference:
+            raise AuditError("--scores takes no --grouping, --reference, --models or --subtasks (use --db)")
         scores = read_table_file(args.scores, "score table")
         scores = scores[scores["mode"].astype(str) == "pointwise"] if "mode" in scores else scores
         if scores.empty:
             raise AuditError(f"score table {args.scores} has no pointwise scores")
-        args.k, args.quota_reason = declared_design(scores).audited_quota(args.k)
-        table = verdicts(scores, grouping=WHOLE, k=args.k, pool=args.pool or "per-group", threshold=args.threshold,
-                         ci=args.ci, n_boot=args.bootstrap, n_perm=args.permutations, seed=args.seed,
-                         family=args.family, rule=args.rule)
-        return table.assign(name=table["category"])
-    with Store(args.db, create=False) as store:
-        tables = StoreTables.read(store)
-    task = tables.task(args.task)
-    pointwise = tables.scores[(tables.scores["task"] == task) & (tables.scores["mode"] == "pointwise")]
-    for column, chosen in (("model", args.models), ("subtask", args.subtasks)):
-        known = set(pointwise[column].astype(str))
-        missing = [c for c in chosen if c not in known]
-        if missing:
-            raise AuditError(f"{column} {missing[0]!r} has no pointwise scores for task {task!r}; {column}s are: "
-                             f"{', '.join(sorted(known))}")
-    selection = Selection(task, models=tuple(args.models), subtasks=tuple(args.subtasks), pool=args.pool, ci=args.ci,
-                          n_boot=args.bootstrap, n_perm=args.permutations, seed=args.seed, family=args.family,
-                          rule=args.rule)
-    args.k, args.quota_reason = tables.design(task).audited_quota(args.k)
-    return verdict_table(tables, selection, k=args.k, groupings=args.grouping or (), threshold=args.threshold)
+        whole = replace(declared_design(scores), groupings={WHOLE: None}, names={}, pools=PoolDesign.parse("per-group"))
+        tables = StoreTables.from_scores(scores.assign(mode="pointwise"), {
+            key: whole for key in scores.groupby(["task", "subtask"]).groups})
+    else:
+        with Store(args.db, create=False) as store:
+            tables = StoreTables.read(store)
+    selection = selection_from(args, tables)
+    args.k, args.quota_reason = tables.design(selection.task).audited_quota(args.k)
+    return Audit(tables, selection).verdicts((args.k,), tuple(args.grouping or ()), args.threshold)
 
 
 def run_verdict(args: argparse.Namespace) -> int:

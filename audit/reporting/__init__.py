@@ -11,6 +11,7 @@ from audit.reporting.content import ReportSettings, collect
 from audit.reporting.findings import Finding, findings
 from audit.reporting.pdf import print_pdf
 from audit.reporting.render import render_html
+from audit.views import StoreTables
 
 #: a report's steps, as :func:`build_report` announces them
 COMPUTING, WRITING, PRINTING = ("computing the audit's numbers", "drawing the charts and writing the document",
@@ -24,15 +25,17 @@ def report_steps(fmt: str) -> tuple[str, ...]:
     return (COMPUTING, WRITING, PRINTING) if fmt == "pdf" else (COMPUTING, WRITING)
 
 
-def build_report(settings: ReportSettings, fmt: str = "html", progress: Progress | None = None) -> bytes:
+def build_report(settings: ReportSettings, fmt: str = "html", progress: Progress | None = None,
+                 tables: StoreTables | None = None) -> bytes:
     """The report of ``settings`` as ``html`` or ``pdf`` bytes, each step announced to ``progress`` as it starts
     (the figures' browser starts first, in the background and under the export's deadline, so it is up when the
-    charts are drawn, and a browser that fails or never answers ends in one error and leaves no process behind)."""
+    charts are drawn, and a browser that fails or never answers ends in one error and leaves no process behind);
+    ``tables``: the store's, when already read."""
     steps = report_steps(fmt)
     tell = progress or (lambda step, done: None)
     warm_up()
     tell(COMPUTING, 0 / len(steps))
-    data = collect(settings)
+    data = collect(settings, tables)
     tell(WRITING, 1 / len(steps))
     page = render_html(data).encode("utf-8")
     if fmt != "pdf":

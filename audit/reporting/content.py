@@ -10,62 +10,43 @@ from pathlib import Path
 
 import pandas as pd
 
-from audit.audit_result import comparison, compute
-from audit.audit_verdict import pool_sizes, verdict_table
+from audit.audit import Audit
 from audit.design import AuditDesign
 from audit.errors import AuditError
 from audit.metrics.impact import FOUR_FIFTHS
 from audit.metrics.inference import METHODS
 from audit.metrics.schema import is_pairwise
-from audit.metrics.verdict import DEFAULT_FAMILY
 from audit.reporting import provenance
 from audit.reporting.ll144_section import ll144_section
-from audit.store_tables import answer_table, pair_table, score_table
-from audit.selection import N_BOOT, N_PERM, Selection
+from audit.store_tables import answer_table, pair_table
+from audit.selection import Selection
 from audit.store import Store
 from audit.views import StoreTables, regroup
 
 @dataclass(frozen=True)
 class ReportSettings:
-    """What to report on: one :class:`audit.selection.Selection` of a store plus the report's quota ``k`` and an
-    optional comparison of two model labels (A, B); ``family`` and ``rule``: the verdict's multiple-testing family and
-    reading (:data:`audit.metrics.verdict.FAMILIES`, :data:`audit.metrics.verdict.RULES`). ``reference``, ``grouping``, ``pool`` and ``k`` None: the stored
-    design's; after :func:`collect` they hold the values the report used, and ``quota_reason`` says why that k."""
+    """What to report on: the store, one :class:`audit.selection.Selection` of it and the report's options: its quota
+    ``k`` (None: the design's; after :func:`collect` the k used, ``quota_reason`` saying why), an optional comparison
+    of two model labels (A, B) and the verdicts' impact-ratio ``threshold``. The selection's choices read as the
+    settings' own (``settings.grouping``, ``settings.ci``, …); after :func:`collect` its grouping, reference and
+    pool hold the values the report used."""
 
     store: str
-    task: str | None = None
-    models: tuple[str, ...] = ()
-    mode: str = "pointwise"
-    reference: str | None = None
-    grouping: str | None = None
-    subtasks: tuple[str, ...] = ()
-    groups: tuple[str, ...] = ()
-    preset: str = "default"
-    max_inconsistent: float | None = None
+    selection: Selection
     k: int | None = None
     quota_reason: str = ""
-    pool: str | None = None
-    ci: float = 0.95
-    n_boot: int = N_BOOT
-    n_perm: int = N_PERM
-    adjust: str = "holm"
-    seed: int = 0
     compare: tuple[str, str] | None = None
     threshold: float = FOUR_FIFTHS
-    family: str = DEFAULT_FAMILY
-    rule: str = "practice"
+
+    def __getattr__(self, name: str) -> object:
+        if name == "selection":  # not set yet (unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.selection, name)
 
     @property
     def design(self) -> str:
         """The pool design's spelling (the stored one once :func:`collect` resolved it)."""
-        return self.pool or ("observed" if is_pairwise(self.mode) else "per-group")
-
-    def selection(self, task: str) -> Selection:
-        """The audit's selection, at every k."""
-        return Selection(task, self.mode, models=tuple(self.models), subtasks=tuple(self.subtasks),
-                         groups=tuple(self.groups), grouping=self.grouping, reference=self.reference, pool=self.pool,
-                         preset=self.preset, max_inconsistent=self.max_inconsistent, ci=self.ci, n_boot=self.n_boot,
-                         n_perm=self.n_perm, adjust=self.adjust, seed=self.seed, family=self.family, rule=self.rule)
+        return self.selection.pool or ("observed" if is_pairwise(self.selection.mode) else "per-group")
 
 
 @dataclass
@@ -88,7 +69,7 @@ class ReportData:
     ll144: str = ""  # the LL144 summary section (HTML) of recorded systems, :mod:`audit.reporting.ll144_section`
     generated: str = ""
     version: str = ""
-    #: one row per system × grouping × category (:func:`audit.audit_verdict.verdict_table`); None for pairwise modes
+    #: one row per system × grouping × category (:meth:`audit.audit.Audit.verdicts`); None for pairwise modes
     verdicts: pd.DataFrame | None = None
     #: each declared grouping's smallest pool size (a quota k is defined below it)
     pool_sizes: dict[str, int] = field(default_factory=dict)
@@ -111,11 +92,8 @@ def tool_version() -> str:
     return done.stdout.strip() or "unknown"
 
 
-def load_scores(settings: ReportSettings, table: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The score rows of the settings' mode, task and models, read from ``table`` or else from the store."""
-    if table is None:
-        with _open(settings.store) as store:
-            table = score_table(store)
+def load_scores(settings: ReportSettings, table: pd.DataFrame) -> pd.DataFrame:
+    """The score rows of the settings' mode, task and models in the score ``table``."""
     table = table[table["mode"].astype(str) == settings.mode]
     tasks = sorted(table["task"].astype(str).unique())
     if not tasks:
@@ -159,12 +137,12 @@ def _diagnostics(store: Store, scores: pd.DataFrame, mode: str) -> pd.DataFrame:
     return out.merge(pairs.groupby("model", as_index=False).agg(flipped=("flipped", "mean")), on="model", how="left")
 
 
-def collect(settings: ReportSettings) -> ReportData:
-    """Read the store and compute every table of the report through :func:`audit.audit_result.compute` and, for
-    pointwise scores, the verdicts of :func:`audit.audit_verdict.verdict_table` (an AuditError on bad settings,
-    store untouched)."""
+def collect(settings: ReportSettings, tables: StoreTables | None = None) -> ReportData:
+    """Read the store (``tables``: its tables, when already read) and compute every table of the report through the
+    selection's :class:`audit.audit.Audit` (verdicts for pointwise scores only; an AuditError on bad settings, store
+    untouched)."""
     with _open(settings.store) as store:
-        tables = StoreTables.read(store)
+        tables = tables or StoreTables.read(store)
         scores = load_scores(settings, tables.scores)
         task = str(scores["task"].iloc[0])
         models = provenance.systems(store, scores, task, settings.mode)
@@ -173,35 +151,29 @@ def collect(settings: ReportSettings) -> ReportData:
         subtasks = sorted(scores["subtask"].astype(str).unique())
         data_hash = provenance.data_hash(store, task, [t for t in subtasks if not settings.subtasks
                                                        or t in settings.subtasks])
-    selection = settings.selection(task)
+    audit = Audit(tables, replace(settings.selection, task=task, ks=()))
     k, why = tables.design(task).audited_quota(settings.k)
-    settings = replace(settings, k=k, quota_reason=why)
-    result = compute(tables, selection)
-    metrics = result.table
-    size = int(metrics["k"].max())
-    if not 1 <= settings.k < size:
-        raise AuditError(f"quota k={settings.k} is not below the pool size {size} of grouping {result.grouping!r}: "
-                         f"at k = pool size everyone is selected; choose k in 1 … {size - 1}")
+    audit.check_quota((k,), (audit.grouping,))
+    metrics = audit.table
     verdicts, sizes_by_grouping = None, {}
     if settings.mode == "pointwise":
-        sizes_by_grouping = pool_sizes(tables, selection)
-        verdicts = verdict_table(tables, selection, k=settings.k, threshold=settings.threshold, sizes=sizes_by_grouping)
-    settings = replace(settings, task=task, reference=result.reference, grouping=result.grouping, pool=result.pool)
+        sizes_by_grouping = audit.sizes("pointwise")
+        verdicts = audit.verdicts((k,), (), settings.threshold)
+    resolved = replace(audit.selection, reference=audit.reference, grouping=audit.grouping, pool=audit.pool)
+    settings = replace(settings, selection=resolved, k=k, quota_reason=why)
     scores = regroup(scores[scores["model"].isin(metrics["model"]) & scores["subtask"].isin(metrics["subtask"])],
-                     result.design.part(result.grouping))
+                     audit.design.part(audit.grouping))
     sizes = (scores.groupby(["model", "subtask", "group"])["candidate_id"].nunique().rename("candidates")
              .reset_index())
     data = ReportData(
-        settings=settings, task=task, design=result.design, models=models, subtasks=sorted(metrics["subtask"].unique()),
-        group_sizes=sizes, prompts=prompts, metrics=metrics,
-        impact=result.impact[result.impact["k"] == settings.k].reset_index(drop=True),
-        correlations=result.correlations(settings.k), rankings=result.rankings(settings.k)[0], diagnostics=diagnostics,
+        settings=settings, task=task, design=audit.design, models=models, subtasks=sorted(metrics["subtask"].unique()),
+        group_sizes=sizes, prompts=prompts, metrics=metrics, impact=audit.impact((k,), (audit.grouping,)),
+        correlations=audit.correlations(k), rankings=audit.rankings(k)[0], diagnostics=diagnostics,
         generated=datetime.now(timezone.utc).isoformat(timespec="seconds"), version=tool_version(),
         verdicts=verdicts, pool_sizes=sizes_by_grouping, data=data_hash)
-    data.ll144 = ll144_section(tables, replace(result.selection, ks=(settings.k,)))
+    data.ll144 = ll144_section(tables, replace(audit.selection, ks=(k,)))
     if settings.compare:
-        a, b = settings.compare
-        found = comparison(tables, replace(result.selection, ks=(settings.k,)), a, b)
+        found = audit.comparison(*settings.compare, (k,))
         data.comparison = {"gaps": found.gaps, "flips": found.flips, "correlation": found.correlation}
     return data
 
@@ -303,5 +275,8 @@ def _quoted(text: str) -> str:
 
 
 def settings_record(settings: ReportSettings) -> dict:
-    """The settings as plain values (the store's path as :func:`provenance.portable_path` prints it)."""
-    return {**asdict(settings), "pool": settings.design, "store": provenance.portable_path(settings.store)}
+    """The settings as plain values, the selection's flattened in (the store's path as
+    :func:`provenance.portable_path` prints it)."""
+    record = asdict(settings)
+    chosen = {name: value for name, value in record.pop("selection").items() if name != "ks"}  # the report's is k
+    return {**chosen, **record, "pool": settings.design, "store": provenance.portable_path(settings.store)}

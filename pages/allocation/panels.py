@@ -2,28 +2,17 @@
 ``impact --db`` exports them) and the audit-report buttons."""
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from audit import charts, exports, readable, views
-from audit.audit_result import impact_table
 from audit.errors import AuditError
-from audit.metrics.planner import plan_at, plan_curves
+from audit.metrics.planner import plan_at
 from audit.metrics.schema import is_pairwise
 from audit.reporting import ReportSettings, build_report, report_steps
 from audit.view_report import report_settings
 from pages.shared import common, verdict_panel
-
-
-@st.cache_data(show_spinner="Planning…", max_entries=32)
-def plan(view: views.View, model: str, subtask: str) -> pd.DataFrame:
-    """The planner's curves with one (model, subtask) of the view as pilot."""
-    scores = common.view_scores(view)
-    pilot = scores[(scores["model"] == model) & (scores["subtask"] == subtask)]
-    return plan_curves(pilot, reference=view.reference, pool=view.pool, level=view.ci)
 
 
 def planner_panel(view: views.View, model: str, subtask: str, k: int) -> go.Figure | None:
@@ -31,19 +20,21 @@ def planner_panel(view: views.View, model: str, subtask: str, k: int) -> go.Figu
     st.subheader("Audit planner")
     if not st.toggle("plan an audit from this pilot: candidates per group for a target CI", key="plan_on"):
         return None
-    if is_pairwise(view.mode):
+    if is_pairwise(view.selection.mode):
         st.info("The planner resizes pointwise pilots; choose the pointwise scoring mode in the sidebar.")
         return None
     target = st.number_input("target CI half-width of ΔDP", 0.005, 0.5, 0.05, 0.005, format="%.3f", key="plan_target")
     try:
-        curve, summary = plan_at(plan(view, model, subtask), k=k, target=target)
+        with st.spinner("Planning…"):
+            curve, summary = plan_at(common.audit(view).plan_curves(model, subtask), k=k, target=target)
     except AuditError as exc:
         common.error("Cannot plan from this pilot:", exc)
         return None
     row = summary.iloc[0]
     beyond = " (extrapolated beyond the largest size simulated)" if row["extrapolated"] else ""
     st.markdown(f"With the model · subtask chosen above as pilot, about **{int(row['needed_n'])} candidates per group** "
-                f"give a {round(view.ci * 100)} % CI of ΔDP at k = {k} no wider than ± {target:g} for every group"
+                f"give a {round(view.selection.ci * 100)} % CI of ΔDP at k = {k} no wider than ± {target:g} for every "
+                f"group"
                 f"{beyond}; the pilot's {int(row['pilot_n'])} per group give ± {row['pilot_half_width']:.3f}. "
                 "From the exact engine on pilots resampled to each size.")
     fig = charts.planner_curve(curve, target=target, k=k, names=common.names(view))
@@ -51,10 +42,10 @@ def planner_panel(view: views.View, model: str, subtask: str, k: int) -> go.Figu
     return fig
 
 
-@st.cache_data(show_spinner="Computing impact ratios…", max_entries=16)
 def impact(view: views.View, k: int) -> pd.DataFrame:
-    """Impact ratios at k under every grouping the task declares whose pools exceed k, for the view's selection."""
-    return impact_table(common.tables(view), replace(view.selection(), ks=(k,)))
+    """Impact ratios at k under every grouping the task declares whose pools exceed k, for the view's selection
+    (kept by its cached audit; shared, never mutated)."""
+    return common.audit(view).impact((k,))
 
 
 def bundle_tables(view: views.View, k: int) -> dict[str, pd.DataFrame]:
@@ -71,7 +62,8 @@ def bundle_tables(view: views.View, k: int) -> dict[str, pd.DataFrame]:
 
 def impact_section(view: views.View, k: int) -> None:
     """The impact ratios of the view's scoring mode at quota k, as exported (codes, every interval bound)."""
-    if not st.toggle(f"impact ratios of the {view.mode} scores with their intervals, as exported", key="impact_on"):
+    if not st.toggle(f"impact ratios of the {view.selection.mode} scores with their intervals, as exported",
+                     key="impact_on"):
         return  # on demand: keeps cold start
     try:
         ratios = impact(view, k)
@@ -79,7 +71,7 @@ def impact_section(view: views.View, k: int) -> None:
         common.error("No impact ratios for this selection:", exc)
         return
     st.dataframe(ratios, hide_index=True, width="stretch", key="impact_table")
-    for grouping in common.tables(view).design(view.task).groupings:
+    for grouping in common.tables(view).design(view.selection.task).groupings:
         if grouping not in set(ratios["grouping"]):
             st.caption(readable.not_defined(grouping, None, k))
 

@@ -1,6 +1,7 @@
-"""What every page shares: the sidebar view, cached store tables and metric tables, and the export panel."""
+"""What every page shares: the sidebar view, cached store tables and audits, and the export panel."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -8,7 +9,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from audit import audit_result, exports, readable, views
+from audit import exports, readable, views
+from audit.audit import Audit
 from audit.at_quota import Quota
 from audit.errors import AuditError
 from audit.metrics.presets import PRESETS
@@ -42,36 +44,41 @@ def tables(view: views.View) -> views.StoreTables:
 
 def design(view: views.View) -> views.AuditDesign:
     """The stored design of the view's task."""
-    return tables(view).design(view.task)
+    return tables(view).design(view.selection.task)
 
 
 def names(view: views.View) -> dict[str, str]:
     """Group code → display name for every group of the view's task (whole codes and each grouping's)."""
-    return readable.group_names(design(view), tables(view).scores.loc[lambda s: s["task"] == view.task, "group"])
+    scores = tables(view).scores
+    return readable.group_names(design(view), scores.loc[scores["task"] == view.selection.task, "group"])
 
 
 def view_scores(view: views.View) -> pd.DataFrame:
     """The score rows of the view's task and mode with groups coarsened to its grouping."""
     scores = tables(view).scores
-    return views.regroup(scores[(scores["task"] == view.task) & (scores["mode"] == view.mode)],
-                         design(view).part(view.grouping))
+    return views.regroup(scores[(scores["task"] == view.selection.task) & (scores["mode"] == view.selection.mode)],
+                         design(view).part(view.selection.grouping))
 
 
-@st.cache_resource(show_spinner="Computing metrics…", max_entries=8)
-def base_rows(path: str, version: tuple, base: Selection) -> views.MetricRows:
-    """The metric pass of a base selection (every model, subtask and k, with permutation p-values and bootstrap
-    draws; see :func:`audit.audit_result.base_rows`); shared, never mutated (the draws are large: a cached copy per
-    rerun would cost more than the slider's budget)."""
-    return audit_result.base_rows(load_tables(path, version), base, keep_draws=True)
+@st.cache_resource(show_spinner=False, max_entries=32)
+def audit_of(path: str, version: tuple, selection: Selection) -> Audit:
+    """The :class:`audit.audit.Audit` of ``selection`` on the store (bootstrap draws kept for the bands), reading the
+    metric pass of its base selection's audit, so a change of filter or of k reuses what was computed; shared by
+    every page and session, never mutated (its views are computed on first use and kept inside it)."""
+    base = None if selection == selection.base() else audit_of(path, version, selection.base())
+    return Audit(load_tables(path, version), selection, draws=True, base=base)
 
 
-@st.cache_resource(show_spinner="Computing…", max_entries=64)
+def audit(view: views.View, selection: Selection | None = None) -> Audit:
+    """The cached audit of the view's selection (or of ``selection`` on the view's store)."""
+    return audit_of(view.store, view.version, selection or view.selection)
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
 def at_quota(view: views.View, k: int, method: str = "holm") -> Quota:
-    """The view's audit (:func:`audit.audit_result.compute`, as the CLI and the report, p-values adjusted by
-    ``method``) at quota k, from the cached engine pass; shared by every page, never mutated."""
-    rows = base_rows(view.store, view.version, view.selection().base())
-    return Quota.of(audit_result.compute(tables(view), view.selection(method), rows=rows, with_impact=False), k,
-                    tables(view).scores)
+    """The view's audit at quota k with p-values adjusted by ``method`` (rows flagged for label mass); shared by
+    every page, never mutated."""
+    return Quota.of(audit(view, replace(view.selection, adjust=method)), k, tables(view).scores)
 
 
 def metric_view(slider_key: str) -> tuple[views.View, pd.DataFrame, int]:
@@ -79,17 +86,19 @@ def metric_view(slider_key: str) -> tuple[views.View, pd.DataFrame, int]:
     page's slider; stops the page with the reason when there is nothing to show."""
     current = need_view()
     try:
-        found = base_rows(current.store, current.version, current.selection().base())
+        with st.spinner("Computing metrics…"):
+            found = audit(current, current.selection.base()).rows
     except AuditError as exc:
         error("No metrics for this selection:", exc, st.warning)
         st.stop()
     if found.skipped:
         with st.expander(f"{len(found.skipped)} model · subtask combination(s) left out"):
             st.text("\n".join(found.skipped))
-    note = readable.low_mass_note(views.label_mass(tables(current).scores, current.task), current)
+    note = readable.low_mass_note(views.label_mass(tables(current).scores, current.selection.task), current)
     if note:
         st.info(note)
-    return current, found.table, quota_slider(found.table, key=slider_key, default=design(current).audited_quota()[0])
+    pool = int(found.table["k"].max())
+    return current, found.table, quota_slider(pool, key=slider_key, default=design(current).audited_quota()[0])
 
 
 def error(title: str, exc: Exception, box: Callable[[str], Any] = st.error) -> None:
@@ -99,11 +108,10 @@ def error(title: str, exc: Exception, box: Callable[[str], Any] = st.error) -> N
     st.code(str(exc), language=None, wrap_lines=True)
 
 
-def quota_slider(table: pd.DataFrame, key: str, default: int = DEFAULT_K) -> int:
+def quota_slider(pool: int, key: str, default: int = DEFAULT_K) -> int:
     """The quota k slider, 1 … pool size − 1 (at k = pool size everyone is selected and every gap is 0 by
     construction), starting at ``default`` (the design's quota); its value is shared by every page through
     ``quota``."""
-    pool = int(table["k"].max())
     top = max(1, pool - 1)
     value = max(1, min(st.session_state.get("quota", default), top))
     if top == 1:
@@ -213,10 +221,11 @@ def view_inputs(path: str, stored: views.StoreTables) -> views.View:
                           help="; ".join(f"{p.name}: {p.description}" for p in PRESETS.values()))
         cut = st.radio("leave out pairwise models with more inconsistent pairs than", list(views.INCONSISTENT),
                        key="max_inconsistent", horizontal=True, disabled=mode == "pointwise")
-    return views.View(store=path, version=store_version(path), task=task, mode=mode, grouping=grouping,
-                      reference=reference, pool=str(pool), models=tuple(chosen_models), subtasks=tuple(chosen_subtasks),
-                      groups=tuple(chosen_groups), ci=ci, n_boot=n_boot, preset=preset,
-                      max_inconsistent=None if mode == "pointwise" else views.INCONSISTENT[cut])
+    selection = Selection(task, mode, models=tuple(chosen_models), subtasks=tuple(chosen_subtasks),
+                          groups=tuple(chosen_groups), grouping=grouping, reference=reference, preset=preset,
+                          max_inconsistent=None if mode == "pointwise" else views.INCONSISTENT[cut], ci=ci,
+                          n_boot=n_boot)
+    return views.View(store=path, version=store_version(path), selection=selection)
 
 
 def need_view() -> views.View:
@@ -242,9 +251,11 @@ def chart(fig: go.Figure, table: pd.DataFrame, name: str) -> None:
 
 
 def bundle_button(page: str, figures: dict[str, go.Figure], tables_: dict[str, pd.DataFrame],
-                  current: views.View, **settings: object) -> None:
-    """One-click zip of the page's charts (every format), tables and settings (fingerprints, k, reference)."""
-    payload = bundle_settings(current, tables(current).scores, page, **settings)
-    st.download_button("Report bundle (zip)", data=lambda: exports.report_bundle(figures, tables_, payload),
+                  current: views.View, more: Callable[[], dict[str, pd.DataFrame]] = dict, **settings: object) -> None:
+    """One-click zip of the page's charts (every format), tables (``more``: tables built on the click) and
+    settings (fingerprints, k, reference)."""
+    payload = bundle_settings(current, tables(current).scores, page, pool=audit(current).pool, **settings)
+    st.download_button("Report bundle (zip)",
+                       data=lambda: exports.report_bundle(figures, {**tables_, **more()}, payload),
                        file_name=f"{page}-report.zip", mime=exports.MIME["zip"], on_click="ignore",
                        key=f"bundle_{page}", type="primary", icon=":material/folder_zip:")

@@ -21,12 +21,13 @@ def position_audit(path: str, version: tuple, task: str, ci: float) -> PositionA
 
 def show(view: views.View) -> None:
     """The section, when the view's task holds ranked pools (nothing otherwise)."""
-    found = position_audit(view.store, view.version, view.task, view.ci)
+    found = position_audit(view.store, view.version, view.selection.task, view.selection.ci)
     if found is None:
         return
     st.subheader("Position bias: top-1 share by shown position")
     st.caption(f"Each cell: the share of rankings whose first-ranked candidate was shown at that position, with its "
-               f"exact {view.ci:.0%} interval; a position-blind ranker gives {found.shares['expected'].iloc[0]:.3f}. "
+               f"exact {view.selection.ci:.0%} interval; a position-blind ranker gives "
+               f"{found.shares['expected'].iloc[0]:.3f}. "
                f"{UNBIASED_NOTE}")
     st.markdown("\n".join(f"- {md_text(line)}" for line in first_shown_words(found.shares)))
     st.dataframe(position_grid(found), hide_index=True, width="stretch", key="compare_position",

@@ -1,13 +1,14 @@
-"""The verdict at the top of the Overview and the Allocation page: one cached :func:`audit.audit_verdict.verdict_table`
-of the view's task, systems and subtasks at every quota k, read at the page's k with its impact tables per
+"""The verdict at the top of the Overview and the Allocation page: the verdicts at every quota k of one cached
+:class:`audit.audit.Audit` of the view's task, systems and subtasks, read at the page's k with its impact tables per
 grouping."""
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pandas as pd
 import streamlit as st
 
 from audit import readable, views
-from audit.audit_verdict import every_quota, refuse_full_pools
 from audit.errors import AuditError
 from audit.metrics.verdict import DEFAULT_FAMILY, FAMILIES
 from audit.selection import Selection
@@ -34,39 +35,29 @@ def family_choice() -> str:
     return chosen
 
 
-@st.cache_resource(show_spinner="Judging the audit at every quota k…", max_entries=8)
-def every_k(path: str, version: tuple, selection: Selection) -> tuple[pd.DataFrame, dict[str, int]]:
-    """:func:`audit.audit_verdict.every_quota` of ``selection``: a new k reads a slice; shared, never mutated."""
-    return every_quota(common.load_tables(path, version), selection)
-
-
 @st.cache_resource(show_spinner=False, max_entries=64)
 def judged(path: str, version: tuple, selection: Selection, k: int) -> readable.Verdict:
     """The verdict of ``selection`` at quota k, as the pages show it; shared, never mutated."""
-    table, sizes = every_k(path, version, selection)
-    refuse_full_pools(k, sizes)
-    return readable.verdict(table[table["k"] == k].reset_index(drop=True), sizes, k, selection.ci or 0.95)
+    audit = common.audit_of(path, version, selection)
+    return readable.verdict(audit.verdicts_at(k), audit.sizes("pointwise"), k, selection.ci or 0.95)
 
 
 def selection_of(view: views.View) -> Selection:
-    """The verdict's selection of ``view``: its task, systems, subtasks, intervals and the chosen family."""
-    return Selection(view.task, models=view.models, subtasks=view.subtasks, ci=view.ci, n_boot=view.n_boot,
-                     family=family())
+    """The verdict's selection of ``view``: the part of its selection the verdict reads, with the chosen family."""
+    return replace(view.selection, family=family()).judged()
 
 
 def rows_at(view: views.View, k: int) -> pd.DataFrame:
     """The verdict rows of ``view`` at quota k, every column (as ``verdict --format csv`` exports them)."""
-    table, sizes = every_k(view.store, view.version, selection_of(view))
-    refuse_full_pools(k, sizes)
-    return table[table["k"] == k].reset_index(drop=True)
+    return common.audit(view, selection_of(view)).verdicts_at(k)
 
 
 def every_quota_row(view: views.View) -> None:
     """The verdict of each system at every valid quota k, one compact row per system (where adverse impact appears
     and where it vanishes), from the same cached computation as the verdict above."""
-    selection = selection_of(view)
     try:
-        table, _ = every_k(view.store, view.version, selection)
+        with st.spinner("Judging the audit at every quota k…"):
+            table = common.audit(view, selection_of(view)).every_quota
     except AuditError as exc:
         st.info(f"No verdict across quotas for this selection: {exc}")
         return
@@ -80,7 +71,8 @@ def verdict(view: views.View, k: int, *, impact: bool = False) -> None:
     each grouping up front (or why it is not defined at k)."""
     selection = selection_of(view)
     try:
-        found = judged(view.store, view.version, selection, k)
+        with st.spinner("Judging the audit at every quota k…"):
+            found = judged(view.store, view.version, selection, k)
     except AuditError as exc:
         st.info(f"No verdict for this selection: {exc}")
         return
@@ -97,5 +89,5 @@ def verdict(view: views.View, k: int, *, impact: bool = False) -> None:
     else:
         with st.expander("per system, grouping and group"):
             st.dataframe(found.categories, hide_index=True, width="stretch")
-    st.caption(found.note + (f" The verdict reads the pointwise scores; the charts below show {view.mode}."
-                             if view.mode != "pointwise" else ""))
+    st.caption(found.note + (f" The verdict reads the pointwise scores; the charts below show {view.selection.mode}."
+                             if view.selection.mode != "pointwise" else ""))

@@ -1,0 +1,344 @@
+"""One audit, shaped like fairlearn's ``MetricFrame``: the store's tables and one :class:`audit.selection.Selection`
+in; every view a page, a CLI command or the report shows (the resolved design, pool sizes, the metric rows with their
+draws, rows / correlations / rankings at k, impact ratios, verdicts, a comparison, the planner's curves) computed on
+first use and kept, so a view not asked costs nothing and a failing view raises its AuditError only when asked.
+Regrouping, dropping unreliable pairwise models, the reference check and the one quota check live here."""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TypeVar
+
+import numpy as np
+import pandas as pd
+
+from audit.design import AuditDesign, PoolDesign
+from audit.errors import AuditError
+from audit.metrics import model_rankings, ndcg_table, validity
+from audit.metrics.bands import ndcg_bands, validity_bands
+from audit.metrics.compare import compare_gaps, rank_correlation, selection_flips
+from audit.metrics.impact import FOUR_FIFTHS, impact_ratios
+from audit.metrics.inference import METHODS, adjusted
+from audit.metrics.keys import split_keys
+from audit.metrics.pairwise import drop_unreliable
+from audit.metrics.planner import plan, plan_curves
+from audit.metrics.pools import pool_size
+from audit.metrics.schema import is_pairwise
+from audit.metrics.verdict import decide, measure
+from audit.selection import Selection
+from audit.views import MetricRows, StoreTables, metric_rows, pool_of, regroup
+
+T = TypeVar("T")
+Draws = tuple[pd.DataFrame, dict[str, np.ndarray]]
+
+
+def memoised(method: Callable[..., T]) -> Callable[..., T]:
+    """``method`` (hashable positional arguments only) computed once per instance and arguments."""
+    @functools.wraps(method)
+    def kept(self: "Audit", *args: object) -> T:
+        key = (method.__name__, *args)
+        if key not in self._memo:
+            self._memo[key] = method(self, *args)
+        return self._memo[key]
+    return kept
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """System B against system A on the candidates both scored: ``gaps`` (ΔDP and ΔEO differences with paired
+    bootstrap bounds per group and k; unpaired for recorded pools), ``flips`` (per candidate, at the smallest k) and
+    ``correlation`` (Spearman ρ of their scores)."""
+
+    grouping: str
+    reference: str
+    pool: str
+    gaps: pd.DataFrame
+    flips: pd.DataFrame
+    correlation: pd.DataFrame
+
+
+class Audit:
+    """The audit of ``selection`` on ``tables``. ``draws``: keep the bootstrap replicates of the metric pass (for
+    bands on correlations and NDCG); ``base``: an audit of ``selection.base()`` whose metric pass this one reads (so
+    a change of filter reuses the expensive pass)."""
+
+    def __init__(self, tables: StoreTables, selection: Selection, *, draws: bool = False,
+                 base: "Audit | None" = None) -> None:
+        self.tables, self.selection, self.keep_draws, self._base = tables, selection, draws, base
+        self._memo: dict[tuple, object] = {}
+
+    # -- what the selection resolves to ------------------------------------------------------------------------------
+    @cached_property
+    def resolved(self) -> tuple[AuditDesign, str, str]:
+        """(stored design, grouping, reference): the grouping checked against the design's declared ones, the
+        reference defaulting to the stored one coarsened to the grouping and checked against the groups."""
+        s, tables = self.selection, self.tables
+        if s.task not in tables.tasks():
+            raise AuditError(f"task {s.task!r} has no results in this store; tasks: {tables.tasks()}")
+        design = tables.design(s.task)
+        grouping = s.grouping or design.finest()
+        reference = s.reference or design.category(design.reference, grouping)
+        rows = tables.scores[(tables.scores["task"] == s.task) & (tables.scores["mode"] == s.mode)]
+        if rows.empty:
+            raise AuditError(f"task {s.task!r} has no {s.mode} scores")
+        groups = sorted({design.category(c, grouping) for c in rows["group"].astype(str).unique()})
+        if reference not in groups:
+            raise AuditError(f"reference group {reference!r} not found among the {grouping} groups of task "
+                             f"{s.task!r}: {', '.join(groups)}")
+        if s.adjust not in METHODS:
+            raise AuditError(f"adjustment {s.adjust!r} not understood; use one of {list(METHODS)}")
+        return design, grouping, reference
+
+    @property
+    def design(self) -> AuditDesign:
+        return self.resolved[0]
+
+    @property
+    def grouping(self) -> str:
+        return self.resolved[1]
+
+    @property
+    def reference(self) -> str:
+        return self.resolved[2]
+
+    @cached_property
+    def pool(self) -> str:
+        """The pool design's spelling: the selection's, else the stored one of its mode."""
+        return self.selection.pool or str(pool_of(self.tables.design(self.selection.task), self.selection.mode))
+
+    @memoised
+    def scores(self, mode: str, grouping: str | None = None, every_model: bool = False) -> pd.DataFrame:
+        """The selection's score rows of ``mode`` (its models unless ``every_model``, its subtasks; pairwise models
+        above the selection's inconsistent-pair cut left out), groups coarsened to ``grouping`` when given."""
+        s, scores = self.selection, self.tables.scores
+        keep = (scores["task"] == s.task) & (scores["mode"] == mode)
+        for column, chosen in (("model", () if every_model else s.models), ("subtask", s.subtasks)):
+            if chosen:
+                keep &= scores[column].astype(str).isin(chosen)
+        rows = scores[keep].drop(columns=["label_mass", "fingerprint"], errors="ignore")
+        pairs = self.tables.pairs
+        pairs = pairs[(pairs["task"] == s.task) & (pairs["mode"] == mode)]
+        if s.max_inconsistent is not None and is_pairwise(mode) and len(pairs):
+            rows = drop_unreliable(rows, pairs, max_inconsistent=s.max_inconsistent)[0]
+        if rows.empty:
+            self._known(mode)
+            raise AuditError(f"task {s.task!r} has no {mode} scores for this selection")
+        return rows if grouping is None else regroup(rows, self.tables.design(s.task).part(grouping))
+
+    # -- pool sizes and the one quota check --------------------------------------------------------------------------
+    @memoised
+    def sizes(self, mode: str) -> dict[str, int]:
+        """Each declared grouping's smallest pool size over the selection's ``mode`` rows (a quota k lies in
+        1 … size − 1)."""
+        design = self.tables.design(self.selection.task)
+        pool = PoolDesign.parse(self.selection.pool or str(pool_of(design, mode)))
+        out = {}
+        for grouping in design.groupings:
+            coarse = self.scores(mode, grouping)
+            out[grouping] = min(pool_size(pool, d) for d in split_keys(coarse, reference=str(coarse["group"].iloc[0])))
+        return out
+
+    @property
+    def pool_sizes(self) -> dict[str, int]:
+        """:meth:`sizes` of the selection's mode."""
+        return self.sizes(self.selection.mode)
+
+    def check_quota(self, ks: Sequence[int], groupings: Sequence[str] | None = None, *,
+                    mode: str | None = None) -> None:
+        """The one quota check: every k of ``ks`` must lie in 1 … pool size − 1 (at k = pool size everyone is
+        selected: nothing to measure) for each of ``groupings``, or, when None, for the grouping with the largest
+        pools (views over every grouping leave out those whose pools are not above k). ``mode``: whose pools
+        (default the selection's)."""
+        sizes = self.sizes(mode or self.selection.mode)
+        unknown = [g for g in groupings or () if g not in sizes]
+        if unknown:
+            self.design.part(unknown[0])  # the design's error naming its groupings
+        checked = {g: sizes[g] for g in groupings} if groupings else dict([max(sizes.items(), key=lambda i: i[1])])
+        for k in sorted(ks):
+            if k < 1:
+                raise AuditError(f"quota k={k} must be at least 1")
+            for grouping, size in checked.items():
+                if k >= size:
+                    raise AuditError(f"quota k={k} is not below the pool size {size} of the {grouping} grouping: at "
+                                     f"k = pool size everyone is selected; choose k in 1 … {size - 1}")
+
+    # -- the metric pass ---------------------------------------------------------------------------------------------
+    @cached_property
+    def rows(self) -> MetricRows:
+        """The metric pass of ``selection.base()`` over every model and subtask of the task (the base audit's)."""
+        if self._base is not None:
+            return self._base.rows
+        s = self.selection
+        return metric_rows(self.tables, task=s.task, mode=s.mode, grouping=self.grouping, reference=self.reference,
+                           ci=s.ci, n_boot=s.n_boot, preset=s.preset, max_inconsistent=s.max_inconsistent,
+                           n_perm=s.n_perm, keep_draws=self.keep_draws and s.ci is not None, pool=s.pool, seed=s.seed)
+
+    @cached_property
+    def table(self) -> pd.DataFrame:
+        """One row per (model, task, subtask, mode, group, k) of the selected models, subtasks and groups, for every
+        k up to the smallest selected pool (or the selection's ks), p-values adjusted per model, mode and k."""
+        if self.selection.ks:
+            self.check_quota(self.selection.ks, (self.grouping,))
+        table = _selected(self.rows.table, self.selection)
+        if table.empty:
+            raise AuditError("no metric rows for the selected models, subtasks and groups")
+        return adjusted(table, self.selection.adjust) if self.selection.n_perm is not None else table
+
+    @property
+    def skipped(self) -> tuple[str, ...]:
+        """(model, subtask) keys the metric pass left out, with the reason."""
+        return tuple(self.rows.skipped)
+
+    @cached_property
+    def draws(self) -> Draws | None:
+        """The bootstrap draws of :attr:`table`'s rows (None unless kept)."""
+        if self.rows.draws is None:
+            return None
+        index, values = self.rows.draws
+        columns = ["model", "task", "subtask", "mode", "group", "k"]
+        keys = pd.MultiIndex.from_frame(self.table[columns].astype(str))
+        keep = pd.MultiIndex.from_frame(index[columns].astype(str)).isin(keys)
+        return index[keep].reset_index(drop=True), {name: v[keep] for name, v in values.items()}
+
+    @memoised
+    def at(self, k: int) -> pd.DataFrame:
+        """The metric rows at quota ``k``."""
+        return self.table[self.table["k"] == k].reset_index(drop=True)
+
+    @memoised
+    def correlations(self, k: int) -> pd.DataFrame:
+        """Pearson r of each metric with ΔDP and ΔEO at quota ``k`` (overall and per group), with bootstrap bands
+        when the draws are kept."""
+        rows = self.at(k)
+        if rows.empty:
+            return pd.DataFrame(columns=["scope", "gap", "metric", "r", "n", "r_lo", "r_hi"])
+        if self.draws is None:
+            return validity(rows)
+        return validity_bands(rows, *self.draws, level=self.selection.ci or 0.95)
+
+    @memoised
+    def rankings(self, k: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """(model rankings, NDCG@N with bootstrap bands when the draws are kept) at quota ``k``."""
+        rows = self.at(k)
+        if self.draws is None:
+            return model_rankings(rows), ndcg_table(rows)
+        return model_rankings(rows), ndcg_bands(rows, *self.draws, level=self.selection.ci or 0.95)
+
+    # -- views that need no metric pass ------------------------------------------------------------------------------
+    @memoised
+    def impact(self, ks: tuple[int, ...], groupings: tuple[str, ...] = ()) -> pd.DataFrame:
+        """Impact ratios at quotas ``ks`` under each of ``groupings`` (default: every declared one whose pools exceed
+        the largest k: at k = pool size every ratio is 1 by construction), from the regrouped scores alone."""
+        sizes = self.pool_sizes
+        self.check_quota(ks, groupings or None)
+        frames = [self._impact(grouping, ks) for grouping in groupings or self.design.groupings
+                  if groupings or max(ks) < sizes[grouping]]
+        return pd.concat(frames, ignore_index=True)
+
+    @memoised
+    def _impact(self, grouping: str, ks: tuple[int, ...]) -> pd.DataFrame:
+        s = self.selection
+        return impact_ratios(self.scores(s.mode, grouping), ks=ks, pool=self.pool, grouping=grouping, ci=s.ci,
+                             n_boot=s.n_boot, seed=s.seed)
+
+    @memoised
+    def verdicts(self, ks: tuple[int, ...], groupings: tuple[str, ...] = (),
+                 threshold: float = FOUR_FIFTHS) -> pd.DataFrame:
+        """Verdict rows (:data:`audit.metrics.verdict.COLUMNS`) of the pointwise scores plus ``name`` (the category's
+        display name) at quotas ``ks`` for ``groupings`` (default: each declared grouping at the quotas below its
+        pool size). Every grouping is measured, then all are decided together, so the selection's multiple-testing
+        ``family`` and ``rule`` hold across groupings and systems."""
+        self._known("pointwise")
+        s, sizes = self.selection, self.sizes("pointwise")
+        self.check_quota(ks, groupings or None, mode="pointwise")
+        design = self.tables.design(s.task)
+        pool = s.pool or str(pool_of(design, "pointwise"))
+        chosen = ({g: list(ks) for g in groupings} if groupings else
+                  {g: [k for k in ks if k < size] for g, size in sizes.items() if any(k < size for k in ks)})
+        ci = s.ci or 0.95
+        measured = [measure(self.scores("pointwise", grouping), grouping=grouping, k=quotas, pool=pool, ci=ci,
+                            n_boot=s.n_boot, n_perm=s.n_perm or 1000, seed=s.seed)
+                    for grouping, quotas in chosen.items()]
+        table = decide(pd.concat([m[0] for m in measured], ignore_index=True),
+                       pd.concat([m[1] for m in measured], ignore_index=True), family=s.family,
+                       threshold=threshold, ci=ci, rule=s.rule)
+        return table.assign(name=[design.display_name(c, g) for c, g in zip(table["category"], table["grouping"])])
+
+    @cached_property
+    def every_quota(self) -> pd.DataFrame:
+        """The verdict rows at every quota k below some grouping's pool size: one computation a slider of k reads
+        slices of."""
+        return self.verdicts(tuple(range(1, max(self.sizes("pointwise").values()))))
+
+    @memoised
+    def verdicts_at(self, k: int) -> pd.DataFrame:
+        """The rows of :attr:`every_quota` at quota ``k`` (a k below the largest pool: groupings whose pools are not
+        above it have no rows)."""
+        self.check_quota((k,), mode="pointwise")
+        return self.every_quota[self.every_quota["k"] == k].reset_index(drop=True)
+
+    def _known(self, mode: str) -> None:
+        """An AuditError naming a chosen model or subtask with no ``mode`` scores for the task."""
+        s, scores = self.selection, self.tables.scores
+        rows = scores[(scores["task"] == s.task) & (scores["mode"] == mode)]
+        for column, chosen in (("model", s.models), ("subtask", s.subtasks)):
+            known = set(rows[column].astype(str))
+            missing = [c for c in chosen if c not in known]
+            if missing:
+                raise AuditError(f"{column} {missing[0]!r} has no {mode} scores for task {s.task!r}; {column}s are: "
+                                 f"{', '.join(sorted(known))}")
+
+    @memoised
+    def comparison(self, a: str, b: str, ks: tuple[int, ...]) -> Comparison:
+        """B against A under the selection's grouping, reference, pool design, subtasks, ci, n_boot and seed at
+        quotas ``ks`` (flips at the smallest)."""
+        s = self.selection
+        if not ks:
+            raise AuditError("a comparison needs at least one quota k")
+        self.check_quota(ks, (self.grouping,))
+        scores = self.scores(s.mode, self.grouping, True)
+        options = {"a": a, "b": b, "pool": self.pool}
+        gaps = compare_gaps(scores, reference=self.reference, ks=ks, ci=s.ci or 0.95, n_boot=s.n_boot, seed=s.seed,
+                            **options)
+        return Comparison(self.grouping, self.reference, self.pool, gaps, selection_flips(scores, k=min(ks), **options),
+                          rank_correlation(scores, **options))
+
+    def _pilot(self, every_model: bool) -> pd.DataFrame:
+        """The planner's pilot rows: the selection's pointwise scores in its grouping."""
+        if is_pairwise(self.selection.mode):
+            raise AuditError(f"the planner needs pointwise pilot scores; {self.selection.mode} scores are read in "
+                             "the pools their run recorded, which cannot be resized")
+        return self.scores(self.selection.mode, self.grouping, every_model)
+
+    @memoised
+    def plan_curves(self, model: str, subtask: str) -> pd.DataFrame:
+        """The planner's half-widths at every quota with one (model, subtask) of the selection as pilot."""
+        scores = self._pilot(True)
+        pilot = scores[(scores["model"] == model) & (scores["subtask"] == subtask)]
+        return plan_curves(pilot, reference=self.reference, pool=self.pool, level=self.selection.ci or 0.95)
+
+    def plan(self, k: int, *, target: float, sizes: Sequence[int], n_boot: int,
+             level: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """(curve, summary) of the planner at quota ``k`` with every selected (model, subtask) as pilot."""
+        self.check_quota((k,), (self.grouping,))
+        return plan(self._pilot(False), reference=self.reference, k=k, target=target,
+                    pool=self.pool, sizes=sizes, n_boot=n_boot, level=level, seed=self.selection.seed)
+
+
+def _selected(table: pd.DataFrame, selection: Selection) -> pd.DataFrame:
+    """The rows of the selected models, subtasks and groups at the selection's ks, or at every k up to the smallest
+    selected pool."""
+    keep = pd.Series(True, index=table.index)
+    for column, chosen in (("model", selection.models), ("subtask", selection.subtasks),
+                           ("group", selection.groups)):
+        if chosen:
+            keep &= table[column].astype(str).isin(chosen)
+    out = table[keep]
+    if out.empty:
+        return out.reset_index(drop=True)
+    if selection.ks:  # checked by :meth:`Audit.check_quota`
+        return out[out["k"].isin(selection.ks)].reset_index(drop=True)
+    largest = int(out.groupby(["model", "subtask"], observed=True)["k"].max().min())
+    return out[out["k"] <= largest].reset_index(drop=True)
