@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import threading
 import traceback
 import warnings
@@ -62,6 +63,17 @@ def audit(*args: str | Path, cwd: Path = ROOT, check: bool = False) -> Done:
     if check:
         done.check_returncode()
     return done
+
+
+def audit_json(*args: str | Path, cwd: Path = ROOT) -> object:
+    """The JSON that ``python -m audit *args`` (run in this process, which must succeed) prints."""
+    return json.loads(audit(*args, cwd=cwd, check=True).stdout)
+
+
+def audit_status(*args: str | Path, cwd: Path = ROOT) -> tuple[int, str, str]:
+    """``python -m audit *args`` in this process as (exit status, stdout, stderr)."""
+    done = audit(*args, cwd=cwd)
+    return done.returncode, done.stdout, done.stderr
 
 
 @contextlib.contextmanager

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from audit.cli import build_parser, main
+from helpers import audit_json
 from audit.metrics.verdict import rule_text
 from audit.paths import DEMO_STORE
 from audit.reporting import ReportSettings, build_report, print_pdf, report_steps
@@ -97,8 +98,7 @@ def parsed(report) -> Cells:
 
 
 def cli_frame(capsys, *argv) -> pd.DataFrame:
-    assert main(list(argv)) == 0
-    return pd.DataFrame(json.loads(capsys.readouterr().out))
+    return pd.DataFrame(audit_json(*argv))
 
 
 def reproduce(parsed: Cells) -> dict[str, list[str]]:
@@ -278,9 +278,7 @@ def test_no_report_names_a_path_of_the_machine_that_built_the_store(report):
 
 
 def cli_frame_json(capsys, *argv) -> dict:
-    capsys.readouterr()
-    assert main(list(argv)) == 0
-    return json.loads(capsys.readouterr().out)
+    return audit_json(*argv)
 
 
 def test_report_announces_each_step_before_it_runs():

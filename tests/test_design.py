@@ -3,11 +3,9 @@ and a custom task scored here with the real bundled model) is audited with each 
 (Streamlit AppTest) and by ``audit metrics --db``, and both agree."""
 from __future__ import annotations
 
-import io
 import json
 import os
 import shutil
-from contextlib import redirect_stderr, redirect_stdout
 
 import numpy as np
 import pandas as pd
@@ -15,7 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from audit.backend import DEFAULT_MODEL, installed_models
-from audit.cli import main
+from helpers import audit_status
 from audit.paths import DEMO_STORE
 from loan_spec import loan_spec
 
@@ -32,11 +30,7 @@ NUMBERS = ["delta", "jsd", "emd", "rabbi", "rabbi_pvalue", "delta_qualified", "r
 pytestmark = pytest.mark.skipif(DEFAULT_MODEL not in installed_models(), reason="bundled default model not installed")
 
 
-def cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        status = main(list(argv))
-    return status, out.getvalue(), err.getvalue()
+cli = audit_status  # (exit status, stdout, stderr) of python -m audit, in this process
 
 
 @pytest.fixture(scope="session")
