@@ -41,10 +41,11 @@ class FakeBackend:
     """Deterministic numbers for prompts; counts its calls (``calls``: operation -> prompts answered) and waits
     ``delay`` seconds per call, so a run can be interrupted in its middle."""
 
-    def __init__(self, ref: ModelRef, *, batch_size: int = 8, delay: float = 0.0):
+    def __init__(self, ref: ModelRef, *, batch_size: int = 8, delay: float = 0.0, mass: tuple[float, float] = (0.2, 0.9)):
         self.ref = ref
         self.batch_size = batch_size
         self.delay = delay
+        self.mass = mass  # the range of a prompt's total probability on the labels
         self.calls: dict[str, int] = {}
 
     def _called(self, operation: str, prompts: Sequence[object]) -> None:
@@ -56,7 +57,13 @@ class FakeBackend:
 
     def label_probabilities(self, prompts: Sequence[ChatPrompt], labels: Sequence[str]) -> list[LabelScores]:
         self._called("label_probabilities", prompts)
-        return [LabelScores.from_masses([0.05 + 0.45 * unit(p.key(), label) for label in labels]) for p in prompts]
+        low, high = self.mass
+        out = []
+        for p in prompts:
+            weights = [0.05 + unit(p.key(), label) for label in labels]
+            total = low + (high - low) * unit(p.key(), "mass")
+            out.append(LabelScores.from_masses([w / sum(weights) * total for w in weights]))
+        return out
 
     def generate(self, prompts: Sequence[ChatPrompt], *, max_new_tokens: int = 16) -> list[str]:
         """A pairwise prompt's answer names one of its options (or, one time in eight, neither); others: Yes/No."""
@@ -100,16 +107,17 @@ class FakeBackend:
         return " ".join(text.split()[:tokens])
 
 
-def installed(monkeypatch, *, delay: float = 0.0) -> list[FakeBackend]:
+def installed(monkeypatch, *, delay: float = 0.0, mass: tuple[float, float] = (0.2, 0.9)) -> list[FakeBackend]:
     """Make every transformers-backend load in this process (the CLI run in-process, the Run page under AppTest)
-    load a :class:`FakeBackend` for the rest of the test; returns the list of those loaded (to read their calls)."""
+    load a :class:`FakeBackend` (``delay``, ``mass``: its options) until ``monkeypatch`` undoes it; returns the list
+    of those loaded (to read their calls)."""
     from audit.backend import spec
     from audit.backend.causal_lm import CausalLM
 
     loaded: list[FakeBackend] = []
 
     def load(ref: ModelRef, *, trust_remote_code: bool = False, batch_size: int = 8, **_: object) -> FakeBackend:
-        loaded.append(FakeBackend(ref, batch_size=batch_size, delay=delay))
+        loaded.append(FakeBackend(ref, batch_size=batch_size, delay=delay, mass=mass))
         return loaded[-1]
 
     monkeypatch.setattr(CausalLM, "load", staticmethod(load))
