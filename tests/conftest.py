@@ -4,6 +4,11 @@ from __future__ import annotations
 import os
 
 os.environ["HF_HUB_OFFLINE"] = "1"
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):  # pytest -n N: the cores shared out, N workers never oversubscribed
+    # (torch's and BLAS's thread pools read these at import, which follows; the processes the tests start inherit them)
+    threads = str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
+    for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(variable, threads)
 
 from pathlib import Path  # noqa: E402
 

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import threading
 import traceback
 import warnings
 from collections.abc import Iterator
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from http.server import HTTPServer
 from pathlib import Path
+
+import pandas as pd
 
 from audit.cli import main
 
@@ -62,6 +66,30 @@ def audit(*args: str | Path, cwd: Path = ROOT, check: bool = False) -> Done:
     if check:
         done.check_returncode()
     return done
+
+
+SCORE_COLUMNS = ["model", "task", "subtask", "mode", "candidate_id", "group", "qualified", "score"]
+
+
+def score_table(groups: Mapping[str, tuple[Iterable[float], Iterable[int | bool]]], *, model: str = "m",
+                task: str = "t", subtask: str = "s", mode: str = "pointwise") -> pd.DataFrame:
+    """A score table in the contract's columns (what ``python -m audit scores`` exports): ``groups`` maps each group
+    to its candidates' scores and qualified flags; the candidates of group ``g`` are ``g0``, ``g1``, …"""
+    rows = [(model, task, subtask, mode, f"{group}{i}", group, int(qualified), float(score))
+            for group, (scores, flags) in groups.items()
+            for i, (score, qualified) in enumerate(zip(scores, flags, strict=True))]
+    return pd.DataFrame(rows, columns=SCORE_COLUMNS)
+
+
+def audit_json(*args: str | Path, cwd: Path = ROOT) -> object:
+    """The JSON that ``python -m audit *args`` (run in this process, which must succeed) prints."""
+    return json.loads(audit(*args, cwd=cwd, check=True).stdout)
+
+
+def audit_status(*args: str | Path, cwd: Path = ROOT) -> tuple[int, str, str]:
+    """``python -m audit *args`` in this process as (exit status, stdout, stderr)."""
+    done = audit(*args, cwd=cwd)
+    return done.returncode, done.stdout, done.stderr
 
 
 @contextlib.contextmanager

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 from audit.backend import CausalLM, resolve
@@ -33,9 +34,15 @@ def serve(port: int, key_env: str | None, logprobs: bool, logprob: str | None = 
     server.serve_forever()
 
 
-def make_server(port: int, key: str | None, logprobs: bool, logprob: str | None, lm: CausalLM) -> HTTPServer:
+def make_server(port: int, key: str | None, logprobs: bool, logprob: str | None, lm: CausalLM, *,
+                die_after: int | None = None) -> HTTPServer:
     """The server on 127.0.0.1:``port`` (0: any free port) over ``lm``, demanding ``key`` when one is given, not yet
-    serving (tests/served.py also runs it in a thread of the test process, over the session's loaded model)."""
+    serving (tests/served.py also runs it in a thread of the test process, over the session's loaded model).
+
+    ``die_after``: the server dies the way a killed one does once it has answered that many different requests (a
+    client's retry of one it answered is answered again): the next new request gets no answer (its connection is
+    dropped) and the port is closed (later requests are refused)."""
+    answered: set[str] = set()
 
     def complete(body: dict) -> dict:
         messages = {m["role"]: m["content"] for m in body["messages"]}
@@ -76,6 +83,12 @@ def make_server(port: int, key: str | None, logprobs: bool, logprob: str | None,
             if not self._authorised():
                 return
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            request = json.dumps(body, sort_keys=True)
+            if die_after is not None and request not in answered and len(answered) >= die_after:
+                self.close_connection = True  # dropped, unanswered; the port closes once this handler returns
+                threading.Thread(target=lambda: (server.shutdown(), server.server_close()), daemon=True).start()
+                return
+            answered.add(request)
             if body.get("model") != NAME:
                 self._answer(404, {"error": {"message": f"The model `{body.get('model')}` does not exist."}})
                 return
@@ -84,7 +97,8 @@ def make_server(port: int, key: str | None, logprobs: bool, logprob: str | None,
         def log_message(self, *args: object) -> None:
             pass
 
-    return HTTPServer(("127.0.0.1", port), Handler)  # one request at a time
+    server = HTTPServer(("127.0.0.1", port), Handler)  # one request at a time
+    return server
 
 
 if __name__ == "__main__":

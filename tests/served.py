@@ -104,11 +104,11 @@ def stop(process: subprocess.Popen) -> None:
 
 
 @contextmanager
-def served_here(*, port: int = 0, key: str | None = None, logprobs: bool = True, extra: tuple[str, ...] = ()
-                ) -> Iterator[str]:
+def served_here(*, port: int = 0, key: str | None = None, logprobs: bool = True, extra: tuple[str, ...] = (),
+                die_after: int | None = None) -> Iterator[str]:
     """tests/openai_server.py in a thread of this process over the bundled model as loaded for the session (no
     second interpreter importing torch and loading it again); yields the base URL, stops on exit. ``extra``: the
-    script's misbehaviour flags (``--logprob VALUE``)."""
+    script's misbehaviour flags (``--logprob VALUE``); ``die_after``: completions answered before it dies."""
     import argparse
 
     from audit.backend import CausalLM
@@ -120,5 +120,5 @@ def served_here(*, port: int = 0, key: str | None = None, logprobs: bool = True,
     flags = parser.parse_args(list(extra))
     loaded = load_backend(BackendSpec(resolve(NAME)))  # the session's model (tests/conftest.py's ``smollm``)
     lm = CausalLM(loaded.ref, loaded.model, loaded.tokenizer, batch_size=1)  # as the script loads it
-    with serving_in_thread(make_server(port, key, logprobs, flags.logprob, lm)) as url:
+    with serving_in_thread(make_server(port, key, logprobs, flags.logprob, lm, die_after=die_after)) as url:
         yield url

@@ -1,4 +1,5 @@
-"""Streamlit AppTest: a run with the real bundled model on the Run page writes to a fresh store, which pages show."""
+"""Streamlit AppTest: a run with the real bundled model on the Run page writes to a fresh store, which pages show; a
+run on the demo store goes to the user's own store (wiring only: the deterministic fake backend scores it)."""
 from __future__ import annotations
 
 import hashlib
@@ -11,6 +12,7 @@ from audit.backend import DEFAULT_MODEL, installed_models
 from audit.paths import DEMO_STORE
 from audit.store_tables import score_table
 from audit.store import Store
+from fake_backend import installed
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 APP = str(DEMO_STORE.parent.parent / "app.py")
@@ -49,6 +51,7 @@ def test_run_page_scores_into_a_temporary_store_and_overview_shows_it(monkeypatc
 
 @pytest.mark.skipif(DEFAULT_MODEL not in installed_models(), reason="bundled default model not installed")
 def test_a_run_on_the_demo_store_goes_to_the_users_own_store(monkeypatch, tmp_path):
+    loaded = installed(monkeypatch)
     monkeypatch.delenv("AUDIT_DB", raising=False)
     monkeypatch.setenv("AUDIT_CACHE_DIR", str(tmp_path))
     digest = hashlib.sha256(DEMO_STORE.read_bytes()).hexdigest()
@@ -70,3 +73,10 @@ def test_a_run_on_the_demo_store_goes_to_the_users_own_store(monkeypatch, tmp_pa
     assert "essay" not in demo_tasks and tasks == demo_tasks | {"essay"}, \
         "the user's store holds the demo's results and the new run"
     assert at.get("page_link") and "Allocation gaps" in at.get("page_link")[0].proto.label
+    assert [f.calls for f in loaded] == [{"label_probabilities": len(opened_rows(own, "essay"))}]
+
+
+def opened_rows(store, task: str):
+    with Store(store, create=False) as opened:
+        table = score_table(opened)
+    return table[table["task"] == task]

@@ -1,5 +1,7 @@
-"""Run page with the auditor's own data (Streamlit AppTest, real bundled model, real SQLite): an uploaded CSV with a
-spec written in the form or uploaded as YAML is scored into the store; bad uploads are named and write nothing."""
+"""Run page with the auditor's own data (Streamlit AppTest, real SQLite): an uploaded CSV with a spec written in the
+form or uploaded as YAML is scored into the store; bad uploads are named and write nothing. The page's wiring is
+under test, not the model's numbers: its runs score with the deterministic fake backend (tests/fake_backend.py);
+test_app_run.py runs the page with the real bundled model."""
 from __future__ import annotations
 
 import os
@@ -11,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 from audit.backend import DEFAULT_MODEL, installed_models
 from audit.store_tables import score_table
 from audit.store import Store
+from fake_backend import installed
 from loan_spec import loan_spec
 
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -22,11 +25,12 @@ CSV = (b"text,group,qualified\n"
        b"\"Cy earns 20,000 a year and missed two payments.\",Blue,0\n"
        b"\"Di earns 20,000 a year and missed two payments.\",Green,0\n")
 SPEC = loan_spec("Blue", pools=None).encode()
-pytestmark = pytest.mark.skipif(DEFAULT_MODEL not in installed_models(), reason="bundled default model not installed")
+pytestmark = pytest.mark.skipif(DEFAULT_MODEL not in installed_models(), reason="bundled default model not installed")  # resolved
 
 
 @pytest.fixture
 def run_page(monkeypatch, tmp_path) -> tuple[AppTest, Path]:
+    installed(monkeypatch)
     store = tmp_path / "run.db"
     monkeypatch.setenv("AUDIT_DB", str(store))
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600)

@@ -16,6 +16,8 @@ import pandas as pd
 import pytest
 
 from audit.cli import build_parser, main
+from fake_backend import installed
+from helpers import audit_json
 from audit.metrics.verdict import rule_text
 from audit.paths import DEMO_STORE
 from audit.reporting import ReportSettings, build_report, print_pdf, report_steps
@@ -98,8 +100,7 @@ def parsed(report) -> Cells:
 
 
 def cli_frame(capsys, *argv) -> pd.DataFrame:
-    assert main(list(argv)) == 0
-    return pd.DataFrame(json.loads(capsys.readouterr().out))
+    return pd.DataFrame(audit_json(*argv))
 
 
 def reproduce(parsed: Cells) -> dict[str, list[str]]:
@@ -220,7 +221,7 @@ def test_pdf_pages_render(report, parsed):
         assert lines and lines[-1] not in headings, (number, lines[-1])
 
 
-def test_custom_task_with_two_groups_escapes_names(tmp_path, capsys):
+def test_custom_task_with_two_groups_escapes_names(tmp_path, capsys, monkeypatch):
     rows = [{"text": f"Applicant {i} earns {20 + 10 * i},000 a year.", "grp": group, "qualified": i % 2}
             for group in ("plain", PAYLOAD) for i in range(3)]
     pd.DataFrame(rows).to_csv(tmp_path / "candidates.csv", index=False)
@@ -229,6 +230,7 @@ def test_custom_task_with_two_groups_escapes_names(tmp_path, capsys):
         "user: \"Application: {text}\\nQuestion: Approve?\"\nlabels: {\"Yes\": 1, \"No\": 0}\n"
         "pairwise:\n  question: Which one?\n  item: Application\nreference_group: plain\ngroup_columns: [grp]\n")
     db, out = tmp_path / "custom.db", tmp_path / "custom.html"
+    installed(monkeypatch)  # the names' path to the report is under test, not the model's scores
     assert main(["score", "--task", "custom", "--data", str(tmp_path / "candidates.csv"), "--spec",
                  str(tmp_path / "spec.yaml"), "--subtask", "all", "--db", str(db)]) == 0
     assert main(["report", "--db", str(db), "--reference", "plain", "--k", "1", "--bootstrap", "20",
@@ -279,9 +281,7 @@ def test_no_report_names_a_path_of_the_machine_that_built_the_store(report):
 
 
 def cli_frame_json(capsys, *argv) -> dict:
-    capsys.readouterr()
-    assert main(list(argv)) == 0
-    return json.loads(capsys.readouterr().out)
+    return audit_json(*argv)
 
 
 def test_report_announces_each_step_before_it_runs():

@@ -1,4 +1,8 @@
-"""The command-line contract: score, export, and one clear error line (exit 2, store untouched) on bad input."""
+"""The command-line contract: score, export, and one clear error line (exit 2, store untouched) on bad input.
+
+The contract is plumbing (what is stored, exported and cached, whatever the numbers), so the module's runs score with
+the deterministic fake backend (tests/fake_backend.py); the real model's numbers are tested in test_backend,
+test_store, test_app_run and test_api_backend."""
 from __future__ import annotations
 
 import io
@@ -7,13 +11,21 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from fake_backend import installed
 from helpers import audit
 
 from audit.store import Store
 
 
 @pytest.fixture(scope="module")
-def scored_db(tmp_path_factory) -> Path:
+def fake():
+    """Every model the module's commands load is the fake (the list of those loaded)."""
+    with pytest.MonkeyPatch.context() as patch:
+        yield installed(patch)
+
+
+@pytest.fixture(scope="module")
+def scored_db(tmp_path_factory, fake) -> Path:
     db = tmp_path_factory.mktemp("cli") / "results.db"
     pointwise = audit("score", "--task", "resume", "--subtask", "hr_specialist", "--limit", "1", "--db", str(db))
     assert pointwise.returncode == 0, pointwise.stderr
@@ -22,6 +34,7 @@ def scored_db(tmp_path_factory) -> Path:
                      "--pairwise-mode", "likelihood", "--rounds", "1", "--db", str(db))
     assert pairwise.returncode == 0, pairwise.stderr
     assert "56 prompts, 56 scored" in pairwise.stdout and "flipped" in pairwise.stdout
+    assert [f.calls for f in fake] == [{"label_probabilities": 8, "option_logprobs": 56}]  # loaded once, no more
     return db
 
 
@@ -50,9 +63,11 @@ def test_answers_export_keeps_every_prompt(scored_db):
     assert set(zip(answers["first_id"], answers["second_id"])) == set(zip(answers["second_id"], answers["first_id"]))
 
 
-def test_second_identical_run_is_all_cached(scored_db):
+def test_second_identical_run_is_all_cached(scored_db, fake):
+    before = [dict(f.calls) for f in fake]
     again = audit("score", "--task", "resume", "--subtask", "hr_specialist", "--limit", "1", "--db", str(scored_db))
     assert again.returncode == 0 and "0 scored, 8 cached" in again.stdout
+    assert [f.calls for f in fake] == before, "nothing is asked of the model when everything is cached"
 
 
 @pytest.mark.parametrize(
@@ -77,7 +92,7 @@ def test_bad_input_is_one_clear_line_and_leaves_the_store_alone(scored_db, args,
         assert store.row_counts() == before
 
 
-def test_foreign_file_is_refused_untouched(tmp_path):
+def test_foreign_file_is_refused_untouched(tmp_path, fake):
     foreign = tmp_path / "photo.db"
     foreign.write_bytes(b"\x89PNG not a database")
     result = audit("score", "--subtask", "retail", "--limit", "1", "--db", str(foreign))

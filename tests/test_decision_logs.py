@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from audit.cli import main
+from helpers import audit_json
 from audit.store import Store
 
 POOLS, SIZE = 80, 5
@@ -82,9 +83,7 @@ def store(logs) -> Path:
 
 
 def cli_json(capsys, argv: list[str]) -> pd.DataFrame:
-    capsys.readouterr()
-    assert main(argv) == 0
-    return pd.DataFrame(json.loads(capsys.readouterr().out))
+    return pd.DataFrame(audit_json(*argv))
 
 
 def check_grouping(table: pd.DataFrame, want: dict) -> None:

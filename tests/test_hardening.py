@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fake_backend import installed
 from helpers import Done, audit
 
 from audit.paths import DEMO_STORE
@@ -231,8 +232,9 @@ def test_run_page_refuses_a_key_variable_the_operator_did_not_allow(monkeypatch,
             assert store.row_counts().get("label_results", 0) == 0
 
 
-def test_two_models_under_one_label_are_refused_and_label_names_them_apart(tmp_path):
-    """Two local folders both named ``final`` would both be 'final': the second is refused until --label names it."""
+def test_two_models_under_one_label_are_refused_and_label_names_them_apart(tmp_path, monkeypatch):
+    """Two local folders both named ``final`` would both be 'final': the second is refused until --label names it
+    (the folders are resolved and fingerprinted for real; the deterministic fake backend scores for them)."""
     from audit.backend import resolve
     from audit.backend.loading import converted_dir
 
@@ -244,6 +246,7 @@ def test_two_models_under_one_label_are_refused_and_label_names_them_apart(tmp_p
     config.unlink()  # a new file, not a write through the link into the cache
     config.write_text(text + "\n")  # the same weights, another folder hash: another model
     db = tmp_path / "store.db"
+    installed(monkeypatch)
 
     def score(folder: str, *extra: str) -> Done:
         return audit("score", "--subtask", "retail", "--limit", "1", "--model", str(tmp_path / folder / "final"),

@@ -2,13 +2,13 @@
 exact zero for a system against itself, and interval coverage in seeded simulations with a known shift."""
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from audit.cli import main
+from helpers import audit_json
 from audit.metrics.allocation import selection_shares
 from audit.metrics.compare import compare_gaps, rank_correlation, selection_flips
 from audit.metrics.keys import split_keys
@@ -32,8 +32,7 @@ def pointwise(tmp_path_factory):
 
 
 def cli_json(capsys, *argv):
-    assert main(list(argv)) == 0
-    return pd.DataFrame(json.loads(capsys.readouterr().out))
+    return pd.DataFrame(audit_json(*argv))
 
 
 def direct_rates(metrics: pd.DataFrame, reference: str, size: int) -> pd.DataFrame:

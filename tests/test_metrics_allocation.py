@@ -5,6 +5,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import score_table
 
 from audit.metrics import MetricSuite, allocation_gaps, bias_metrics, simulate_gaps
 
@@ -12,13 +13,12 @@ from audit.metrics import MetricSuite, allocation_gaps, bias_metrics, simulate_g
 def table(sizes, seed, levels=3, mode="pointwise", model="m", subtask="s"):
     """Small score table with heavy ties: group g has sizes[g] candidates, scores in {0, …, levels − 1}."""
     rng = np.random.default_rng(seed)
-    rows = []
+    groups = {}
     for g, n in zip("RABCDEFG", sizes):
         qualified = rng.random(n) < 0.5
         qualified[0] = True
-        rows += [dict(model=model, task="t", subtask=subtask, mode=mode, candidate_id=f"{g}{i}", group=g,
-                      qualified=int(q), score=float(rng.integers(0, levels))) for i, q in enumerate(qualified)]
-    return pd.DataFrame(rows)
+        groups[g] = ([rng.integers(0, levels) for _ in qualified], qualified)
+    return score_table(groups, model=model, subtask=subtask, mode=mode)
 
 
 def share(pool_scores, i, k):

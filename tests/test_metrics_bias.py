@@ -4,6 +4,7 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import score_table
 from scipy import stats
 from scipy.spatial.distance import jensenshannon
 
@@ -151,9 +152,8 @@ def test_pairwise_delta_of_the_reference_always_winning_is_negative():
 
 def score_rows(groups, n, mode="pointwise", seed=0):
     rng = np.random.default_rng(seed)
-    return pd.DataFrame([dict(model="m", task="t", subtask="s", mode=mode, candidate_id=f"{g}{i}", group=g,
-                              qualified=int(i % 2 == 0), score=float(rng.integers(0, 5)))
-                         for g in groups for i in range(n)])
+    return score_table({g: ([rng.integers(0, 5) for _ in range(n)], [i % 2 == 0 for i in range(n)]) for g in groups},
+                       mode=mode)
 
 
 def test_bias_metrics_table_matches_the_array_functions():

@@ -2,6 +2,7 @@
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import score_table
 
 from audit.metrics import MetricSuite, PoolDesign, rabbi
 from audit.metrics.allocation import shares
@@ -12,13 +13,8 @@ from audit.metrics.pools import rank_laws
 
 def table(n, shift=0.0, seed=0, groups="RAB"):
     rng = np.random.default_rng(seed)
-    rows = []
-    for g in groups:
-        move = shift if g == "A" else 0.0
-        scores = np.round(rng.beta(2, 2, n) + move, 2)
-        rows += [dict(model="m", task="t", subtask="s", mode="pointwise", candidate_id=f"{g}{i}", group=g,
-                      qualified=int(i % 3 == 0), score=float(s)) for i, s in enumerate(scores)]
-    return pd.DataFrame(rows)
+    return score_table({g: (np.round(rng.beta(2, 2, n) + (shift if g == "A" else 0.0), 2), [i % 3 == 0 for i in range(n)])
+                        for g in groups})
 
 
 def test_weighted_rabbi_on_the_original_counts_is_rabbi():

@@ -1,30 +1,23 @@
 """The metrics and validity sub-commands: JSON/CSV output, CI columns, the pairwise note, errors as exit status 2."""
 import importlib.util
-import io
 import itertools
 import json
 import subprocess
 import sys
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from audit.cli import main
+from helpers import audit_status
 
 KEYS = ["model", "task", "subtask", "mode", "group", "k", "delta", "jsd", "emd", "rabbi", "rabbi_pvalue",
         "delta_qualified", "jsd_qualified", "emd_qualified", "rabbi_qualified", "dp_gap", "eo_gap"]
 GROUPS = ["W_M", "W_F", "B_M", "B_F"]
 
 
-def run(*argv):
-    """Run a sub-command in-process through ``python -m audit``'s own ``main``; (exit status, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        status = main(list(argv))
-    return status, out.getvalue(), err.getvalue()
+run = audit_status  # (exit status, stdout, stderr) of python -m audit, in this process
 
 
 @pytest.fixture(scope="module")

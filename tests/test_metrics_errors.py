@@ -2,6 +2,7 @@
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import score_table
 
 from audit.errors import AuditError
 from audit.metrics import MetricSuite, allocation_gaps, bias_metrics, jsd, metric_table, rabbi, simulate_gaps
@@ -9,9 +10,7 @@ from audit.commands.io import parse_quotas, read_table_file
 
 
 def scores(changes=None):
-    rows = [dict(model="m", task="t", subtask="s", mode="pointwise", candidate_id=f"{g}{i}", group=g,
-                 qualified=int(i == 0), score=0.1 * i) for g in ("W_M", "B_F", "A_F") for i in range(3)]
-    frame = pd.DataFrame(rows)
+    frame = score_table({g: ([0.1 * i for i in range(3)], [i == 0 for i in range(3)]) for g in ("W_M", "B_F", "A_F")})
     for (row, column), value in (changes or {}).items():
         frame[column] = frame[column].astype(object)
         frame.loc[row, column] = value

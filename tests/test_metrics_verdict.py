@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import score_table
 
 from audit.cli import main
 from audit.errors import AuditError
@@ -17,10 +18,7 @@ from audit.metrics.verdict import (ADVERSE, INCONCLUSIVE, NO_EVIDENCE, check_k, 
 def table(n: int, means: dict[str, float], *, model: str = "m", seed: int = 0) -> pd.DataFrame:
     """n candidates per group, scores normal(mean, 1); every candidate qualified."""
     rng = np.random.default_rng(seed)
-    rows = [(model, "t", "s", "pointwise", f"{g}{i}", g, 1, float(rng.normal(mu, 1)))
-            for g, mu in means.items() for i in range(n)]
-    return pd.DataFrame(rows, columns=["model", "task", "subtask", "mode", "candidate_id", "group", "qualified",
-                                       "score"])
+    return score_table({g: ([rng.normal(mu, 1) for _ in range(n)], [1] * n) for g, mu in means.items()}, model=model)
 
 
 def test_classify_follows_the_rule():

@@ -18,6 +18,7 @@ from html import unescape
 import numpy as np
 import pandas as pd
 import pytest
+from fake_backend import installed
 from loan_spec import loan_spec
 from streamlit.testing.v1 import AppTest
 
@@ -72,7 +73,9 @@ WHOLE = {"intersection-nondefault-ref-k1", "pairwise-likelihood-cut55", "pairwis
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
-    """A real store scored by the bundled model: two essays per L1 group (ptj) and the custom loan task."""
+    """A real store scored by the deterministic fake backend (tests/fake_backend.py: the grid tests that every path
+    computes the same thing from a store, whatever its numbers): two essays per L1 group (ptj) and the custom loan
+    task."""
     folder = tmp_path_factory.mktemp("built")
     (folder / "applicants.csv").write_text(APPLICANTS, "utf-8")
     (folder / "spec.yaml").write_text(SPEC, "utf-8")
@@ -81,7 +84,8 @@ def built(tmp_path_factory) -> Path:
                  ["--task", "custom", "--data", str(folder / "applicants.csv"), "--spec", str(folder / "spec.yaml"),
                   "--subtask", "all"]):
         out, err = io.StringIO(), io.StringIO()
-        with redirect_stdout(out), redirect_stderr(err):
+        with redirect_stdout(out), redirect_stderr(err), pytest.MonkeyPatch.context() as patch:
+            installed(patch)
             assert main(["score", "--db", db, "--model", "smollm2-135m", *argv]) == 0, err.getvalue()
     return Path(db)
 

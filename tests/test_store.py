@@ -1,6 +1,11 @@
-"""The SQLite result store: cache hits, atomic batches, resume after kill -9, concurrent writers, bad files."""
+"""The SQLite result store: cache hits, atomic batches, resume after kill -9, concurrent writers, bad files.
+
+The first test scores with the real bundled model; the others test the store's plumbing (resume, cancellation,
+concurrent processes) and score with the deterministic fake backend (tests/fake_backend.py), in this process or in
+``python tests/fake_backend.py score ...`` where a process of its own is the point (killed, or one of two writers)."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -10,15 +15,18 @@ import time
 from pathlib import Path
 
 import pytest
+from fake_backend import FakeBackend, installed
 from helpers import audit
 
 from audit.scoring import run_scoring
 from audit.errors import AuditError
 from audit.store_tables import score_table
 from audit.store import Store
+from audit.tasks import get_task
 
 ROOT = Path(__file__).resolve().parent.parent
-SCORE = [sys.executable, "-m", "audit", "score", "--task", "resume", "--subtask", "retail", "--limit", "3"]  # 24 candidates
+SCORE_ARGS = ["score", "--task", "resume", "--subtask", "retail", "--limit", "3"]  # 24 candidates
+FAKE_SCORE = [sys.executable, str(ROOT / "tests" / "fake_backend.py"), *SCORE_ARGS]  # python -m audit, fake model
 
 
 def never_load():
@@ -36,13 +44,14 @@ def test_second_run_is_all_cache_hits(db_path, resume_task, smollm_ref, smollm):
     assert set(table["group"]) == set(resume_task.groups)
 
 
-def test_cancel_keeps_committed_batches(db_path, resume_task, smollm_ref, smollm):
+def test_cancel_keeps_committed_batches(db_path, resume_task, smollm_ref):
+    fake = FakeBackend(smollm_ref)
     with Store(db_path) as store:
-        cancelled = run_scoring(store, resume_task, smollm_ref, lambda: smollm, limit=1, batch_size=3,
+        cancelled = run_scoring(store, resume_task, smollm_ref, lambda: fake, limit=1, batch_size=3,
                                 progress=lambda done, total: done < 3)
-        assert cancelled.cancelled and cancelled.scored == 3
-        resumed = run_scoring(store, resume_task, smollm_ref, lambda: smollm, limit=1, batch_size=3)
-        assert (resumed.cached, resumed.scored) == (3, 5)
+        assert cancelled.cancelled and cancelled.scored == 3 and fake.calls == {"label_probabilities": 3}
+        resumed = run_scoring(store, resume_task, smollm_ref, lambda: fake, limit=1, batch_size=3)
+        assert (resumed.cached, resumed.scored) == (3, 5) and fake.calls == {"label_probabilities": 8}
         assert len(score_table(store)) == 8
 
 
@@ -64,26 +73,35 @@ def assert_one_row_per_candidate(db: Path, expected: int) -> None:
     assert plan == (expected, expected)
 
 
-def test_kill_9_then_resume(db_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen(SCORE + ["--db", str(db_path), "--batch-size", "2"], cwd=ROOT, env=env,
+def test_kill_9_then_resume(db_path, monkeypatch, smollm_ref):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "AUDIT_FAKE_DELAY": "0.25"}  # 12 batches, 3 s in all
+    process = subprocess.Popen(FAKE_SCORE + ["--db", str(db_path), "--batch-size", "2"], cwd=ROOT, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.time() + 240
+    deadline = time.time() + 120
     while row_count(db_path, "label_results") < 4 and time.time() < deadline and process.poll() is None:
         time.sleep(0.2)
     process.send_signal(signal.SIGKILL)
     process.wait()
     done_before = row_count(db_path, "label_results")
     assert 4 <= done_before < 24, "the kill must land in the middle of the run"
-    resumed = audit(*SCORE[3:], "--db", str(db_path))  # the rerun: in this process
+    loaded = installed(monkeypatch)
+    resumed = audit(*SCORE_ARGS, "--db", str(db_path))  # the rerun: in this process
     assert resumed.returncode == 0, resumed.stderr
     assert f"{24 - done_before} scored, {done_before} cached" in resumed.stdout
+    assert loaded[0].calls == {"label_probabilities": 24 - done_before}, "only what the killed run had not stored"
     assert_one_row_per_candidate(db_path, 24)
+    task = get_task("resume", "retail")  # every row, the killed run's included, whole and for its own prompt
+    prompts = [task.pointwise_prompt(c) for c in task.candidates(3)]
+    expected = {p.key(): s.probs for p, s in zip(prompts, FakeBackend(smollm_ref).label_probabilities(
+        prompts, task.label_set.labels))}
+    with sqlite3.connect(db_path) as conn:
+        stored = {key: tuple(json.loads(probs)) for key, probs in conn.execute("SELECT prompt, probs FROM label_results")}
+    assert stored == expected  # JSON keeps a float exactly
 
 
 def test_two_concurrent_writers(db_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = SCORE[:-1] + ["2", "--db", str(db_path), "--batch-size", "2"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "AUDIT_FAKE_DELAY": "0.1"}  # slow enough for the two to overlap
+    command = FAKE_SCORE[:-1] + ["2", "--db", str(db_path), "--batch-size", "2"]
     runs = [subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             for _ in range(2)]
     outputs = [run.communicate(timeout=600) for run in runs]
@@ -95,6 +113,7 @@ CREATE_AT = """
 import sys, time
 from pathlib import Path
 from audit.store import Store
+from audit.tasks import get_task
 folder, me = Path(sys.argv[1]), sys.argv[2]
 print("ready", flush=True)
 start = float(sys.stdin.readline())  # the same instant for every process, sent once all have imported the store

@@ -1,6 +1,7 @@
 """The optional vLLM backend: a one-line refusal where it cannot run, its own fingerprint, and — run for real on CPU
 in the vLLM virtualenv (`make vllm-env`) — the store's row shapes with the transformers backend's numbers, and a
-CAIRO run (seeded sampling) cached like the transformers backend's."""
+CAIRO run (seeded sampling) cached like the transformers backend's. The real runs share one vLLM engine: one process
+(tests/vllm_scoring.py) scores and runs CAIRO twice, once per module, and the tests read what it wrote."""
 from __future__ import annotations
 
 import importlib.util
@@ -59,14 +60,24 @@ def test_vllm_results_have_their_own_fingerprint(smollm_ref):
         BackendSpec(smollm_ref, "tgi")
 
 
-@needs_vllm
-def test_vllm_scores_like_transformers_in_the_store_shapes(tmp_path, smollm_ref, smollm):
-    out = tmp_path / "vllm.json"
-    run = subprocess.run([str(VLLM_PYTHON), str(ROOT / "tests" / "vllm_scoring.py"), str(tmp_path / "vllm.db"), str(out)],
+@pytest.fixture(scope="module")
+def on_vllm(tmp_path_factory) -> tuple[Path, Path, dict]:
+    """(scoring store, CAIRO store, what tests/vllm_scoring.py found): one vLLM engine in one process of the vLLM
+    virtualenv scores into the first store, then runs the toy CAIRO command twice (2 seeds) into the second."""
+    folder = tmp_path_factory.mktemp("vllm")
+    cairo_db, cairo_args = toy_run(folder)
+    out, db = folder / "vllm.json", folder / "vllm.db"
+    run = subprocess.run([str(VLLM_PYTHON), str(ROOT / "tests" / "vllm_scoring.py"), str(db), str(out), "--",
+                          *cairo_args, "--backend", "vllm", "--seeds", "2"],
                          cwd=ROOT, env={**ENV, "VLLM_CPU_KVCACHE_SPACE": "1"}, capture_output=True, text=True,
                          timeout=1200)
     assert run.returncode == 0, run.stderr[-3000:]
-    found = json.loads(out.read_text())
+    return db, cairo_db, json.loads(out.read_text())
+
+
+@needs_vllm
+def test_vllm_scores_like_transformers_in_the_store_shapes(on_vllm, smollm_ref, smollm):
+    db, _, found = on_vllm
     assert found["label"] == "smollm2-135m+vllm" and found["fingerprint"] == vllm_ref(smollm_ref).fingerprint
     task = get_task("resume", "retail")
     candidates = task.candidates(1)
@@ -78,7 +89,7 @@ def test_vllm_scores_like_transformers_in_the_store_shapes(tmp_path, smollm_ref,
         assert abs(probs[0] - probs_t[0]) < 1e-3 and abs(mass - mass_t) < 1e-3
     first, second = candidates[:2]
     assert found["answers"] == smollm.generate([task.pairwise_prompt(first, second), task.pairwise_prompt(second, first)])
-    with Store(tmp_path / "vllm.db") as store:
+    with Store(db) as store:
         assert found["scored"] == [8, 56] and len(store.pointwise_table()) == 8
         assert store.pairwise_table()["choice"].isin(["first", "second", "tie", "none"]).all()
         assert set(store.pointwise_table()["model"]) == {"smollm2-135m+vllm"}
@@ -93,18 +104,15 @@ def test_cairo_on_vllm_without_vllm_is_one_line_and_writes_nothing(tmp_path):
 
 
 @needs_vllm
-def test_cairo_runs_on_the_vllm_cpu_backend_and_caches_each_seed(tmp_path, smollm_ref):
+def test_cairo_runs_on_the_vllm_cpu_backend_and_caches_each_seed(on_vllm, smollm_ref):
     from audit.cairo.scored import scored_continuations
 
-    db, args = toy_run(tmp_path)
-    command = [str(VLLM_PYTHON), "-m", "audit", *args, "--backend", "vllm", "--seeds", "2"]
-    env = {**ENV, "VLLM_CPU_KVCACHE_SPACE": "1"}
-    first = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
-    assert first.returncode == 0, first.stderr[-3000:]
+    _, db, found = on_vllm
+    first, second = found["cairo"]
+    assert first["returncode"] == 0, first["stderr"]
     for seed in (0, 1):
-        assert f"smollm2-135m+vllm: 4 continuations, 4 generated, 0 cached (seed {seed})" in first.stdout, first.stdout
-    second = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    assert second.returncode == 0 and second.stdout.count("4 continuations, 0 generated, 4 cached") == 2
+        assert f"smollm2-135m+vllm: 4 continuations, 4 generated, 0 cached (seed {seed})" in first["stdout"], first
+    assert second["returncode"] == 0 and second["stdout"].count("4 continuations, 0 generated, 4 cached") == 2
     with Store(db) as store:
         table = scored_continuations(store, average_seeds=True)
         fingerprints = set(store.cairo_table()["fingerprint"])
