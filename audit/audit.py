@@ -25,6 +25,7 @@ from audit.metrics.keys import split_keys
 from audit.metrics.pairwise import drop_unreliable
 from audit.metrics.planner import plan, plan_curves
 from audit.metrics.pools import pool_size
+from audit.metrics.quota import check_quota
 from audit.metrics.schema import is_pairwise
 from audit.metrics.verdict import decide, measure
 from audit.selection import Selection
@@ -157,12 +158,8 @@ class Audit:
             self.design.part(unknown[0])  # the design's error naming its groupings
         checked = {g: sizes[g] for g in groupings} if groupings else dict([max(sizes.items(), key=lambda i: i[1])])
         for k in sorted(ks):
-            if k < 1:
-                raise AuditError(f"quota k={k} must be at least 1")
             for grouping, size in checked.items():
-                if k >= size:
-                    raise AuditError(f"quota k={k} is not below the pool size {size} of the {grouping} grouping: at "
-                                     f"k = pool size everyone is selected; choose k in 1 … {size - 1}")
+                check_quota(k, size, f"the {grouping} grouping")
 
     # -- the metric pass ---------------------------------------------------------------------------------------------
     @cached_property

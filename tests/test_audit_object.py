@@ -76,6 +76,21 @@ def test_one_quota_check(tables, ks, groupings, message):
     Audit(tables, Selection("resume")).check_quota((7,), None)  # the largest grouping's pools hold 8
 
 
+def test_the_library_functions_apply_the_same_rule(tables):
+    """The verdict and the planner, called directly, refuse k = pool size with the Audit's words."""
+    from audit.metrics.planner import plan_at
+    from audit.metrics.verdict import verdicts
+
+    found = Audit(tables, Selection("resume", models=("gemma3-270m",), subtasks=("retail",), n_boot=20, n_perm=20))
+    with pytest.raises(AuditError, match="quota k=2 is not below the pool size 2 of the gender grouping: at k = pool "
+                                         "size everyone is selected; choose k in 1 … 1"):
+        verdicts(found.scores("pointwise", "gender"), grouping="gender", k=2, n_boot=20, n_perm=20)
+    curves = found.plan_curves("gemma3-270m", "retail")
+    size = int(curves["k"].max())
+    with pytest.raises(AuditError, match=f"quota k={size} is not below the pool size {size} of model=gemma3-270m, task=resume, subtask=retail"):
+        plan_at(curves, k=size)
+
+
 def error_of(*argv: str) -> str:
     err = io.StringIO()
     with redirect_stdout(io.StringIO()), redirect_stderr(err):

@@ -21,6 +21,7 @@ from audit.metrics.inference import key_seed
 from audit.metrics.keys import KeyData, split_keys
 from audit.design import PoolDesign, PoolKind
 from audit.metrics.pools import pool_size, rank_laws
+from audit.metrics.quota import check_quota
 from audit.metrics.schema import KEY, is_pairwise, key_label
 
 SIZES = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
@@ -121,8 +122,7 @@ def plan_at(curves: pd.DataFrame, *, k: int, target: float = 0.05) -> tuple[pd.D
         raise AuditError(f"target half-width {target} must lie strictly between 0 and 1")
     rows = []
     for key, part in curves.groupby(list(KEY), sort=True, observed=True):
-        if k < 1 or k > part["k"].max():
-            raise AuditError(f"quota k={k} is outside 1..{part['k'].max()} (the pool size) for {key_label(key)}")
+        check_quota(k, int(part["k"].max()), key_label(key))
         widest = part[part["k"] == k].groupby("n")["half_width"].max()
         pilot = int(part["pilot_n"].iloc[0])
         n, beyond = needed(widest.index, widest.to_numpy(), target)

@@ -61,6 +61,7 @@ from audit.metrics.impact import FOUR_FIFTHS, bootstrap_bounds, key_impact, know
 from audit.metrics.inference import adjust, permutation_pvalues, permuted_shares
 from audit.metrics.keys import KeyData, split_keys
 from audit.metrics.pools import pool_size
+from audit.metrics.quota import check_quota
 from audit.metrics.schema import KEY
 
 ADVERSE = "adverse impact"
@@ -134,9 +135,7 @@ def _check_quotas(keys: list[KeyData], ks: "int | Iterable[int]", design: PoolDe
     quotas = sorted({int(k) for k in ([ks] if isinstance(ks, (int, np.integer)) else ks)})
     size = min(pool_size(design, data) for data in keys)
     for k in quotas:
-        if not 1 <= k < size:
-            raise AuditError(f"quota k={k} is not below the pool size {size} of grouping {grouping!r} (pool design "
-                             f"{design}): at k = pool size everyone is selected; choose k in 1 … {size - 1}")
+        check_quota(k, size, f"the {grouping} grouping")
     if not quotas:
         raise AuditError("no quota k given")
     return quotas, size
