@@ -2,7 +2,8 @@
 import plotly.graph_objects as go
 import streamlit as st
 
-from audit import charts, formatting, views
+from audit import formatting, views
+from audit.presentation import charts
 from pages.shared import common
 
 

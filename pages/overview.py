@@ -1,7 +1,8 @@
 """Overview: the audit's verdict for the task shown first, then what the result store holds for it."""
 import streamlit as st
 
-from audit import charts, readable, views
+from audit import views
+from audit.presentation import charts, readable
 from audit.errors import AuditError
 from audit.formatting import md_text
 from audit.metrics.shape import score_shape

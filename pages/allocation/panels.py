@@ -6,12 +6,13 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from audit import charts, exports, readable, views
+from audit import views
+from audit.presentation import charts, exports, readable
 from audit.errors import AuditError
 from audit.metrics.planner import plan_at
 from audit.metrics.schema import is_pairwise
 from audit.reporting import ReportSettings, build_report, report_steps
-from audit.view_report import report_settings
+from pages.shared.report_view import report_settings
 from pages.shared import common, verdict_panel
 
 

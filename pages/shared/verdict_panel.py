@@ -8,7 +8,8 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from audit import readable, views
+from audit import views
+from audit.presentation import readable
 from audit.errors import AuditError
 from audit.metrics.verdict import DEFAULT_FAMILY, FAMILIES
 from audit.selection import Selection
