@@ -72,26 +72,26 @@ class CausalLM:
         step 0 scores each option as the answer's first tokens (as ``option_logprobs(lead="")``), each later step
         after the most likely option of the step before, written with ``sep`` after it.
 
-        One prefill of the prompt into a KV cache, which starts from the previous call's cache cut back to the
-        tokens both prompts share (the job description); each step's options run together in one packed row (each
-        option attends to the cache and its own tokens only), and the cache is cut back after it.
+        One prefill of the prompt into a KV cache, which starts (with ``prefix_cache``) from the previous call's cache
+        cut back to the tokens both prompts share (the job description); each step's options run together in one
+        packed row (each option attends to the cache and its own tokens only), and the cache is cut back after it.
         """
+        from transformers import DynamicCache
+
         options = [self.encode(option) for option in prompt.options]
         if not options or not all(options):
             raise AuditError(f"every option needs at least one token; got {list(prompt.options)}")
         ids = render_ids(self.tokenizer, prompt)
-        held, cache = self._sequential
-        if cache is None:
-            from transformers import DynamicCache
-
-            cache = DynamicCache(config=self.model.config)
+        held, cache = self._sequential if self.prefix_cache else ([], None)
+        self._sequential = ([], None)  # until this call has finished with the cache
         shared = 0
         while shared < min(len(held), len(ids) - 1) and held[shared] == ids[shared]:
             shared += 1
+        if cache is None:
+            cache = DynamicCache(config=self.model.config)
         cache.crop(shared - len(held))
         last = self._extend(cache, ids[shared:])
         held = list(ids)
-        self._sequential = (held, cache)
         steps: list[dict[int, float]] = []
         remaining = list(range(len(options)))
         for _ in range(min(picks, len(options))):
@@ -103,6 +103,7 @@ class CausalLM:
                 written = options[pick] + self.encode(sep)
                 last = self._extend(cache, written)
                 held.extend(written)
+        self._sequential = (held, cache)
         return steps
 
     def generate(self, prompts: Sequence[ChatPrompt], *, max_new_tokens: int = 16) -> list[str]:
