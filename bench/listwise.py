@@ -55,10 +55,11 @@ def free_port() -> int:
 
 
 def serve_vllm(port: int) -> subprocess.Popen:
-    """``vllm serve`` of the bundled model on 127.0.0.1 (full precision, eager), ready when this returns."""
+    """``vllm serve`` of the bundled model on 127.0.0.1 (full precision, eager), ready when this returns. A study
+    prompt is prefilled in one chunk: vLLM's CPU runner fails on seeded requests whose prefill is chunked."""
     command = [str(VLLM_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model", str(converted_dir(resolve(MODEL))),
                "--served-model-name", MODEL, "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
-               "--enforce-eager", "--max-model-len", "4096"]
+               "--enforce-eager", "--max-model-len", "4096", "--max-num-batched-tokens", "4096"]  # one prefill chunk
     server = subprocess.Popen(command, env={**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 900
