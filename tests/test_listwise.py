@@ -102,7 +102,9 @@ def test_in_order_ranker_through_the_api(store: Path, ranker: str) -> None:
     assert code == 0 and "0 scored, 64 cached" in out, err
 
 
-RANKINGS = 2  # each SmolLM2 ranking reads 8 resumes (2.5k tokens): ≈ 13 s (likelihood) on one quiet CPU core
+# each SmolLM2 ranking is one 2.5k-token prompt: ≈ 13 CPU s (likelihood and full order) on one core, more for
+# generate; 8 rankings of both readings take minutes on 2 cores, 2 fit about a minute on a quiet machine
+RANKINGS = 2
 
 
 def test_likelihood_answer_follows_the_greedy_picks() -> None:
