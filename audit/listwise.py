@@ -4,9 +4,10 @@ Each ranking (:mod:`audit.tasks.study`) is one prompt; its result is kept in the
 run's fingerprint, so an interrupted run resumes where it stopped. Two readings:
 
 - ``generate`` (the study's): a sampled answer with the study's settings (temperature 1, top-p 1, 500 tokens; the
-  sample seeded per ranking), read by the import's parser (:func:`audit.recorded.ranking_runs.read_order`). A reply
-  naming some but not all names is *partial* and kept, as the study keeps it; one naming none is *unreadable*,
-  counted, listed and left out of the rankings.
+  sample seeded per ranking), read by the import's parser (:func:`audit.recorded.ranking_runs.read_order`); a local
+  model's reply stops once it names every name (the parser reads first mentions). A reply naming some but not all
+  names is *partial* and kept, as the study keeps it; one naming none is *unreadable*, counted, listed and left out
+  of the rankings.
 - ``likelihood``: log P(name | prompt) of each name as the first tokens of the answer, normalised over the eight
   names: each name's probability of being ranked first. From the same KV cache, the full order: at each place the
   most likely of the names left (normalised over them), the answer so far written one name a line; the ranking is
