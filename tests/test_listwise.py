@@ -115,6 +115,17 @@ def test_likelihood_answer_follows_the_greedy_picks() -> None:
     assert answer["order_p"] == pytest.approx(answer["top1"][0] * top1_probabilities([-0.5, -0.2])[1])
 
 
+def test_a_local_reply_stops_once_it_names_every_name(smollm) -> None:
+    import torch
+
+    from audit.backend.causal_lm import _AllMentioned
+
+    prompt = smollm.encode("Rank them: Bob Kim, Ann Lee.")
+    stop = _AllMentioned(smollm.tokenizer, [["Bob Kim", "Ann Lee"]], len(prompt))
+    for reply, done in (("1. Ann Lee\n2. BOB KIM", True), ("1. Ann Lee\n2. Bob Ki", False)):
+        assert stop(torch.tensor([prompt + smollm.encode(reply)]), None).tolist() == [done]
+
+
 def test_smollm2_both_readings_then_verdict(store: Path, smollm) -> None:
     outs = {}
     for reading in ("likelihood", "generate"):
