@@ -4,11 +4,14 @@ Each ranking (:mod:`audit.tasks.study`) is one prompt; its result is kept in the
 run's fingerprint, so an interrupted run resumes where it stopped. Two readings:
 
 - ``generate`` (the study's): a sampled answer with the study's settings (temperature 1, top-p 1, 500 tokens; the
-  sample seeded per ranking), read by the import's parser (:func:`audit.recorded.ranking_runs.read_order`). A reply
-  naming some but not all names is *partial* and kept, as the study keeps it; one naming none is *unreadable*,
-  counted, listed and left out of the rankings.
+  sample seeded per ranking), read by the import's parser (:func:`audit.recorded.ranking_runs.read_order`); a local
+  model's reply stops once it names every name (the parser reads first mentions). A reply naming some but not all
+  names is *partial* and kept, as the study keeps it; one naming none is *unreadable*, counted, listed and left out
+  of the rankings.
 - ``likelihood``: log P(name | prompt) of each name as the first tokens of the answer, normalised over the eight
-  names: each name's probability of being ranked first; the ranking orders the names by it.
+  names: each name's probability of being ranked first. From the same KV cache, the full order: at each place the
+  most likely of the names left (normalised over them), the answer so far written one name a line; the ranking is
+  that order and its probability (the product of the places' normalised probabilities) is kept with it.
 
 After the batches, the run's rankings are written as a recorded system (outcome ``rank``; pool = ranking number,
 position = place shown, 0 = first), exactly as ``import --format ranking-runs`` writes the study's, so every command
@@ -26,6 +29,7 @@ from typing import Any, Callable, Sequence
 import pandas as pd
 
 from audit.backend import ModelRef
+from audit.backend.causal_lm import CausalLM
 from audit.backend.protocol import require
 from audit.design import AuditDesign, PoolDesign, split_groupings
 from audit.errors import AuditError
@@ -37,6 +41,7 @@ from audit.tasks import study
 from audit.tasks.recorded import RANKING_RUN_GROUPINGS, RANKING_RUN_NAMES, RANKING_RUN_REFERENCE
 
 READINGS = ("generate", "likelihood")
+FULL_ORDER = "greedy, one name a line"  # how the likelihood reading builds the full order (in the fingerprint)
 PARSED, PARTIAL, UNREADABLE = "parsed", "partial", "unreadable"
 FINGERPRINT_PREFIX = "lw-"
 
@@ -44,8 +49,8 @@ FINGERPRINT_PREFIX = "lw-"
 @dataclass(frozen=True)
 class ListwiseJob:
     """What every batch of a listwise run computes (picklable for the Ray executor): rows
-    ``(key, answer, status, None, None)``; ``answer`` is the reply (generate) or the JSON list of top-1
-    probabilities in the order shown (likelihood)."""
+    ``(key, answer, status, None, None)``; ``answer`` is the reply (generate) or the JSON of
+    :func:`likelihood_answer` (likelihood)."""
 
     method: str  # "listwise-generate" or "listwise-likelihood"
     seed: int
@@ -55,15 +60,34 @@ class ListwiseJob:
         keys, prompts = [k for k, _ in batch], [p for _, p in batch]
         if self.method == "listwise-generate":
             seeds = [int(hashlib.sha256(f"{self.seed}:{k}".encode()).hexdigest()[:8], 16) for k in keys]
+            # a local model stops a reply once it names every name: later text cannot change any first mention
+            stop = {"until_mentioned": [p.options for p in prompts]} if isinstance(backend, CausalLM) else {}
             answers = require(backend, ["sampling"]).sample(
                 prompts, seeds, max_new_tokens=self.max_tokens, min_new_tokens=1,
-                temperature=study.SAMPLING["temperature"], top_p=study.SAMPLING["top_p"])
+                temperature=study.SAMPLING["temperature"], top_p=study.SAMPLING["top_p"], **stop)
             return [(k, a, reply_status(a, p.options), None, None) for k, a, p in zip(keys, answers, prompts)]
-        rows = []
-        for k, p in zip(keys, prompts):  # one ranking at a time: its eight names share the whole prompt's cache
-            logps = backend.option_logprobs([p], lead="")[0]
-            rows.append((k, json.dumps(top1_probabilities(logps, k)), PARSED, None, None))
-        return rows
+        if not isinstance(backend, CausalLM):
+            raise AuditError("--reading likelihood needs a local transformers or GGUF model; use --reading generate")
+        return [(k, json.dumps(likelihood_answer(backend.sequential_logprobs(p, picks=len(p.options) - 1), k)),
+                 PARSED, None, None) for k, p in zip(keys, prompts)]  # one ranking at a time: one KV cache each
+
+
+def likelihood_answer(steps: Sequence[dict[int, float]], key: str = "") -> dict[str, Any]:
+    """``top1``: each name's probability of being ranked first (in the order shown, sums to 1); ``order``: the
+    places shown (0 = first) from most to least likely, each the most likely of the names left; ``order_p``: that
+    order's probability, the product over places of the pick's probability normalised over the names left."""
+    top1 = top1_probabilities([steps[0][i] for i in sorted(steps[0])], key)
+    order, order_p = [], 1.0
+    for at, step in enumerate(steps):
+        names = sorted(step)
+        probs = top1_probabilities([step[i] for i in names], key)
+        later = steps[at + 1] if at + 1 < len(steps) else {}
+        picked = [j for j, name in enumerate(names) if name not in later]  # the pick the next step followed
+        best = picked[0] if len(picked) == 1 else max(range(len(names)), key=lambda j: (probs[j], -names[j]))
+        order.append(names[best])
+        order_p *= probs[best]
+    order.extend(sorted(set(steps[0]) - set(order)))
+    return {"top1": top1, "order": order, "order_p": order_p}
 
 
 def top1_probabilities(logps: Sequence[float], key: str = "") -> list[float]:
@@ -98,8 +122,9 @@ class ListwiseRun:
             raise AuditError(f"unknown reading {self.reading!r}; choose one of {list(READINGS)}")
         if self.max_tokens < 1:
             raise AuditError(f"--max-tokens must be positive, got {self.max_tokens}")
-        sampling = {**study.SAMPLING, "max_tokens": self.max_tokens} if self.reading == "generate" else {}
-        self.settings = {"protocol": study.PROTOCOL, "reading": self.reading, "seed": self.seed, **sampling}
+        reading = ({**study.SAMPLING, "max_tokens": self.max_tokens} if self.reading == "generate"
+                   else {"order": FULL_ORDER})
+        self.settings = {"protocol": study.PROTOCOL, "reading": self.reading, "seed": self.seed, **reading}
 
     @property
     def method(self) -> str:
@@ -115,10 +140,36 @@ class ListwiseRun:
         return self.label or f"{self.ref.label} listwise-{self.reading}" + (f" seed {self.seed}" if self.seed else "")
 
 
+@dataclass
+class ListwiseOutcome:
+    """What a run of one job did: its summary, the numbers of its unreadable replies (generate) and its rankings'
+    likelihood answers (likelihood: :func:`likelihood_answer` of each)."""
+
+    summary: RunSummary
+    rankings: int
+    unreadable: list[int]
+    likelihood: list[dict[str, Any]]
+
+    def lines(self) -> list[str]:
+        """The summary line, then the unreadable replies (generate) or the top-1 and full-order figures."""
+        if not self.likelihood:
+            listed = f": rankings {', '.join(map(str, self.unreadable))}" if self.unreadable else ""
+            return [self.summary.line(),
+                    f"unreadable replies (no name mentioned; left out): {len(self.unreadable)} of {self.rankings}"
+                    + listed]
+        top = sorted(max(a["top1"]) for a in self.likelihood)
+        full = sorted(a["order_p"] for a in self.likelihood)
+        return [self.summary.line(),
+                f"top-1 probability of the most likely name: median {top[len(top) // 2]:.3f} "
+                f"(min {top[0]:.3f}, max {top[-1]:.3f}) over {len(top)} rankings",
+                f"probability of the most likely full order ({FULL_ORDER}): median {full[len(full) // 2]:.2e} "
+                f"(min {full[0]:.2e}, max {full[-1]:.2e}; 1/8! = {1 / math.factorial(8):.2e})"]
+
+
 def run_listwise(store: Store, run: ListwiseRun, job: str, rankings: int, load_backend: Callable[[], Any], *,
                  batch_size: int = 4, progress: Progress | None = None, executor: Executor | None = None
-                 ) -> tuple[RunSummary, list[int]]:
-    """Score ``rankings`` rankings of ``job``; returns the summary and the numbers of unreadable replies."""
+                 ) -> ListwiseOutcome:
+    """Score ``rankings`` rankings of ``job``."""
     if rankings < 1 or batch_size < 1:
         raise AuditError(f"--rankings and --batch-size must be positive, got {rankings} and {batch_size}")
     started = time.perf_counter()
@@ -151,7 +202,9 @@ def run_listwise(store: Store, run: ListwiseRun, job: str, rankings: int, load_b
     if statuses:
         summary.quality = {s: statuses.count(s) / len(statuses) for s in (PARSED, PARTIAL, UNREADABLE)}
     summary.seconds = time.perf_counter() - started
-    return summary, unreadable
+    likelihood = [json.loads(answers[p.key()][0]) for p in prompts
+                  if run.reading == "likelihood" and p.key() in answers]
+    return ListwiseOutcome(summary, rankings, unreadable, likelihood)
 
 
 def replace_options(chat: ChatPrompt, names: Sequence[str]) -> ChatPrompt:
@@ -178,8 +231,7 @@ def ranked_rows(run: ListwiseRun, drawn: list[study.Ranking], prompts: list[Chat
         if run.reading == "generate":
             order = read_order(answer, list(ranking.names))
         else:
-            probs = json.loads(answer)
-            order = sorted(range(len(probs)), key=lambda i: (-probs[i], i))
+            order = json.loads(answer)["order"]
         for rank, position in enumerate(order, start=1):
             rows.append((ranking.job, ranking.index, position, ranking.groups[position], rank, None))
     return pd.DataFrame(rows, columns=["subtask", "pool", "position", "group", "value", "applicant"])

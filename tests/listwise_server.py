@@ -3,6 +3,8 @@ the position-biased ranker the listwise tests audit."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Iterator
 
@@ -10,6 +12,7 @@ from audit.tasks import study
 from helpers import serving_in_thread
 
 NAME = "in-order"
+DELAY_S = 0.05  # per answer, so that requests sent together are seen together
 
 
 def shown_names(user: str) -> list[str]:
@@ -19,6 +22,11 @@ def shown_names(user: str) -> list[str]:
 
 
 class Handler(BaseHTTPRequestHandler):
+    """Answers each chat request with the names in the order shown; counts the most requests in flight at once."""
+
+    lock = threading.Lock()
+    in_flight = most_in_flight = 0
+
     def _answer(self, payload: dict) -> None:
         data = json.dumps(payload).encode()
         self.send_response(200)
@@ -31,6 +39,12 @@ class Handler(BaseHTTPRequestHandler):
         self._answer({"object": "list", "data": [{"id": NAME, "object": "model"}]})
 
     def do_POST(self) -> None:
+        with Handler.lock:
+            Handler.in_flight += 1
+            Handler.most_in_flight = max(Handler.most_in_flight, Handler.in_flight)
+        time.sleep(DELAY_S)
+        with Handler.lock:
+            Handler.in_flight -= 1
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         user = next(m["content"] for m in body["messages"] if m["role"] == "user")
         names = shown_names(user) if study.SEPARATOR in user else ["yes"]

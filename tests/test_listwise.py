@@ -15,7 +15,8 @@ import pytest
 from audit.cli import main
 from audit.store import Store
 from audit.tasks import study
-from tests.listwise_server import NAME, serving
+from audit.listwise import likelihood_answer, replace_options, top1_probabilities
+from tests.listwise_server import NAME, Handler, serving
 from tests.recorded_study import JOBS, MODELS, extracted
 
 DEMO = Path(__file__).resolve().parents[1] / "data" / "demo.db"
@@ -76,10 +77,13 @@ def ranker() -> Iterator[str]:
 
 
 def test_in_order_ranker_through_the_api(store: Path, ranker: str) -> None:
+    Handler.most_in_flight = 0
     code, out, err = cli("score", "--task", study.TASK, "--mode", "listwise", "--model", f"openai:{NAME}",
-                         "--base-url", ranker, "--rankings", "64", "--subtask", "retail", "--db", str(store))
+                         "--base-url", ranker, "--rankings", "64", "--subtask", "retail", "--concurrency", "4",
+                         "--db", str(store))
     assert code == 0, err
     assert "unreadable replies (no name mentioned; left out): 0 of 64" in out and "parsed 1.000" in out
+    assert Handler.most_in_flight == 4
     code, out, err = cli("position-bias", "--db", str(store), "--task", study.TASK, "--format", "json")
     assert code == 0, err
     rows = [r for r in json.loads(out) if r["model"] == f"openai:{NAME} listwise-generate"]
@@ -98,10 +102,31 @@ def test_in_order_ranker_through_the_api(store: Path, ranker: str) -> None:
     assert code == 0 and "0 scored, 64 cached" in out, err
 
 
-RANKINGS = 2  # each SmolLM2 ranking reads 8 resumes (≈ 5k tokens): 10–25 s a ranking on 2 CPU cores
+# each SmolLM2 ranking is one 2.5k-token prompt: ≈ 13 CPU s (likelihood and full order) on one core, more for
+# generate; 8 rankings of both readings take minutes on 2 cores, 2 fit about a minute on a quiet machine
+RANKINGS = 2
 
 
-def test_smollm2_both_readings_then_verdict(store: Path) -> None:
+def test_likelihood_answer_follows_the_greedy_picks() -> None:
+    steps = [{0: -1.0, 1: -2.0, 2: -3.0}, {1: -0.5, 2: -0.2}]
+    answer = likelihood_answer(steps)
+    assert answer["top1"] == pytest.approx(top1_probabilities([-1.0, -2.0, -3.0]))
+    assert answer["order"] == [0, 2, 1]
+    assert answer["order_p"] == pytest.approx(answer["top1"][0] * top1_probabilities([-0.5, -0.2])[1])
+
+
+def test_a_local_reply_stops_once_it_names_every_name(smollm) -> None:
+    import torch
+
+    from audit.backend.causal_lm import _AllMentioned
+
+    prompt = smollm.encode("Rank them: Bob Kim, Ann Lee.")
+    stop = _AllMentioned(smollm.tokenizer, [["Bob Kim", "Ann Lee"]], len(prompt))
+    for reply, done in (("1. Ann Lee\n2. BOB KIM", True), ("1. Ann Lee\n2. Bob Ki", False)):
+        assert stop(torch.tensor([prompt + smollm.encode(reply)]), None).tolist() == [done]
+
+
+def test_smollm2_both_readings_then_verdict(store: Path, smollm) -> None:
     outs = {}
     for reading in ("likelihood", "generate"):
         code, outs[reading], err = cli("score", "--task", study.TASK, "--mode", "listwise", "--model", "smollm2-135m",
@@ -110,11 +135,21 @@ def test_smollm2_both_readings_then_verdict(store: Path) -> None:
         assert code == 0, err
         assert f"{RANKINGS} prompts, {RANKINGS} scored" in outs[reading]
     with Store(store, create=False) as db:
-        answers = db.query("SELECT answer, choice FROM choice_results WHERE method = 'listwise-likelihood'")
+        answers = db.query("SELECT prompt, answer FROM choice_results WHERE method = 'listwise-likelihood'")
         systems = db.recorded_systems()
     assert len(answers) == RANKINGS
-    for probs in answers["answer"].map(json.loads):
+    stored = dict(zip(answers["prompt"], answers["answer"].map(json.loads)))
+    for answer in stored.values():
+        probs = answer["top1"]
         assert len(probs) == 8 and sum(probs) == pytest.approx(1, abs=1e-9) and min(probs) >= 0
+        assert sorted(answer["order"]) == list(range(8)) and answer["order"][0] == probs.index(max(probs))
+        assert 0 < answer["order_p"] <= max(probs)
+    first = study.draw("retail", 0, 0)
+    chat = replace_options(study.ranking_prompt(first), first.names)
+    # the reading from one KV cache equals each name scored after the whole prompt (the earlier implementation)
+    alone = top1_probabilities(smollm.option_logprobs([chat], lead="")[0])
+    assert max(abs(a - b) for a, b in zip(alone, stored[chat.key()]["top1"])) < 1e-5
+    assert "probability of the most likely full order" in outs["likelihood"]
     mine = systems[systems["model"].str.startswith("smollm2-135m listwise-")]
     assert mine.loc[mine["model"] == "smollm2-135m listwise-likelihood", "pools"].item() == RANKINGS
     unreadable = int(re.search(rf"unreadable replies \(no name mentioned; left out\): (\d) of {RANKINGS}", outs["generate"])[1])

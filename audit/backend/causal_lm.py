@@ -32,6 +32,7 @@ class CausalLM:
         self.prefix_cache = prefix_cache
         self.pad_id = next(t for t in (tokenizer.pad_token_id, tokenizer.eos_token_id, 0) if t is not None)
         self._prefixes: OrderedDict[tuple[int, ...], Any] = OrderedDict()
+        self._sequential: tuple[list[int], Any] = ([], None)  # tokens and KV cache of the last ranking
 
     @classmethod
     def load(cls, ref: ModelRef, *, trust_remote_code: bool = False, **options: Any) -> "CausalLM":
@@ -66,6 +67,45 @@ class CausalLM:
             at += len(prompt.options)
         return out
 
+    def sequential_logprobs(self, prompt: ChatPrompt, *, picks: int = 1, sep: str = "\n") -> list[dict[int, float]]:
+        """For each of ``picks`` steps, log P(option | prompt, options picked before) of every option not yet picked:
+        step 0 scores each option as the answer's first tokens (as ``option_logprobs(lead="")``), each later step
+        after the most likely option of the step before, written with ``sep`` after it.
+
+        One prefill of the prompt into a KV cache, which starts (with ``prefix_cache``) from the previous call's cache
+        cut back to the tokens both prompts share (the job description); each step's options run together in one
+        packed row (each option attends to the cache and its own tokens only), and the cache is cut back after it.
+        """
+        from transformers import DynamicCache
+
+        options = [self.encode(option) for option in prompt.options]
+        if not options or not all(options):
+            raise AuditError(f"every option needs at least one token; got {list(prompt.options)}")
+        ids = render_ids(self.tokenizer, prompt)
+        held, cache = self._sequential if self.prefix_cache else ([], None)
+        self._sequential = ([], None)  # until this call has finished with the cache
+        shared = 0
+        while shared < min(len(held), len(ids) - 1) and held[shared] == ids[shared]:
+            shared += 1
+        if cache is None:
+            cache = DynamicCache(config=self.model.config)
+        cache.crop(shared - len(held))
+        last = self._extend(cache, ids[shared:])
+        held = list(ids)
+        steps: list[dict[int, float]] = []
+        remaining = list(range(len(options)))
+        for _ in range(min(picks, len(options))):
+            scores = self._packed_logprobs(cache, last, [options[i] for i in remaining])
+            steps.append(dict(zip(remaining, scores)))
+            pick = max(remaining, key=lambda i: (steps[-1][i], -i))
+            remaining.remove(pick)
+            if remaining and len(steps) < picks:
+                written = options[pick] + self.encode(sep)
+                last = self._extend(cache, written)
+                held.extend(written)
+        self._sequential = (held, cache)
+        return steps
+
     def generate(self, prompts: Sequence[ChatPrompt], *, max_new_tokens: int = 16) -> list[str]:
         """Greedy answers (the paper's decoding), decoded without special tokens.
 
@@ -76,18 +116,28 @@ class CausalLM:
         return [answer.strip() for answer in self._generated(seqs, max_new_tokens, 1)]
 
     def sample(self, prompts: Sequence[str | ChatPrompt], seeds: Sequence[int], *, max_new_tokens: int = 20,
-               min_new_tokens: int = 1, temperature: float = 1.0, top_p: float = 1.0) -> list[str]:
+               min_new_tokens: int = 1, temperature: float = 1.0, top_p: float = 1.0,
+               until_mentioned: Sequence[Sequence[str]] | None = None) -> list[str]:
         """Sampled continuations (CAIRO's decoding), one per prompt, decoded without special tokens.
 
         A ``str`` is continued as plain text (the tokenizer's usual special tokens, e.g. BOS, no chat template);
         a :class:`ChatPrompt` is rendered with the chat template. Row ``j`` draws its tokens from its own
         generator seeded with ``seeds[j]``, so a continuation does not depend on which batch it ran in (up to the
         floating-point effect of padding): at each step, p(t) ∝ softmax(logits / temperature) restricted to the
-        top-p nucleus, then t ~ p.
+        top-p nucleus, then t ~ p. With ``until_mentioned``, row ``j`` stops once its text mentions every string of
+        ``until_mentioned[j]`` (case-insensitive): the rest could not move any string's first mention.
         """
         seqs = sampling_ids(self.tokenizer, prompts, seeds, max_new_tokens, min_new_tokens, temperature, top_p)
-        return self._generated(seqs, max_new_tokens, min_new_tokens, lambda start: {"logits_processor": [
-            _RowSampler(seeds[start : start + self.batch_size], temperature, top_p)]})
+
+        def extra(start: int) -> dict[str, Any]:
+            rows = slice(start, start + self.batch_size)
+            options: dict[str, Any] = {"logits_processor": [_RowSampler(seeds[rows], temperature, top_p)]}
+            if until_mentioned is not None:
+                options["stopping_criteria"] = [_AllMentioned(self.tokenizer, until_mentioned[rows],
+                                                              max(len(s) for s in seqs[rows]))]
+            return options
+
+        return self._generated(seqs, max_new_tokens, min_new_tokens, extra)
 
     def _generated(self, seqs: list[list[int]], max_new_tokens: int, min_new_tokens: int,
                    extra: Callable[[int], dict[str, Any]] = lambda start: {}) -> list[str]:
@@ -195,6 +245,41 @@ class CausalLM:
             self.model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
         return cache
 
+    def _extend(self, cache: Any, ids: list[int]) -> Any:
+        """Run ``ids`` after what ``cache`` holds (batch of one; the cache grows); the next token's log-softmax."""
+        import torch
+
+        with torch.inference_mode():
+            logits = self.model(input_ids=torch.tensor([ids], device=self.model.device), past_key_values=cache,
+                                use_cache=True, logits_to_keep=1).logits
+        return torch.log_softmax(logits[0, -1].float(), dim=-1).cpu()
+
+    def _packed_logprobs(self, cache: Any, last: Any, options: list[list[int]]) -> list[float]:
+        """log P(option) of each option after ``cache`` (whose next-token log-softmax is ``last``), all options in
+        one row: a 4-D mask lets each token see the cache and its own option's earlier tokens, position ids restart
+        after the cache for each option. The cache is cut back to its length afterwards."""
+        import torch
+
+        length = cache.get_seq_length()
+        flat = [token for option in options for token in option]
+        starts = [sum(len(o) for o in options[:i]) for i in range(len(options))]
+        mask = torch.zeros((1, 1, len(flat), length + len(flat)), dtype=torch.bool)
+        mask[..., :length] = True
+        positions = torch.empty((1, len(flat)), dtype=torch.long)
+        for start, option in zip(starts, options):
+            span = slice(start, start + len(option))
+            mask[0, 0, span, length + start : length + start + len(option)] = torch.ones(
+                len(option), len(option), dtype=torch.bool).tril()
+            positions[0, span] = torch.arange(length, length + len(option))
+        device = self.model.device
+        with torch.inference_mode():
+            logits = self.model(input_ids=torch.tensor([flat], device=device), attention_mask=mask.to(device),
+                                position_ids=positions.to(device), past_key_values=cache, use_cache=True).logits
+        cache.crop(-len(flat))
+        rows = torch.log_softmax(logits[0].float(), dim=-1).cpu()
+        return [float(last[option[0]]) + sum(float(rows[start + j - 1, option[j]]) for j in range(1, len(option)))
+                for start, option in zip(starts, options)]
+
     def _left_pad(self, rows: list[list[int]], *, prefix_len: int) -> tuple[Any, Any, Any]:
         """Left-padded ids, the attention mask over prefix + rows, and each token's true position."""
         import torch
@@ -255,3 +340,19 @@ class _RowSampler:
         out = torch.full_like(scores, float("-inf"))
         out[torch.arange(len(chosen), device=scores.device), torch.tensor(chosen, device=scores.device)] = 0.0
         return out
+
+
+class _AllMentioned:
+    """A stopping criterion: row ``j`` is done once its new text mentions every string of ``wanted[j]``."""
+
+    def __init__(self, tokenizer: Any, wanted: Sequence[Sequence[str]], start: int):
+        self.tokenizer = tokenizer
+        self.wanted = [[w.lower() for w in row] for row in wanted]
+        self.start = start
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        texts = self.tokenizer.batch_decode(input_ids[:, self.start:], skip_special_tokens=True)
+        return torch.tensor([all(w in text.lower() for w in row) for text, row in zip(texts, self.wanted)],
+                            device=input_ids.device)

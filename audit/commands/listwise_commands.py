@@ -49,12 +49,9 @@ def run_listwise_score(args: argparse.Namespace) -> int:
                         bar.total, bar.n = total, done
                         bar.refresh()
 
-                    summary, unreadable = run_listwise(store, run, job, args.rankings, spec.load,
-                                                       batch_size=args.batch_size, progress=progress,
-                                                       executor=executor)
-                print(summary.line())
-                print(f"unreadable replies (no name mentioned; left out): {len(unreadable)} of {args.rankings}"
-                      + (f": rankings {', '.join(map(str, unreadable))}" if unreadable else ""))
+                    outcome = run_listwise(store, run, job, args.rankings, spec.load, batch_size=args.batch_size,
+                                           progress=progress, executor=executor)
+                print("\n".join(outcome.lines()))
         finally:
             if executor is not None:
                 executor.shutdown()

@@ -1,0 +1,88 @@
+"""The study's listwise protocol on the other backends: the Ray executor (a real local Ray cluster, workers calling the
+in-order test server), ``vllm serve`` through the API backend (the vLLM virtualenv) and an optional GGUF model pack."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from audit.backend.registry import installed_models
+from audit.store import Store
+from audit.tasks import study
+from served import NAME as SERVED, VLLM_TEST_FLAGS, needs_vllm, served
+from tests.listwise_server import NAME, serving
+from tests.test_listwise import DEMO, cli
+
+RANKER = f"openai:{NAME} listwise-generate"
+VLLM_ONE_CHUNK = ("--max-num-batched-tokens", "4096")  # a whole study prompt in one prefill chunk
+
+
+@pytest.fixture()
+def ranker() -> Iterator[str]:
+    yield from serving()
+
+
+def rankings(db: Path, model: str) -> list[tuple]:
+    """The stored decisions of ``model``: (subtask, pool, group, score), sorted."""
+    with Store(db, create=False) as store:
+        table = store.pointwise_table()
+    mine = table[table["model"] == model]
+    return sorted(mine[["subtask", "pool", "group", "score"]].itertuples(index=False, name=None))
+
+
+def test_ray_executor_gives_the_in_process_rankings(tmp_path: Path, ranker: str) -> None:
+    ray = pytest.importorskip("ray")
+    argv = ("score", "--task", study.TASK, "--mode", "listwise", "--model", f"openai:{NAME}", "--base-url", ranker,
+            "--rankings", "16", "--subtask", "retail", "--batch-size", "2")
+    code, out, err = cli(*argv, "--db", str(tmp_path / "local.db"))
+    assert code == 0, err
+    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 1024 * 1024, log_to_driver=False)
+    try:
+        code, out, err = cli(*argv, "--db", str(tmp_path / "ray.db"), "--executor", "ray", "--workers", "2")
+    finally:
+        ray.shutdown()
+    assert code == 0, err
+    assert "ray: 2 workers (cpu)" in err and "16 prompts, 16 scored" in out and "parsed 1.000" in out
+    found = rankings(tmp_path / "ray.db", RANKER)
+    assert found == rankings(tmp_path / "local.db", RANKER) and len(found) == 16 * 8
+    first = {(int(pool), group) for _, pool, group, score in found if score == 1}
+    assert first == {(i, study.draw("retail", i, 0).groups[0]) for i in range(16)}
+
+
+@needs_vllm
+def test_vllm_serve_through_the_api_runs_the_generate_reading(tmp_path: Path) -> None:
+    """``vllm serve`` of the bundled model, called by the API backend. The prompt (2.5k tokens) is prefilled in one
+    chunk: vLLM's CPU runner fails on a seeded request whose prefill is chunked ("CPU Generator does not use
+    offset"), which is also why ``--backend vllm`` in process cannot run the study's prompts yet."""
+    db = tmp_path / "demo.db"
+    shutil.copy(DEMO, db)
+    with served("vllm", dict(os.environ), vllm_flags=(*VLLM_TEST_FLAGS, *VLLM_ONE_CHUNK)) as (url, _):
+        code, out, err = cli("score", "--task", study.TASK, "--mode", "listwise", "--model", f"openai:{SERVED}",
+                             "--base-url", url, "--rankings", "2", "--subtask", "retail", "--db", str(db))
+    assert code == 0, err
+    assert "2 prompts, 2 scored" in out
+    unreadable = int(out.split("(no name mentioned; left out): ")[1].split(" of")[0])
+    with Store(db, create=False) as store:
+        systems = store.recorded_systems()
+        replies = store.query("SELECT answer FROM choice_results WHERE method = 'listwise-generate'")
+    assert len(replies) == 2 and all(isinstance(reply, str) for reply in replies["answer"])
+    mine = systems[systems["model"] == f"openai:{SERVED} listwise-generate"]
+    assert (mine["pools"].sum() if len(mine) else 0) == 2 - unreadable
+
+
+@pytest.mark.skipif("gemma3-270m" not in installed_models(), reason="the gemma3-270m GGUF pack is not installed "
+                                                                    "(make models)")
+def test_gguf_pack_runs_the_likelihood_reading(tmp_path: Path) -> None:
+    db = tmp_path / "demo.db"
+    shutil.copy(DEMO, db)
+    code, out, err = cli("score", "--task", study.TASK, "--mode", "listwise", "--model", "gemma3-270m",
+                         "--reading", "likelihood", "--rankings", "1", "--subtask", "retail", "--db", str(db))
+    assert code == 0, err
+    with Store(db, create=False) as store:
+        [answer] = store.query("SELECT answer FROM choice_results WHERE method = 'listwise-likelihood'")["answer"]
+    answer = json.loads(answer)
+    assert sum(answer["top1"]) == pytest.approx(1) and sorted(answer["order"]) == list(range(8))
