@@ -57,7 +57,7 @@ def test_ray_executor_gives_the_in_process_rankings(tmp_path: Path, ranker: str)
 def test_vllm_serve_through_the_api_runs_the_generate_reading(tmp_path: Path) -> None:
     """``vllm serve`` of the bundled model, called by the API backend. The prompt (2.5k tokens) is prefilled in one
     chunk: vLLM's CPU runner fails on a seeded request whose prefill is chunked ("CPU Generator does not use
-    offset"), which is also why ``--backend vllm`` in process cannot run the study's prompts yet."""
+    offset"); ``--backend vllm`` in process prefills up to ``CPU_PREFILL_TOKENS`` at once on CPU for the same reason."""
     db = tmp_path / "demo.db"
     shutil.copy(DEMO, db)
     with served("vllm", dict(os.environ), vllm_flags=(*VLLM_TEST_FLAGS, *VLLM_ONE_CHUNK)) as (url, _):

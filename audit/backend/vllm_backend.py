@@ -62,6 +62,10 @@ def vllm_ref(ref: ModelRef) -> ModelRef:
     return replace(ref, label=ref.label + TAG, runtime="vllm")
 
 
+#: tokens prefilled at once on CPU: a whole prompt of the 2024 study (2.5k tokens) and more, in one chunk
+CPU_PREFILL_TOKENS = 8192
+
+
 class VLLMBackend:
     """The scoring operations, sampling and the context check on a vLLM engine; it does not offer
     :class:`~audit.backend.protocol.OptionScoring` (likelihood readings)."""
@@ -85,6 +89,8 @@ class VLLMBackend:
             "trust_remote_code": trust_remote_code, "seed": 0,
             "enforce_eager": ref.device == "cpu",  # on CPU, compiling the graph costs more start-up than it saves
         }
+        if ref.device == "cpu":  # a seeded request's prompt split into prefill chunks fails on CPU ("CPU Generator
+            options["max_num_batched_tokens"] = CPU_PREFILL_TOKENS  # does not use offset"): prefill it whole
         if ref.quant == "4bit":
             options["quantization"] = "bitsandbytes"
         try:
