@@ -35,8 +35,9 @@ from audit.design import AuditDesign, PoolDesign, split_groupings
 from audit.errors import AuditError
 from audit.prompts import ChatPrompt
 from audit.recorded.ranking_runs import read_order
-from audit.scoring import Executor, InProcess, Progress, RunSummary, run_batches
-from audit.store import SAVE_DESIGN, Store, save_recorded
+from audit.cached import CachedBackend, Executor, InProcess, Progress
+from audit.scoring import RunSummary, check_rows
+from audit.store import CHOICE_RESULTS, SAVE_DESIGN, Store, save_recorded
 from audit.tasks import study
 from audit.tasks.recorded import RANKING_RUN_GROUPINGS, RANKING_RUN_NAMES, RANKING_RUN_REFERENCE
 
@@ -177,8 +178,8 @@ def run_listwise(store: Store, run: ListwiseRun, job: str, rankings: int, load_b
     prompts = [replace_options(study.ranking_prompt(r), r.names) for r in drawn]
     by_key = {p.key(): p for p in prompts}
     store.check_label(run.fingerprint, run.name)
-    missing = store.missing_choice_prompts(run.fingerprint, run.method, by_key)
-    summary = RunSummary(run.name, study.TASK, job, run.method, len(by_key), len(by_key) - len(missing))
+    model = CachedBackend(store, CHOICE_RESULTS, (run.fingerprint, run.method), executor or InProcess(load_backend),
+                          batch_size=batch_size)
 
     def record(first: Callable[[], None] = lambda: None) -> None:
         """The model and the plan, with the first batch's results, in one transaction (a failed write leaves the
@@ -190,10 +191,11 @@ def run_listwise(store: Store, run: ListwiseRun, job: str, rankings: int, load_b
                                                     for k, p in by_key.items()])
             first()
 
-    run_batches(missing, by_key, ListwiseJob(run.method, run.seed, run.max_tokens),
-                lambda rows: store.save_choice_results(run.fingerprint, run.method, rows), summary,
-                executor or InProcess(load_backend), batch_size, progress, record)
-    answers = stored_answers(store, run, [p.key() for p in prompts])
+    fetched = model.results(ListwiseJob(run.method, run.seed, run.max_tokens), by_key,
+                            check=lambda rows: check_rows(run.method, rows), record=record, progress=progress)
+    summary = RunSummary(run.name, study.TASK, job, run.method, len(by_key), fetched.cached, fetched.computed,
+                         cancelled=fetched.cancelled)
+    answers = {key: (values[0], values[1]) for key, values in fetched.results.items()}
     unreadable = [r.index for r, p in zip(drawn, prompts) if answers.get(p.key(), ("", ""))[1] == UNREADABLE]
     decisions = ranked_rows(run, drawn, prompts, answers)
     if len(decisions):
@@ -210,14 +212,6 @@ def run_listwise(store: Store, run: ListwiseRun, job: str, rankings: int, load_b
 def replace_options(chat: ChatPrompt, names: Sequence[str]) -> ChatPrompt:
     """``chat`` with the names as its options (what the parser and the likelihood reading look for)."""
     return ChatPrompt(chat.system, chat.user, chat.answer_prefix, tuple(names))
-
-
-def stored_answers(store: Store, run: ListwiseRun, keys: list[str]) -> dict[str, tuple[str, str]]:
-    """prompt key → (answer, status) of the run's stored results."""
-    found = store.query("SELECT prompt, answer, choice FROM choice_results WHERE model = ? AND method = ?",
-                        (run.fingerprint, run.method))
-    wanted = set(keys)
-    return {k: (a, c) for k, a, c in found.itertuples(index=False) if k in wanted}
 
 
 def ranked_rows(run: ListwiseRun, drawn: list[study.Ranking], prompts: list[ChatPrompt],

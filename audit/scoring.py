@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 
 from audit.backend import ModelRef
 from audit.backend.protocol import Backend
-from audit.cached import Batch, CachedBackend, Executor, Fetched, InProcess, Progress, compute
+from audit.cached import Batch, CachedBackend, Executor, Fetched, InProcess, Progress
 from audit.context_fit import fit_candidates
 from audit.errors import AuditError
 from audit.answer_parser import parse_choice
@@ -280,12 +280,3 @@ def pairwise_quality(store: Store, fingerprint: str, task: Task, method: str) ->
         "inconsistent": float((pairs["outcome"] == "inconsistent").mean()) if len(pairs) else 0.0,
     }
 
-
-def run_batches(missing: list[str], by_key: dict[str, ChatPrompt], job: Any, save: Callable[[list[tuple]], None],
-                summary: RunSummary, executor: Executor, batch_size: int, progress: Progress | None,
-                record: Callable[..., None]) -> None:
-    """For :mod:`audit.listwise` until it asks a :class:`~audit.cached.CachedBackend`: compute ``missing`` and
-    ``save`` each batch exactly as :meth:`~audit.cached.CachedBackend.results` does, counting into ``summary``."""
-    summary.scored, summary.cancelled = compute(missing, by_key, job, executor, batch_size, save,
-                                                lambda rows: check_rows(job.method, rows), record, progress,
-                                                summary.cached)

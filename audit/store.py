@@ -322,17 +322,6 @@ class Store:
             db.executemany(f"INSERT OR IGNORE INTO {table.name} ({', '.join(columns)}) "
                            f"VALUES ({', '.join('?' * len(columns))})", stored)
 
-    def missing_choice_prompts(self, model: str, method: str, keys: Iterable[str]) -> list[str]:
-        """The distinct ``keys`` with no stored result for ``model`` and ``method`` (for :mod:`audit.listwise`, until
-        it asks :class:`audit.cached.CachedBackend` instead)."""
-        wanted = list(dict.fromkeys(keys))
-        stored = self.stored_results(CHOICE_RESULTS, (model, method), wanted)
-        return [key for key in wanted if key not in stored]
-
-    def save_choice_results(self, model: str, method: str, rows: Sequence[tuple]) -> None:
-        """One batch of ``(prompt key, answer, choice, logp_first, logp_second)`` (for :mod:`audit.listwise`)."""
-        self.save_results(CHOICE_RESULTS, (model, method), rows)
-
     def pointwise_table(self) -> pd.DataFrame:
         """Every planned pointwise item with its result, then every decision of a recorded system: one row per
         (model, task, subtask, candidate); ``pool`` is the recorded pool (NA for scored models)."""
