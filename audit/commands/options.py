@@ -108,8 +108,8 @@ def selection_from(args: argparse.Namespace, tables: "StoreTables", **fields: ob
                   grouping=grouping if isinstance(grouping, str) or grouping is None else
                   grouping[0] if len(grouping) == 1 else None, reference=flag("reference"),
                   pool=flag("pool"), preset=flag("preset", "default"), max_inconsistent=flag("max_inconsistent"),
-                  ci=getattr(args, "ci", 0.95), n_boot=flag("bootstrap", N_BOOT), n_perm=getattr(args, "permutations",
-                                                                                              N_PERM),
+                  ci=getattr(args, "ci", 0.95), n_boot=flag("bootstrap", N_BOOT),
+                  n_perm=getattr(args, "permutations", N_PERM),
                   adjust=flag("adjust", "holm"), ks=ks, seed=flag("seed", 0), family=flag("family", "system"),
                   rule=flag("rule", "practice"))
     task = fields.pop("task", None) or tables.task(flag("task"))
