@@ -26,7 +26,7 @@ from audit.cli import main
 from audit.paths import DEMO_STORE
 from audit.reporting import build_report
 from audit.reporting.content import collect, settings_record
-from pages.shared.report_view import report_settings
+from pages.view_models.report_view import report_settings
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 APP = str(DEMO_STORE.parent.parent / "app.py")

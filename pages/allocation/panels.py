@@ -12,7 +12,7 @@ from audit.errors import AuditError
 from audit.metrics.planner import plan_at
 from audit.metrics.schema import is_pairwise
 from audit.reporting import ReportSettings, build_report, report_steps
-from pages.shared.report_view import report_settings
+from pages.view_models.report_view import report_settings
 from pages.shared import common, verdict_panel
 
 

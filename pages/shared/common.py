@@ -12,14 +12,14 @@ import streamlit as st
 from audit import views
 from audit.presentation import exports, readable
 from audit.audit import Audit
-from pages.shared.quota_view import Quota
+from pages.view_models.quota_view import Quota
 from audit.errors import AuditError
 from audit.metrics.presets import PRESETS
 from audit.store_files import default_store, is_demo, store_version, user_store
 from audit.selection import N_BOOT, Selection
 from audit.store import Store
 from audit.tasks.recorded import mode_name
-from pages.shared.report_view import bundle_settings
+from pages.view_models.report_view import bundle_settings
 
 DEFAULT_K = 2
 _SIDEBAR_DONE = "_sidebar_rendered"
