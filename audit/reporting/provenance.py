@@ -80,25 +80,9 @@ def data_hash(store: Store, task: str, subtasks: list[str]) -> tuple[str, int, s
             f"JOIN recorded_systems s ON s.id = d.system WHERE s.task = ? AND s.subtask IN ({marks}) "
             "ORDER BY s.model, s.subtask, d.pool, d.position", (task, *subtasks)).fetchall()
         what = "recorded decisions (imported: sources in Appendix C)"
-    return hashlib.sha256(_json_lines(found).encode("utf-8")).hexdigest(), len(found), what
-
-
-def _json_lines(rows: list[tuple]) -> str:
-    """Each row as ``json.dumps(list(row), ensure_ascii=False)`` and a newline, joined: every distinct value of a
-    column encoded once (keyed by its type too: ``1``, ``1.0`` and ``True`` encode differently; floats by their bits:
-    ``0.0`` and ``-0.0`` too), rows formatted column-wise."""
-    if not rows:
-        return ""
-    encode, known = json.JSONEncoder(ensure_ascii=False).encode, {}
-
-    def encoded(value: object) -> str:
-        key = (float, value.hex()) if type(value) is float else (type(value), value)
-        if key not in known:
-            known[key] = encode(value)
-        return known[key]
-
-    columns = [list(map(encoded, column)) for column in zip(*rows)]
-    return "".join(map(("[" + ", ".join(["{}"] * len(columns)) + "]\n").format, *columns))
+    encode = json.JSONEncoder(ensure_ascii=False).encode  # what json.dumps(row, ensure_ascii=False) builds per call
+    text = "".join(f"{encode(list(row))}\n" for row in found)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest(), len(found), what
 
 
 def prompts(store: Store, task: str, scores: pd.DataFrame, mode: str) -> pd.DataFrame:
