@@ -289,7 +289,9 @@ class Audit:
         s, scores = self.selection, self.tables.scores
         rows = scores[(scores["task"] == s.task) & (scores["mode"] == mode)]
         for column, chosen in (("model", s.models), ("subtask", s.subtasks)):
-            known = set(rows[column].astype(str))
+            if not chosen:
+                continue
+            known = set(rows[column].astype(str).unique())
             missing = [c for c in chosen if c not in known]
             if missing:
                 raise AuditError(f"{column} {missing[0]!r} has no {mode} scores for task {s.task!r}; {column}s are: "
