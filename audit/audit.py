@@ -21,7 +21,7 @@ from audit.metrics.bands import ndcg_bands, validity_bands
 from audit.metrics.compare import compare_gaps, rank_correlation, selection_flips
 from audit.metrics.impact import FOUR_FIFTHS, impact_ratios
 from audit.metrics.inference import METHODS, adjusted
-from audit.metrics.keys import split_keys
+from audit.metrics.keys import KeyData, split_keys
 from audit.metrics.pairwise import drop_unreliable
 from audit.metrics.planner import plan, plan_curves
 from audit.metrics.pools import pool_size
@@ -135,11 +135,15 @@ class Audit:
         1 … size − 1)."""
         design = self.tables.design(self.selection.task)
         pool = PoolDesign.parse(self.selection.pool or str(pool_of(design, mode)))
-        out = {}
-        for grouping in design.groupings:
-            coarse = self.scores(mode, grouping)
-            out[grouping] = min(pool_size(pool, d) for d in split_keys(coarse, reference=str(coarse["group"].iloc[0])))
-        return out
+        return {grouping: min(pool_size(pool, data) for data in self.keys(mode, grouping))
+                for grouping in design.groupings}
+
+    @memoised
+    def keys(self, mode: str, grouping: str) -> list[KeyData]:
+        """:meth:`scores` of ``mode`` in ``grouping`` validated and split once for the views that read no reference
+        (pool sizes, impact ratios, verdicts: their reference is the first group)."""
+        coarse = self.scores(mode, grouping)
+        return split_keys(coarse, reference=str(coarse["group"].iloc[0]))
 
     @property
     def pool_sizes(self) -> dict[str, int]:
@@ -238,7 +242,7 @@ class Audit:
     def _impact(self, grouping: str, ks: tuple[int, ...]) -> pd.DataFrame:
         s = self.selection
         return impact_ratios(self.scores(s.mode, grouping), ks=ks, pool=self.pool, grouping=grouping, ci=s.ci,
-                             n_boot=s.n_boot, seed=s.seed)
+                             n_boot=s.n_boot, seed=s.seed, keys=self.keys(s.mode, grouping))
 
     @memoised
     def verdicts(self, ks: tuple[int, ...], groupings: tuple[str, ...] = (),
@@ -256,7 +260,8 @@ class Audit:
                   {g: [k for k in ks if k < size] for g, size in sizes.items() if any(k < size for k in ks)})
         ci = s.ci or 0.95
         measured = [measure(self.scores("pointwise", grouping), grouping=grouping, k=quotas, pool=pool, ci=ci,
-                            n_boot=s.n_boot, n_perm=s.n_perm or 1000, seed=s.seed)
+                            n_boot=s.n_boot, n_perm=s.n_perm or 1000, seed=s.seed,
+                            keys=self.keys("pointwise", grouping))
                     for grouping, quotas in chosen.items()]
         table = decide(pd.concat([m[0] for m in measured], ignore_index=True),
                        pd.concat([m[1] for m in measured], ignore_index=True), family=s.family,
@@ -281,7 +286,9 @@ class Audit:
         s, scores = self.selection, self.tables.scores
         rows = scores[(scores["task"] == s.task) & (scores["mode"] == mode)]
         for column, chosen in (("model", s.models), ("subtask", s.subtasks)):
-            known = set(rows[column].astype(str))
+            if not chosen:
+                continue
+            known = set(rows[column].astype(str).unique())
             missing = [c for c in chosen if c not in known]
             if missing:
                 raise AuditError(f"{column} {missing[0]!r} has no {mode} scores for task {s.task!r}; {column}s are: "

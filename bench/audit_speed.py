@@ -2,11 +2,11 @@
 PDF), ``impact --k 1`` and ``verdict --k 1`` on it, the Overview and Allocation pages cold and warm, and a quota change on
 the Allocation page.
 
-    HF_HUB_OFFLINE=1 .venv/bin/python bench/audit_speed.py [--baseline /work/wt/base11245] [--rounds 3]
+    git worktree add --detach ../baseline 11245ce   # once: the baseline checkout (11245ce: issue 29's start)
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/audit_speed.py --baseline ../baseline [--rounds 3]
         [--only report-html,report-pdf,impact,verdict,overview,allocation] [--k 1] [--new-k 2]
 
-The baseline is any checkout of the project (a ``git worktree add --detach PATH COMMIT``; default the one of
-``11245ce``, the start of issue 29's work). Both trees run with this Python, on one copy of the demo store (it holds
+The baseline (``--baseline``, required) is any checkout of the project, e.g. the worktree above. Both trees run with this Python, on one copy of the demo store (it holds
 the study's recorded rankings, task ``study-gpt-hiring``, imported from the study's tarball), each in a fresh process
 whose working folder and ``PYTHONPATH`` are that tree. Every round runs each measurement once per tree, alternating
 which tree goes first, so both meet the same machine load. Prints the median seconds of each and the ratio
@@ -33,7 +33,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 STORE = ROOT / "data" / "demo.db"
 TASK = "study-gpt-hiring"
-BASELINE = Path("/work/wt/base11245")
 MEASURES = ("report-html", "report-pdf", "impact", "verdict", "overview", "allocation")
 PAGES = {"overview": "pages/overview.py", "allocation": "pages/allocation_gaps.py"}
 
@@ -103,7 +102,8 @@ def measure(name: str, tree: Path, store: Path, folder: Path, k: int, new_k: int
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--baseline", type=Path, default=BASELINE, help=f"baseline checkout (default {BASELINE})")
+    parser.add_argument("--baseline", type=Path, required=True,
+                        help="baseline checkout (git worktree add --detach ../baseline 11245ce)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds; each runs every measurement once per tree")
     parser.add_argument("--only", default=",".join(MEASURES), help=f"comma-separated subset of {','.join(MEASURES)}")
     parser.add_argument("--k", type=int, default=1, help="quota of the report, impact and verdict (default 1)")

@@ -51,17 +51,20 @@ def distinct_candidates(data: KeyData) -> np.ndarray:
 
 
 def impact_ratios(scores: pd.DataFrame, *, ks: Iterable[int] | int, pool: "str | PoolDesign" = "per-group",
-                  grouping: str, ci: float | None = None, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+                  grouping: str, ci: float | None = None, n_boot: int = 1000, seed: int = 0,
+                  keys: list[KeyData] | None = None) -> pd.DataFrame:
     """One row per (model, subtask, mode, category, k) of ``scores`` whose groups are the categories of
     ``grouping`` (already coarsened, see :meth:`audit.design.AuditDesign.category`): distinct candidates, selection
     rate, impact ratio against the most-selected category and the four-fifths flag (ratio < 0.8); with ``ci`` also
-    the bootstrap bounds ``selection_rate_lo/hi`` and ``impact_ratio_lo/hi``."""
+    the bootstrap bounds ``selection_rate_lo/hi`` and ``impact_ratio_lo/hi``. ``keys``: ``scores`` already split
+    (:func:`audit.metrics.keys.split_keys`), when the caller holds them."""
     design = PoolDesign.parse(pool)
     if scores.empty:
         raise AuditError("no scores to compute impact ratios from")
+    keys = keys if keys is not None else split_keys(scores, reference=str(scores["group"].iloc[0]))
     return pd.concat([key_impact(data, design, check_quotas(ks, pool_size(design, data), data, design),
-                                 grouping=grouping, ci=ci, n_boot=n_boot, seed=seed)
-                      for data in split_keys(scores, reference=str(scores["group"].iloc[0]))], ignore_index=True)
+                                 grouping=grouping, ci=ci, n_boot=n_boot, seed=seed) for data in keys],
+                     ignore_index=True)
 
 
 def key_impact(data: KeyData, design: PoolDesign, quotas: list[int], *, grouping: str, ci: float | None,

@@ -155,13 +155,14 @@ def verdicts(scores: pd.DataFrame, *, grouping: str, k: "int | Iterable[int]", p
 
 
 def measure(scores: pd.DataFrame, *, grouping: str, k: "int | Iterable[int]", pool: "str | PoolDesign" = "per-group",
-            ci: float = 0.95, n_boot: int = 1000, n_perm: int = 1000,
-            seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+            ci: float = 0.95, n_boot: int = 1000, n_perm: int = 1000, seed: int = 0,
+            keys: list[KeyData] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(rows, pairs): per system × category × quota the selection rate, pairwise ratio against the comparator with
     its interval, the pair's raw p-value and what the planner needs; per system × quota × pair of known categories
     (``a`` < ``b``) the raw p-value (columns :data:`PAIR_COLUMNS`), for :func:`decide`'s family adjustment.
 
-    The shuffles (virtual designs) and bootstrap draws of a system are made once and serve every k and pair."""
+    The shuffles (virtual designs) and bootstrap draws of a system are made once and serve every k and pair.
+    ``keys``: ``scores`` already split (:func:`audit.metrics.keys.split_keys`), when the caller holds them."""
     if not 0 < ci < 1:
         raise AuditError(f"confidence level {ci} must lie strictly between 0 and 1")
     if scores.empty:
@@ -169,7 +170,7 @@ def measure(scores: pd.DataFrame, *, grouping: str, k: "int | Iterable[int]", po
     if n_perm < 1 or n_boot < 2:
         raise AuditError(f"permutations {n_perm} and bootstrap replicates {n_boot} must be at least 1 and 2")
     design = PoolDesign.parse(pool)
-    keys = split_keys(scores, reference=str(scores["group"].iloc[0]))
+    keys = keys if keys is not None else split_keys(scores, reference=str(scores["group"].iloc[0]))
     quotas = _check_quotas(keys, k, design, grouping)[0]
     parts = [_measured(data, design, quotas, grouping=grouping, ci=ci, n_boot=n_boot, n_perm=n_perm, seed=seed)
              for data in keys]

@@ -54,9 +54,10 @@ def recorded_decisions(scores: pd.DataFrame, outcomes: pd.DataFrame, k: int) -> 
         frames.append(part.assign(selected=selected_flags(values, kind, k=k),
                                   threshold=values.median() if kind == "score" else float("nan")))
     recorded = pd.concat(frames)
-    codes = recorded["group"].astype(str).str.split("_", expand=True)
-    for column in codes.columns:
-        recorded[f"part{column}"] = codes[column]
+    rows, groups = pd.factorize(recorded["group"].astype(str))  # each distinct group code split once
+    parts = pd.Series(groups).str.split("_", expand=True)
+    for column in parts.columns:
+        recorded[f"part{column}"] = parts[column].array.take(rows)
     return recorded
 
 

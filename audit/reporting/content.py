@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -140,17 +141,33 @@ def _diagnostics(store: Store, scores: pd.DataFrame, mode: str) -> pd.DataFrame:
 def collect(settings: ReportSettings, tables: StoreTables | None = None) -> ReportData:
     """Read the store (``tables``: its tables, when already read) and compute every table of the report through the
     selection's :class:`audit.audit.Audit` (verdicts for pointwise scores only; an AuditError on bad settings, store
-    untouched)."""
+    untouched). What is read from the store alone (systems, prompts, diagnostics, the data hash) is read in a second
+    thread, on its own connection, while the audit computes."""
+    if tables is None:
+        with _open(settings.store) as store:
+            tables = StoreTables.read(store)
+    scores = load_scores(settings, tables.scores)
+    task = str(scores["task"].iloc[0])
+    with ThreadPoolExecutor(1, thread_name_prefix="report-store") as background:
+        read = background.submit(_stored, settings, scores.copy(), task)  # its own copy: pandas is not thread-safe
+        data = _computed(settings, tables, scores, task)
+        data.models, data.prompts, data.diagnostics, data.data = read.result()
+    return data
+
+
+def _stored(settings: ReportSettings, scores: pd.DataFrame, task: str
+            ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, tuple[str, int, str]]:
+    """(systems, prompts, diagnostics, data hash) of ``scores`` of ``task``, read from the store."""
+    subtasks = [t for t in sorted(scores["subtask"].astype(str).unique()) if not settings.subtasks
+                or t in settings.subtasks]
     with _open(settings.store) as store:
-        tables = tables or StoreTables.read(store)
-        scores = load_scores(settings, tables.scores)
-        task = str(scores["task"].iloc[0])
-        models = provenance.systems(store, scores, task, settings.mode)
-        prompts = provenance.prompts(store, task, scores, settings.mode)
-        diagnostics = _diagnostics(store, scores, settings.mode)
-        subtasks = sorted(scores["subtask"].astype(str).unique())
-        data_hash = provenance.data_hash(store, task, [t for t in subtasks if not settings.subtasks
-                                                       or t in settings.subtasks])
+        return (provenance.systems(store, scores, task, settings.mode),
+                provenance.prompts(store, task, scores, settings.mode), _diagnostics(store, scores, settings.mode),
+                provenance.data_hash(store, task, subtasks))
+
+
+def _computed(settings: ReportSettings, tables: StoreTables, scores: pd.DataFrame, task: str) -> ReportData:
+    """The report's numbers from ``tables`` (its store-read parts left empty, for :func:`collect` to fill)."""
     audit = Audit(tables, replace(settings.selection, task=task, ks=()))
     k, why = tables.design(task).audited_quota(settings.k)
     audit.check_quota((k,), (audit.grouping,))
@@ -166,11 +183,12 @@ def collect(settings: ReportSettings, tables: StoreTables | None = None) -> Repo
     sizes = (scores.groupby(["model", "subtask", "group"])["candidate_id"].nunique().rename("candidates")
              .reset_index())
     data = ReportData(
-        settings=settings, task=task, design=audit.design, models=models, subtasks=sorted(metrics["subtask"].unique()),
-        group_sizes=sizes, prompts=prompts, metrics=metrics, impact=audit.impact((k,), (audit.grouping,)),
-        correlations=audit.correlations(k), rankings=audit.rankings(k)[0], diagnostics=diagnostics,
+        settings=settings, task=task, design=audit.design, models=pd.DataFrame(),
+        subtasks=sorted(metrics["subtask"].unique()), group_sizes=sizes, prompts=pd.DataFrame(), metrics=metrics,
+        impact=audit.impact((k,), (audit.grouping,)), correlations=audit.correlations(k),
+        rankings=audit.rankings(k)[0], diagnostics=pd.DataFrame(),
         generated=datetime.now(timezone.utc).isoformat(timespec="seconds"), version=tool_version(),
-        verdicts=verdicts, pool_sizes=sizes_by_grouping, data=data_hash)
+        verdicts=verdicts, pool_sizes=sizes_by_grouping)
     data.ll144 = ll144_section(tables, replace(audit.selection, ks=(k,)))
     if settings.compare:
         found = audit.comparison(*settings.compare, (k,))

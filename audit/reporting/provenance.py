@@ -40,10 +40,10 @@ def systems(store: Store, scores: pd.DataFrame, task: str, mode: str) -> pd.Data
     """One row per audited system: label, fingerprint, content hash, source, kind, precision, device, backend and
     the first / last time one of its answers for this task and mode was stored (the ``created`` columns)."""
     table, plan, match = _RESULTS["pointwise" if mode == "pointwise" else "pairwise"]
-    rows = []
+    rows, audited = [], set(scores["fingerprint"].unique())
     for label, fingerprint, details, created in store.models()[["label", "fingerprint", "details", "created"]
                                                                  ].itertuples(index=False, name=None):
-        if fingerprint not in set(scores["fingerprint"]):
+        if fingerprint not in audited:
             continue
         info = json.loads(details)
         first, last = store.db.execute(
