@@ -5,7 +5,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from audit import views
-from audit.presentation import charts, readable
+from audit.present import charts, readable
 from audit.errors import AuditError
 from audit.metrics.inference import METHODS
 from pages.allocation.panels import bundle_tables, impact_section, planner_panel, report_buttons

@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from audit.presentation import readable
+from audit.present import readable
 from audit.cairo import explorer
 from audit.cairo.explorer import MAX_M, SEARCH_LABELS
 from audit.cairo.search import PairResult, few_models_warning

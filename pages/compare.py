@@ -3,7 +3,7 @@ from html import escape
 
 import streamlit as st
 
-from audit.presentation import charts, readable
+from audit.present import charts, readable
 from audit.errors import AuditError
 from audit.formatting import md_text
 from audit.tasks import study

@@ -3,7 +3,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from audit import views
-from audit.presentation import charts
+from audit.present import charts
 from pages.shared import common
 
 

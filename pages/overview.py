@@ -2,7 +2,7 @@
 import streamlit as st
 
 from audit import views
-from audit.presentation import charts, readable
+from audit.present import charts, readable
 from audit.errors import AuditError
 from audit.formatting import md_text
 from audit.metrics.shape import score_shape

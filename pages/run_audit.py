@@ -3,7 +3,7 @@ from collections import Counter
 
 import streamlit as st
 
-from audit.presentation import readable
+from audit.present import readable
 from audit.backend import DEFAULT_MODEL, QUANTS, REGISTRY, installed_models
 from audit.backend.api import PREFIX
 from audit.scoring import PAIRWISE_METHODS

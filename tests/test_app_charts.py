@@ -7,7 +7,7 @@ import sys
 import pandas as pd
 import pytest
 
-from audit.presentation import charts
+from audit.present import charts
 from audit.metrics import MetricSuite, model_rankings, ndcg_table, validity
 from audit.paths import DEMO_STORE
 from audit.store_tables import score_table
@@ -69,7 +69,7 @@ def test_rankings_correlations_and_distributions_build(table):
 
 
 def test_audit_never_imports_streamlit():
-    code = "import sys, audit.presentation.charts, audit.presentation.exports; assert 'streamlit' not in sys.modules"
+    code = "import sys, audit.present.charts, audit.present.exports; assert 'streamlit' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -95,7 +95,7 @@ def test_score_shape_scatter_has_one_trace_per_model():
 
 def test_correlations_over_too_few_systems_or_constant_values_are_not_printed_as_numbers():
     import pandas as pd
-    from audit.presentation import charts
+    from audit.present import charts
     few = pd.DataFrame({"gap": ["dp"], "metric": ["delta"], "r": [1.0], "n": [3], "r_lo": [0.9], "r_hi": [1.0]})
     assert charts._r_text(few, "dp", "delta") == "r not shown: too few systems (n = 3 < 5)"
     constant = few.assign(r=float("nan"), n=16)

@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from audit.presentation import exports
+from audit.present import exports
 from audit.errors import AuditError
 
 needs_chrome = pytest.mark.skipif(shutil.which("chromium") is None and shutil.which("google-chrome") is None,

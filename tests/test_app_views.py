@@ -51,7 +51,7 @@ def test_empty_store_summary(tmp_path):
 
 def test_readable_tables_name_groups_and_say_not_defined_at_the_pool_size():
     from audit.design import AuditDesign, PoolDesign
-    from audit.presentation.readable import category_verdicts, group_names, impact_by_grouping, system_verdicts
+    from audit.present.readable import category_verdicts, group_names, impact_by_grouping, system_verdicts
 
     design = AuditDesign("t", "s", "W_M", PoolDesign.parse("per-group"), ("Yes", "No"), (1.0, 0.0), "everyone",
                          groupings=split_groupings(("race", "gender")),

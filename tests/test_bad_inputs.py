@@ -505,7 +505,7 @@ def test_chart_titles_escape_tags_once_and_keep_quotes():
     """Item 11: a group named with quotes shows its quotes, and tags in it never render."""
     import pandas as pd
 
-    from audit.presentation import charts
+    from audit.present import charts
 
     rows = pd.DataFrame({"model": ["m"] * 2, "subtask": ["s"] * 2, "group": ['say "hi"', "<b>x</b>"], "k": [1, 1],
                          "dp_gap": [0.1, -0.1]})

@@ -11,7 +11,7 @@ import pytest
 from helpers import audit
 from streamlit.testing.v1 import AppTest
 
-from audit.presentation import charts
+from audit.present import charts
 from audit.cairo.bias import metric_cells
 from audit.cairo.scored import scored_continuations
 from audit.cairo.search import Options, ranking_table, search_all, source_table

@@ -11,7 +11,7 @@ from audit.audit import Audit
 from audit.metrics.impact import FOUR_FIFTHS
 from audit.metrics.verdict import ADVERSE, NO_EVIDENCE
 from audit.paths import DEMO_STORE
-from audit.presentation.readable import category_verdicts
+from audit.present.readable import category_verdicts
 from audit.selection import Selection
 from audit.store import Store
 from audit.views import StoreTables

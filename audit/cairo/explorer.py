@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from audit.presentation import charts
+from audit.present import charts
 from audit.cairo.bias import metric_cells
 from audit.cairo.prompts import ORIGINAL
 from audit.cairo.scored import scored_continuations

@@ -15,7 +15,7 @@ from audit.formatting import markdown_table, pvalue, ratio
 from audit.metrics.impact import FOUR_FIFTHS
 from audit.design import WHOLE, PoolDesign
 from audit.metrics.verdict import rollup, rule_text
-from audit.presentation.readable import system_verdicts, verdict_words
+from audit.present.readable import system_verdicts, verdict_words
 from audit.output import csv_text
 from audit.store import Store
 from audit.tasks.designs import declared_design

@@ -6,7 +6,7 @@ Chromium) saying what was audited, how, what was found, how sure we are, and how
 """
 from collections.abc import Callable
 
-from audit.presentation.exports import warm_up
+from audit.present.exports import warm_up
 from audit.reporting.content import ReportSettings, collect
 from audit.reporting.findings import Finding, findings
 from audit.reporting.pdf import print_pdf

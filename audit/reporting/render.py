@@ -13,12 +13,12 @@ from html import escape
 import pandas as pd
 import plotly.graph_objects as go
 
-from audit.presentation import charts
+from audit.present import charts
 from audit.tasks import study
-from audit.presentation.exports import figure_bytes
+from audit.present.exports import figure_bytes
 from audit.formatting import correlation_table, estimate, number, pvalue, ratio, subtask_name
 from audit.metrics.verdict import ADVERSE, INCONCLUSIVE, NO_EVIDENCE, RULES, rollup, rule_text
-from audit.presentation.readable import family_words
+from audit.present.readable import family_words
 from audit.reporting.content import (ReportData, commands, limitations, sample_sizes, settings_record,
                                      shell_text)
 from audit.reporting.findings import SENTENCES_UP_TO, Finding, findings, not_significant

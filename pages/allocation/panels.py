@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from audit import views
-from audit.presentation import charts, exports, readable
+from audit.present import charts, exports, readable
 from audit.errors import AuditError
 from audit.metrics.planner import plan_at
 from audit.metrics.schema import is_pairwise

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from audit import views
-from audit.presentation import exports, readable
+from audit.present import exports, readable
 from audit.audit import Audit
 from pages.view_models.quota_view import Quota
 from audit.errors import AuditError

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from audit import views
-from audit.presentation import readable
+from audit.present import readable
 from audit.errors import AuditError
 from audit.metrics.verdict import DEFAULT_FAMILY, FAMILIES
 from audit.selection import Selection

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from audit.audit import Audit
-from audit.presentation.charts import SIGNIFICANCE_RULE, excludes_zero
+from audit.present.charts import SIGNIFICANCE_RULE, excludes_zero
 from audit.metrics.inference import METHODS
 from audit.views import label_mass
 
