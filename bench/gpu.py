@@ -8,6 +8,11 @@ SmolLM2's, so the vocabulary is max(the shape's, 49,152). ``--tiny`` runs a 2-la
     HF_HUB_OFFLINE=1 PYTHONPATH=. python bench/gpu.py [--shapes llama-2-7b,mistral-7b] [--prompts 64]
     HF_HUB_OFFLINE=1 PYTHONPATH=. python bench/gpu.py --tiny --prompts 4
 
+``--listwise N`` then times the 2024 study's listwise protocol on each shape and precision: N rankings (job retail,
+seed 0) by the likelihood reading (one ranking's 2.5k-token prompt at a time) and by the generate reading (the
+study's sampling, batches of 8). Random weights never name all eight names, so every generated reply runs to the
+study's 500-token cap: the generate figures are the worst case. ``--prompts 0`` skips the pointwise timings.
+
 ``--accuracy`` first scores the bundled SmolLM2 on the device at fp32, bf16 and 4-bit NF4 (bf16 compute) and prints
 each setting's largest and mean |ΔP(Yes)| against full precision on the CPU, and between batched (prefix cache on)
 and one-by-one scoring: how much the GPU's precisions and batching move a score. ``--shapes ''`` skips the timings.
@@ -30,6 +35,8 @@ import torch  # noqa: E402
 from audit.backend import CausalLM, resolve  # noqa: E402
 from audit.backend.chat import render_ids  # noqa: E402
 from audit.backend.loading import converted_dir  # noqa: E402
+from audit.listwise import READINGS, ListwiseRun, run_listwise  # noqa: E402
+from audit.store import Store  # noqa: E402
 from audit.tasks import get_task  # noqa: E402
 
 # Published shapes (config.json of meta-llama/Llama-2-7b-hf and mistralai/Mistral-7B-v0.1).
@@ -45,17 +52,19 @@ SHAPES = {
 }
 
 
-def build(shape: str, folder: Path) -> Path:
-    """A random-init model of ``shape`` saved (bf16) in ``folder`` with the bundled tokenizer."""
+def build(shape: str, folder: Path, device: str, tokenizer_dir: str | None = None) -> Path:
+    """A random-init model of ``shape`` saved (bf16) in ``folder`` with the tokenizer of ``tokenizer_dir`` (default:
+    the bundled SmolLM2's), initialised on ``device``: a 7B model's random draws take minutes on a CPU."""
     import transformers
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(converted_dir(resolve("smollm2-135m", device="cpu")))
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir or converted_dir(resolve("smollm2-135m", device="cpu")))
     name, fields = SHAPES[shape]
     config = getattr(transformers, name)(**{**fields, "vocab_size": max(fields["vocab_size"], len(tokenizer))},
                                          bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    with torch.device(device):
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
     target = folder / shape
     model.save_pretrained(target)
     tokenizer.save_pretrained(target)
@@ -82,6 +91,29 @@ def measure(folder: Path, quant: str, prefix_cache: bool, prompts: list, device:
     if device == "cuda":
         torch.cuda.empty_cache()
     return {"prompts/s": len(prompts) / seconds, "tokens/s": tokens / seconds, "peak GiB": peak, "s": seconds}
+
+
+def listwise(folder: Path, quant: str, rankings: int, device: str) -> dict[str, dict[str, float]]:
+    """Rankings per second and peak memory of each listwise reading (after a one-ranking warm-up of another seed)."""
+    ref = resolve(str(folder), quant=quant, device=device)
+    lm = CausalLM.load(ref, batch_size=8)
+    out = {}
+    for reading in READINGS:
+        with tempfile.TemporaryDirectory() as scratch, Store(Path(scratch) / "bench.db") as store:
+            run_listwise(store, ListwiseRun(ref, reading, seed=1), "retail", 1, lambda: lm)
+            if device == "cuda":
+                torch.cuda.synchronize()
+                torch.cuda.reset_peak_memory_stats()
+            started = time.perf_counter()
+            outcome = run_listwise(store, ListwiseRun(ref, reading), "retail", rankings, lambda: lm, batch_size=8)
+            seconds = time.perf_counter() - started
+        assert outcome.summary.scored == rankings
+        peak = torch.cuda.max_memory_allocated() / 2**30 if device == "cuda" else float("nan")
+        out[reading] = {"rankings/s": rankings / seconds, "s": seconds / rankings, "peak GiB": peak}
+    del lm
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    return out
 
 
 def p_yes(ref, prompts: list, *, batch_size: int, prefix_cache: bool) -> np.ndarray:
@@ -115,6 +147,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--subtask", default="software_engineer")
     parser.add_argument("--tiny", action="store_true", help="the toy shape on CPU, full precision and 4-bit")
     parser.add_argument("--accuracy", action="store_true", help="first, the bundled model's precisions on the GPU")
+    parser.add_argument("--tokenizer", metavar="DIR", help="a folder with SmolLM2's tokenizer files (default: the "
+                        "bundled model's, which needs its package installed)")
+    parser.add_argument("--listwise", type=int, default=0, metavar="N",
+                        help="then N rankings of the study's listwise protocol by each reading (default 0: none)")
     args = parser.parse_args(argv)
     device = "cpu" if args.tiny else "cuda"
     if device == "cuda" and not torch.cuda.is_available():
@@ -125,19 +161,32 @@ def main(argv: list[str] | None = None) -> None:
     if args.accuracy and device == "cuda":
         accuracy(prompts)
     shapes = ["tiny"] if args.tiny else [s for s in args.shapes.split(",") if s]
-    print(f"{len(prompts)} prompts of resume/{args.subtask}, batch 8, device {device}"
-          + (f" ({torch.cuda.get_device_name()})" if device == "cuda" else ""))
-    print(f"{'shape':12} {'precision':10} {'prefix cache':13} {'prompts/s':>10} {'tokens/s':>10} {'peak GiB':>9}")
+    where = f"device {device}" + (f" ({torch.cuda.get_device_name()})" if device == "cuda" else "")
     with tempfile.TemporaryDirectory() as scratch:
-        for shape in shapes:
-            folder = build(shape, Path(scratch))
-            for quant in ("none", "4bit"):
-                for cache in (True, False):
-                    row = measure(folder, quant, cache, prompts, device)
-                    precision = "4-bit NF4" if quant == "4bit" else ("bf16" if device == "cuda" else "fp32")
-                    print(f"{shape:12} {precision:10} {'on' if cache else 'off':13} {row['prompts/s']:10.2f} "
-                          f"{row['tokens/s']:10.0f} {row['peak GiB']:9.2f}", flush=True)
+        folders = {shape: build(shape, Path(scratch), device, args.tokenizer) for shape in shapes}
+        if prompts:
+            print(f"{len(prompts)} prompts of resume/{args.subtask}, batch 8, {where}")
+            print(f"{'shape':12} {'precision':10} {'prefix cache':13} {'prompts/s':>10} {'tokens/s':>10} "
+                  f"{'peak GiB':>9}")
+            for shape, folder in folders.items():
+                for quant in ("none", "4bit"):
+                    for cache in (True, False):
+                        row = measure(folder, quant, cache, prompts, device)
+                        print(f"{shape:12} {precision(quant, device):10} {'on' if cache else 'off':13} "
+                              f"{row['prompts/s']:10.2f} {row['tokens/s']:10.0f} {row['peak GiB']:9.2f}", flush=True)
+        if args.listwise:
+            print(f"{args.listwise} rankings of the study's protocol (study-gpt-hiring/retail) by each reading, {where}")
+            print(f"{'shape':12} {'precision':10} {'reading':11} {'rankings/s':>10} {'s a ranking':>12} {'peak GiB':>9}")
+            for shape, folder in folders.items():
+                for quant in ("none", "4bit"):
+                    for reading, row in listwise(folder, quant, args.listwise, device).items():
+                        print(f"{shape:12} {precision(quant, device):10} {reading:11} {row['rankings/s']:10.3f} "
+                              f"{row['s']:12.2f} {row['peak GiB']:9.2f}", flush=True)
 
+
+def precision(quant: str, device: str) -> str:
+    """How a shape's weights are held: 4-bit NF4, or the folder's bf16 on CUDA and float32 on the CPU."""
+    return "4-bit NF4" if quant == "4bit" else ("bf16" if device == "cuda" else "fp32")
 
 if __name__ == "__main__":
     main()

@@ -84,6 +84,8 @@ def main() -> None:
     print(f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} CPU cores, torch {torch.__version__} with {torch.get_num_threads()} threads")
     local = spec_for(MODEL)
+    print(f"{MODEL}: {local.ref.device}, {local.ref.dtype}"
+          + (f" ({torch.cuda.get_device_name()})" if local.ref.device == "cuda" else ""))
     backend = local.load()
     for reading in ("likelihood", "generate"):
         timed("transformers (in process)", local, reading, args.rankings, lambda: backend)

@@ -20,10 +20,13 @@ from http.server import HTTPServer
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from audit.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
+
+needs_cuda = pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU")
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from audit.backend import CausalLM
 from audit.backend.chat import PLAIN_FALLBACK, render_text
 from audit.errors import AuditError
 from audit.tasks.base import ChatPrompt
+from tests.helpers import needs_cuda
 
 
 def test_label_probabilities_are_probabilities(smollm, resume_task):
@@ -94,9 +95,6 @@ def test_auto_precision_follows_the_source_and_device():
     assert precision("hub", "auto", "cuda") == precision("dir", "auto", "cuda") == ("4bit", "bfloat16")
     assert precision("gguf", "4bit", "cuda") == ("4bit", "bfloat16")
     assert precision("hub", "none", "cuda") == ("none", "bfloat16")
-
-
-needs_cuda = pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU")
 
 
 @needs_cuda

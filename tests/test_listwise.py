@@ -15,7 +15,8 @@ import pytest
 from audit.cli import main
 from audit.store import Store
 from audit.tasks import study
-from audit.listwise import likelihood_answer, replace_options, top1_probabilities
+from audit.listwise import ListwiseJob, likelihood_answer, replace_options, top1_probabilities
+from tests.helpers import needs_cuda
 from tests.listwise_server import NAME, Handler, serving
 from tests.recorded_study import JOBS, MODELS, extracted
 
@@ -102,9 +103,9 @@ def test_in_order_ranker_through_the_api(store: Path, ranker: str) -> None:
     assert code == 0 and "0 scored, 64 cached" in out, err
 
 
-# each SmolLM2 ranking is one 2.5k-token prompt: ≈ 13 CPU s (likelihood and full order) on one core, more for
-# generate; 8 rankings of both readings take minutes on 2 cores, 2 fit about a minute on a quiet machine
-RANKINGS = 2
+# the size: each SmolLM2 ranking is one 2.5k-token prompt (≈ 13 CPU s for the likelihood reading and its
+# full order; the generate reading's replies are cut at 48 tokens, so its cost is the prompt's prefill)
+RANKINGS = 8
 
 
 def test_likelihood_answer_follows_the_greedy_picks() -> None:
@@ -157,6 +158,30 @@ def test_smollm2_both_readings_then_verdict(store: Path, smollm) -> None:
     code, out, err = cli("verdict", "--db", str(store), "--task", study.TASK, "--k", "1", "--format", "csv")
     assert code == 0, err
     assert "smollm2-135m listwise-likelihood" in out and "gpt-4" in out
+
+
+@needs_cuda
+def test_cuda_listwise_readings_agree_with_the_cpu() -> None:
+    from audit.backend import CausalLM, resolve
+
+    drawn = [study.draw("retail", i, 0) for i in range(2)]
+    batch = [(chat.key(), chat) for chat in (replace_options(study.ranking_prompt(r), r.names) for r in drawn)]
+    cpu = CausalLM.load(resolve("smollm2-135m", device="cpu"))
+    cuda = CausalLM.load(resolve("smollm2-135m", device="cuda"))  # a GGUF file on CUDA: float32, as on the CPU
+    for method in ("listwise-likelihood", "listwise-generate"):
+        job = ListwiseJob(method, 0, max_tokens=48)
+        on_gpu, on_cpu = job.rows(cuda, batch), job.rows(cpu, batch)
+        if method == "listwise-generate":  # the same seeded draws from logits equal to ~1e-5: the same replies
+            assert [r[1:3] for r in on_gpu] == [r[1:3] for r in on_cpu]
+            continue
+        for gpu_row, cpu_row in zip(on_gpu, on_cpu):
+            here, there = json.loads(gpu_row[1]), json.loads(cpu_row[1])
+            assert max(abs(a - b) for a, b in zip(here["top1"], there["top1"])) < 1e-4
+            assert here["order"] == there["order"]
+    nf4 = CausalLM.load(resolve("smollm2-135m", device="cuda", quant="4bit"))
+    for row in ListwiseJob("listwise-likelihood", 0).rows(nf4, batch):
+        answer = json.loads(row[1])
+        assert sum(answer["top1"]) == pytest.approx(1, abs=1e-9) and sorted(answer["order"]) == list(range(8))
 
 
 def test_listwise_refuses_bad_options(store: Path) -> None:

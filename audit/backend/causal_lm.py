@@ -89,7 +89,8 @@ class CausalLM:
             shared += 1
         if cache is None:
             cache = DynamicCache(config=self.model.config)
-        cache.crop(shared - len(held))
+        if shared < len(held):  # (an empty sliding-window layer cannot be cropped in transformers 5.17)
+            cache.crop(shared - len(held))
         last = self._extend(cache, ids[shared:])
         held = list(ids)
         steps: list[dict[int, float]] = []
