@@ -40,8 +40,8 @@ def baseline_p_yes(lm: CausalLM, prompts: list, batch: int = 2) -> list[float]:
     yes, no = lm.label_token_ids(["Yes", "No"])
     out: list[float] = []
     for start in range(0, len(prompts), batch):
-        ids, mask, _ = lm._left_pad([render_ids(lm.tokenizer, p) for p in prompts[start : start + batch]],
-                                    prefix_len=0)
+        ids, mask, *_ = lm._padded([render_ids(lm.tokenizer, p) for p in prompts[start : start + batch]],
+                                   prefix_len=0, right=False)
         with torch.inference_mode():
             generated = lm.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=10, do_sample=False,
                                           output_scores=True, return_dict_in_generate=True, pad_token_id=lm.pad_id)

@@ -10,7 +10,9 @@ from typing import Iterator
 
 import pytest
 
+from audit.backend import CausalLM, resolve
 from audit.backend.registry import installed_models
+from audit.listwise import replace_options, top1_probabilities
 from audit.store import Store
 from audit.tasks import study
 from served import NAME as SERVED, VLLM_TEST_FLAGS, needs_vllm, served
@@ -86,3 +88,9 @@ def test_gguf_pack_runs_the_likelihood_reading(tmp_path: Path) -> None:
         [answer] = store.query("SELECT answer FROM choice_results WHERE method = 'listwise-likelihood'")["answer"]
     answer = json.loads(answer)
     assert sum(answer["top1"]) == pytest.approx(1) and sorted(answer["order"]) == list(range(8))
+    # Gemma 3's 512-token sliding windows are shorter than the prompt: the reading equals each name scored after the
+    # whole prompt with no cache at all
+    first = study.draw("retail", 0, 0)
+    chat = replace_options(study.ranking_prompt(first), first.names)
+    plain = CausalLM.load(resolve("gemma3-270m"), prefix_cache=False).option_logprobs([chat], lead="")[0]
+    assert max(abs(a - b) for a, b in zip(top1_probabilities(plain), answer["top1"])) < 1e-4

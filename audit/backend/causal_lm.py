@@ -75,6 +75,9 @@ class CausalLM:
         One prefill of the prompt into a KV cache, which starts (with ``prefix_cache``) from the previous call's cache
         cut back to the tokens both prompts share (the job description); each step's options run together in one
         packed row (each option attends to the cache and its own tokens only), and the cache is cut back after it.
+        A model whose sliding-window layers are shorter than this work (Gemma 3's 512 tokens) keeps only the window
+        in those layers, which can be neither cut back nor addressed by a packed row's mask: its prompt is prefilled
+        afresh and each step's options run as a batch over copies of the cache.
         """
         from transformers import DynamicCache
 
@@ -84,19 +87,24 @@ class CausalLM:
         ids = render_ids(self.tokenizer, prompt)
         held, cache = self._sequential if self.prefix_cache else ([], None)
         self._sequential = ([], None)  # until this call has finished with the cache
+        if cache is None:
+            cache = DynamicCache(config=self.model.config)
+        # the most the cache holds: the prompt, the picks written, and the options packed after them
+        windowed = window_below(cache, len(ids) + 2 * sum(map(len, options)) + picks * len(self.encode(sep)))
+        if windowed:
+            held, cache = [], DynamicCache(config=self.model.config)
         shared = 0
         while shared < min(len(held), len(ids) - 1) and held[shared] == ids[shared]:
             shared += 1
-        if cache is None:
-            cache = DynamicCache(config=self.model.config)
-        if shared < len(held):  # (an empty sliding-window layer cannot be cropped in transformers 5.17)
+        if shared < len(held):
             cache.crop(shared - len(held))
         last = self._extend(cache, ids[shared:])
         held = list(ids)
+        score = self._batched_logprobs if windowed else self._packed_logprobs
         steps: list[dict[int, float]] = []
         remaining = list(range(len(options)))
         for _ in range(min(picks, len(options))):
-            scores = self._packed_logprobs(cache, last, [options[i] for i in remaining])
+            scores = score(cache, len(held), last, [options[i] for i in remaining])
             steps.append(dict(zip(remaining, scores)))
             pick = max(remaining, key=lambda i: (steps[-1][i], -i))
             remaining.remove(pick)
@@ -148,7 +156,7 @@ class CausalLM:
 
         texts: list[str] = []
         for start in range(0, len(seqs), self.batch_size):
-            ids, mask, _ = self._left_pad(seqs[start : start + self.batch_size], prefix_len=0)
+            ids, mask, *_ = self._padded(seqs[start : start + self.batch_size], prefix_len=0, right=False)
             with torch.inference_mode():
                 out = self.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens,
                                           min_new_tokens=min_new_tokens, do_sample=False, pad_token_id=self.pad_id,
@@ -255,13 +263,12 @@ class CausalLM:
                                 use_cache=True, logits_to_keep=1).logits
         return torch.log_softmax(logits[0, -1].float(), dim=-1).cpu()
 
-    def _packed_logprobs(self, cache: Any, last: Any, options: list[list[int]]) -> list[float]:
-        """log P(option) of each option after ``cache`` (whose next-token log-softmax is ``last``), all options in
-        one row: a 4-D mask lets each token see the cache and its own option's earlier tokens, position ids restart
-        after the cache for each option. The cache is cut back to its length afterwards."""
+    def _packed_logprobs(self, cache: Any, length: int, last: Any, options: list[list[int]]) -> list[float]:
+        """log P(option) of each option after ``cache`` (``length`` tokens; its next-token log-softmax is ``last``),
+        all options in one row: a 4-D mask lets each token see the cache and its own option's earlier tokens, position
+        ids restart after the cache for each option. The cache is cut back to its length afterwards."""
         import torch
 
-        length = cache.get_seq_length()
         flat = [token for option in options for token in option]
         starts = [sum(len(o) for o in options[:i]) for i in range(len(options))]
         mask = torch.zeros((1, 1, len(flat), length + len(flat)), dtype=torch.bool)
@@ -281,38 +288,56 @@ class CausalLM:
         return [float(last[option[0]]) + sum(float(rows[start + j - 1, option[j]]) for j in range(1, len(option)))
                 for start, option in zip(starts, options)]
 
-    def _left_pad(self, rows: list[list[int]], *, prefix_len: int) -> tuple[Any, Any, Any]:
-        """Left-padded ids, the attention mask over prefix + rows, and each token's true position."""
+    def _batched_logprobs(self, cache: Any, length: int, last: Any, options: list[list[int]]) -> list[float]:
+        """As :meth:`_packed_logprobs`, the options as a batch over copies of the cache (which is left as it was):
+        for caches with sliding-window layers."""
+        rows = self._forward(options, [len(o) for o in options], prefix_len=length, cache=cache)
+        return [float(last[option[0]]) + sum(float(row[i - 1, option[i]]) for i in range(1, len(option)))
+                for row, option in zip(rows, options)]
+
+    def _padded(self, rows: list[list[int]], *, prefix_len: int, right: bool) -> tuple[Any, Any, Any, list[int]]:
+        """Padded ids, the attention mask over prefix + rows, each token's true position, and where each row starts.
+
+        Rows after a cached prefix are padded on the right, so each starts right after the prefix: a sliding window
+        counts padding slots as tokens, and padding between the prefix and a row would shift the window (Gemma 3's
+        P(Yes) moved by up to 0.003). Rows with no prefix are padded on the left, where generation needs them."""
         import torch
 
         width = max(len(r) for r in rows)
+        starts = [0 if right else width - len(r) for r in rows]
         ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
         mask = torch.zeros((len(rows), prefix_len + width), dtype=torch.long)
         mask[:, :prefix_len] = 1
         positions = torch.full((len(rows), width), prefix_len, dtype=torch.long)
-        for j, row in enumerate(rows):
-            ids[j, width - len(row):] = torch.tensor(row)
-            mask[j, prefix_len + width - len(row):] = 1
-            positions[j, width - len(row):] = torch.arange(prefix_len, prefix_len + len(row))
+        for j, (row, start) in enumerate(zip(rows, starts)):
+            ids[j, start : start + len(row)] = torch.tensor(row)
+            mask[j, prefix_len + start : prefix_len + start + len(row)] = 1
+            positions[j, start : start + len(row)] = torch.arange(prefix_len, prefix_len + len(row))
         device = self.model.device
-        return ids.to(device), mask.to(device), positions.to(device)
+        return ids.to(device), mask.to(device), positions.to(device), starts
 
     def _forward(self, rows: list[list[int]], tails: list[int], *, prefix_len: int, cache: Any) -> list[Any]:
         """Log-softmax over the last ``tails[j]`` positions of each row, after an optional cached prefix."""
         import torch
 
-        ids, mask, positions = self._left_pad(rows, prefix_len=prefix_len)
+        ids, mask, positions, starts = self._padded(rows, prefix_len=prefix_len, right=cache is not None)
         past = None
         if cache is not None:
             past = copy.deepcopy(cache)
             if len(rows) > 1:
                 past.batch_repeat_interleave(len(rows))
-        keep = max(tails)
+        ends = [start + len(row) for start, row in zip(starts, rows)]
+        keep = ids.shape[1] - min(end - t for end, t in zip(ends, tails))  # every row's tail among the last `keep`
         with torch.inference_mode():
             logits = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=past,
                                 use_cache=past is not None, logits_to_keep=keep).logits
         logprobs = torch.log_softmax(logits.float(), dim=-1).cpu()
-        return [logprobs[j, keep - t:] for j, t in enumerate(tails)]
+        skipped = ids.shape[1] - keep
+        return [logprobs[j, end - t - skipped : end - skipped] for j, (end, t) in enumerate(zip(ends, tails))]
+
+def window_below(cache: Any, length: int) -> bool:
+    """Whether a KV cache has a sliding-window layer that would keep fewer than ``length`` tokens."""
+    return any(getattr(layer, "is_sliding", False) and layer.sliding_window <= length for layer in cache.layers)
 
 
 class _RowSampler:
