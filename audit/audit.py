@@ -26,7 +26,7 @@ from audit.metrics.pairwise import drop_unreliable
 from audit.metrics.planner import plan, plan_curves
 from audit.metrics.pools import pool_size
 from audit.metrics.quota import check_quota
-from audit.metrics.schema import is_pairwise
+from audit.metrics.schema import is_pairwise, text_categories
 from audit.metrics.verdict import decide, measure
 from audit.selection import Selection
 from audit.views import MetricRows, StoreTables, metric_rows, pool_of, regroup
@@ -142,8 +142,13 @@ class Audit:
     def keys(self, mode: str, grouping: str) -> list[KeyData]:
         """:meth:`scores` of ``mode`` in ``grouping`` validated and split once for the views that read no reference
         (pool sizes, impact ratios, verdicts: their reference is the first group)."""
-        coarse = self.scores(mode, grouping)
+        coarse = regroup(self._texts(mode), self.tables.design(self.selection.task).part(grouping))
         return split_keys(coarse, reference=str(coarse["group"].iloc[0]))
+
+    @memoised
+    def _texts(self, mode: str) -> pd.DataFrame:
+        """:meth:`scores` of ``mode`` with its text columns categories once, for :meth:`keys` of every grouping."""
+        return text_categories(self.scores(mode))
 
     @property
     def pool_sizes(self) -> dict[str, int]:
