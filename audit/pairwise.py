@@ -68,9 +68,10 @@ def pair_outcomes(prompts: pd.DataFrame) -> pd.DataFrame:
     ``inconsistent`` otherwise; ``wins_a``/``wins_b`` count the two prompts whose answer chose a / b (the signed
     pairwise δ counts these); ``flipped`` marks pairs where both answers were regular but disagree.
     """
+    first, second = prompts["first_id"], prompts["second_id"]
     frame = prompts.assign(
-        candidate_a=prompts[["first_id", "second_id"]].min(axis=1),
-        candidate_b=prompts[["first_id", "second_id"]].max(axis=1),
+        candidate_a=first.where(first <= second, second),  # row-wise min and max (a frame's min(axis=1) of text
+        candidate_b=first.where(first >= second, second),  # columns loads pyarrow's query engine)
         chosen=np.select([prompts["choice"] == FIRST, prompts["choice"] == SECOND],
                          [prompts["first_id"], prompts["second_id"]], ""),
     )
