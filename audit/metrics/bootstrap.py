@@ -108,7 +108,12 @@ def _kept_weights(pools: int, *, n: int, seed: int, key: int, block: int) -> np.
         weights = np.random.default_rng([seed, key, block]).multinomial(pools, np.full(pools, 1 / pools), size=n)
         return weights.astype(np.min_scalar_type(int(weights.max())))
 
-    return _weights.get((pools, n, seed, key, block), draw)
+    return _weights.get(_weights_key(pools, n, seed, key, block), draw)
+
+
+def _weights_key(pools: int, n: int, seed: int, key: int, block: int) -> tuple[int, ...]:
+    """What a block's pool weights are kept under: everything they depend on."""
+    return pools, n, seed, key, block
 
 
 def _draw_weights_ahead(data: KeyData, *, n_boot: int, seed: int) -> None:
@@ -116,9 +121,13 @@ def _draw_weights_ahead(data: KeyData, *, n_boot: int, seed: int) -> None:
     NumPy's multinomial releases the GIL, and each block has its own seeded stream, so the weights are those drawn
     one block after another."""
     pools, key = int(pool_index(data).max()) + 1, key_seed(data)
+    blocks = [block for block in range(0, n_boot, BLOCK)
+              if _weights_key(pools, min(BLOCK, n_boot - block), seed, key, block) not in _weights]
+    if not blocks:
+        return
     with ThreadPoolExecutor(2, thread_name_prefix="pool-weights") as threads:
         list(threads.map(lambda block: _kept_weights(pools, n=min(BLOCK, n_boot - block), seed=seed, key=key,
-                                                     block=block), range(0, n_boot, BLOCK)))
+                                                     block=block), blocks))
 
 
 def pool_counts(data: KeyData, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
