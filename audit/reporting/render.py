@@ -149,17 +149,15 @@ def _matrix(verdicts: pd.DataFrame, grouping: str) -> str:
     categories = list(dict.fromkeys(rows["category"]))
     names = dict(zip(rows["category"], rows["name"]))
     head = "".join(f"<th class=v>{escape(names[c])}<br><span class=code>{escape(c)}</span></th>" for c in categories)
-    first: dict[tuple, dict] = {}  # each cell's (first) row, looked up, not filtered for
-    for record in rows.to_dict("records"):
-        first.setdefault((record["model"], record["subtask"], record["category"]), record)
     body = []
-    for model, subtask in sorted({(m, t) for m, t, _ in first}):
+    for (model, subtask), part in rows.groupby(["model", "subtask"], sort=True):
         cells = []
         for category in categories:
-            row = first.get((model, subtask, category))
-            if row is None:
+            found = part[part["category"] == category]
+            if found.empty:
                 cells.append("<td class=v>–</td>")
                 continue
+            row = found.iloc[0]
             mark = {ADVERSE: "adverse", NO_EVIDENCE: "no evidence"}.get(row["verdict"], "")
             mark = mark or _more(row["more_per_group"], row.get("rough", False))
             cells.append(f'<td class="v {_CSS_CLASS[row["verdict"]]}" data-model="{escape(model)}" '
