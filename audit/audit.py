@@ -153,7 +153,8 @@ class Audit:
 
     @memoised
     def _texts(self, mode: str) -> pd.DataFrame:
-        """:meth:`scores` of ``mode`` with its text columns categories once, for :meth:`keys` of every grouping."""
+        """:meth:`scores` of ``mode`` with its text columns made categories once, for :meth:`keys` of every
+        grouping."""
         return text_categories(self.scores(mode))
 
     @property

@@ -61,9 +61,8 @@ def text_categories(table: pd.DataFrame) -> pd.DataFrame:
     :func:`check_scores` makes of them; empty cells stay empty, for it to report), so that one conversion serves the
     score table's every regrouping."""
     out = table.copy()
-    for column in _TEXT:
-        if column != "group" and column in out and pd.api.types.is_string_dtype(out[column].dtype) \
-                and out[column].dtype != object:
+    for column in (c for c in _TEXT if c != "group" and c in out):
+        if pd.api.types.is_string_dtype(out[column].dtype) and out[column].dtype != object:
             out[column] = _as_text_category(out[column])
     return out
 
