@@ -19,6 +19,7 @@ a sentence ("A clear argument …"). Anything else is irregular (``none``).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Sequence
 
 FIRST, SECOND, TIE, NONE = "first", "second", "tie", "none"
@@ -87,7 +88,9 @@ def _first_mention(sentence: str, pattern: re.Pattern) -> tuple[int, int] | None
     return None
 
 
+@lru_cache(maxsize=4096)
 def _option_pattern(option: str, other: str) -> re.Pattern:
+    """How ``option`` is named in an answer beside ``other`` (built once per pair of options)."""
     option = option.strip()
     if len(option) == 1:
         return re.compile(rf"(?<![\w']){re.escape(option)}(?![\w'])")

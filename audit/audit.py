@@ -26,7 +26,7 @@ from audit.metrics.pairwise import drop_unreliable
 from audit.metrics.planner import plan, plan_curves
 from audit.metrics.pools import pool_size
 from audit.metrics.quota import check_quota
-from audit.metrics.schema import is_pairwise
+from audit.metrics.schema import is_pairwise, text_categories
 from audit.metrics.verdict import decide, measure
 from audit.selection import Selection
 from audit.views import MetricRows, StoreTables, metric_rows, pool_of, regroup
@@ -113,12 +113,18 @@ class Audit:
     def scores(self, mode: str, grouping: str | None = None, every_model: bool = False) -> pd.DataFrame:
         """The selection's score rows of ``mode`` (its models unless ``every_model``, its subtasks; pairwise models
         above the selection's inconsistent-pair cut left out), groups coarsened to ``grouping`` when given."""
+        rows = self._rows(mode, every_model)
+        return rows if grouping is None else regroup(rows, self.tables.design(self.selection.task).part(grouping))
+
+    @memoised
+    def _rows(self, mode: str, every_model: bool) -> pd.DataFrame:
+        """:meth:`scores` before regrouping (filtered once for every grouping)."""
         s, scores = self.selection, self.tables.scores
         keep = (scores["task"] == s.task) & (scores["mode"] == mode)
         for column, chosen in (("model", () if every_model else s.models), ("subtask", s.subtasks)):
             if chosen:
                 keep &= scores[column].astype(str).isin(chosen)
-        rows = scores[keep].drop(columns=["label_mass", "fingerprint"], errors="ignore")
+        rows = scores.drop(columns=["label_mass", "fingerprint"], errors="ignore")[keep]
         pairs = self.tables.pairs
         pairs = pairs[(pairs["task"] == s.task) & (pairs["mode"] == mode)]
         if s.max_inconsistent is not None and is_pairwise(mode) and len(pairs):
@@ -126,7 +132,7 @@ class Audit:
         if rows.empty:
             self._known(mode)
             raise AuditError(f"task {s.task!r} has no {mode} scores for this selection")
-        return rows if grouping is None else regroup(rows, self.tables.design(s.task).part(grouping))
+        return rows
 
     # -- pool sizes and the one quota check --------------------------------------------------------------------------
     @memoised
@@ -142,8 +148,14 @@ class Audit:
     def keys(self, mode: str, grouping: str) -> list[KeyData]:
         """:meth:`scores` of ``mode`` in ``grouping`` validated and split once for the views that read no reference
         (pool sizes, impact ratios, verdicts: their reference is the first group)."""
-        coarse = self.scores(mode, grouping)
+        coarse = regroup(self._texts(mode), self.tables.design(self.selection.task).part(grouping))
         return split_keys(coarse, reference=str(coarse["group"].iloc[0]))
+
+    @memoised
+    def _texts(self, mode: str) -> pd.DataFrame:
+        """:meth:`scores` of ``mode`` with its text columns made categories once, for :meth:`keys` of every
+        grouping."""
+        return text_categories(self.scores(mode))
 
     @property
     def pool_sizes(self) -> dict[str, int]:

@@ -10,6 +10,7 @@ a store scored with an older parser gets the current classification.
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -27,10 +28,17 @@ def with_choices(prompts: pd.DataFrame) -> pd.DataFrame:
     generated = (out["method"] == "generate").to_numpy()
     if generated.any():
         cases = out.loc[generated, ["answer", "options"]].drop_duplicates()
-        parsed = {(a, o): parse_choice(a, json.loads(o)) for a, o in cases.itertuples(index=False)}
+        parsed = {(a, o): _parsed(a, o) for a, o in cases.itertuples(index=False)}
         out.loc[generated, "choice"] = [parsed[k] for k in zip(out.loc[generated, "answer"],
                                                                 out.loc[generated, "options"])]
     return out
+
+
+@lru_cache(maxsize=8192)
+def _parsed(answer: str, options: str) -> str:
+    """:func:`parse_choice` of ``answer`` to the prompt's ``options`` (JSON list), once per process: a store read
+    derives the choices for the score table and again for the pair table."""
+    return parse_choice(answer, json.loads(options))
 
 
 def choice_from_logprobs(logp_first: float, logp_second: float) -> str:
@@ -68,9 +76,10 @@ def pair_outcomes(prompts: pd.DataFrame) -> pd.DataFrame:
     ``inconsistent`` otherwise; ``wins_a``/``wins_b`` count the two prompts whose answer chose a / b (the signed
     pairwise δ counts these); ``flipped`` marks pairs where both answers were regular but disagree.
     """
+    first, second = prompts["first_id"], prompts["second_id"]
     frame = prompts.assign(
-        candidate_a=prompts[["first_id", "second_id"]].min(axis=1),
-        candidate_b=prompts[["first_id", "second_id"]].max(axis=1),
+        candidate_a=first.where(first <= second, second),  # row-wise min and max (a frame's min(axis=1) of text
+        candidate_b=first.where(first >= second, second),  # columns loads pyarrow's query engine)
         chosen=np.select([prompts["choice"] == FIRST, prompts["choice"] == SECOND],
                          [prompts["first_id"], prompts["second_id"]], ""),
     )

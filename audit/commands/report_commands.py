@@ -7,6 +7,7 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -19,12 +20,14 @@ from audit.commands.options import add_adjust, add_bootstrap, add_selection, add
 from audit.recorded.outcomes import UNQUOTED, observed_impact
 from audit.output import check_target, csv_text, write_atomic
 from audit.metrics.impact import FOUR_FIFTHS
-from audit.reporting import Progress, ReportSettings, build_report
 from audit.selection import N_PERM, Selection
 from audit.store import Store
 from audit.tasks import study
 from audit.tasks.designs import declared_design
 from audit.views import StoreTables
+
+if TYPE_CHECKING:
+    from audit.reporting import Progress
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -154,6 +157,8 @@ def run_compare(args: argparse.Namespace) -> int:
 
 def run_report(args: argparse.Namespace) -> int:
     """Handler of ``report``: the format follows the suffix of ``--out``."""
+    from audit.reporting import ReportSettings, build_report  # imported on use: its figures load plotly
+
     check_target(args.out, args.db)  # before the work: a report never replaces the store
     fmt = Path(args.out).suffix.lower().lstrip(".")
     if fmt not in ("html", "pdf"):

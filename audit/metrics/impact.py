@@ -84,14 +84,12 @@ def key_impact(data: KeyData, design: PoolDesign, quotas: list[int], *, grouping
         bounds = (recorded_bounds(data, design, quotas, phi, top, ci) if design.kind == PoolKind.OBSERVED
                   else bootstrap_bounds(draws, top, ci))
         columns.update({"impact_ratio_lo": bounds[0], "impact_ratio_hi": bounds[1]})
-    frame = pd.DataFrame({name: values.ravel() for name, values in columns.items()})
-    frame.insert(0, "k", np.tile(quotas, len(data.groups)))
-    frame.insert(0, "candidates", np.repeat(distinct_candidates(data), len(quotas)))
-    frame.insert(0, "category", np.repeat(data.groups, len(quotas)))
-    frame.insert(0, "grouping", grouping)
-    for position, (name, value) in enumerate(zip(KEY, data.key)):
-        frame.insert(position, name, value)
-    frame["four_fifths"] = frame["impact_ratio"] < FOUR_FIFTHS
+    frame = pd.DataFrame({**dict(zip(KEY, data.key)), "grouping": grouping,
+                          "category": np.repeat(data.groups, len(quotas)),
+                          "candidates": np.repeat(distinct_candidates(data), len(quotas)),
+                          "k": np.tile(quotas, len(data.groups)),
+                          **{name: values.ravel() for name, values in columns.items()},
+                          "four_fifths": ratio.ravel() < FOUR_FIFTHS})  # one construction: inserts copy per column
     return frame[[*COLUMNS, *(CI_COLUMNS if ci is not None else ())]]
 
 

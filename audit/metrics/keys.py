@@ -83,10 +83,11 @@ def split_keys(scores: pd.DataFrame, *, reference: str) -> list[KeyData]:
     pool = pd.factorize(table["pool"])[0] if "pool" in table else None
     order = np.lexsort((score, group_code, key_id))
     starts = np.searchsorted(key_id[order], np.arange(len(keys) + 1))
+    task_groups = [tuple(group_names[np.unique(group_code[task == t])]) for t in range(task.max() + 1)]
     out = []
     for i, key in enumerate(keys):
         rows = order[starts[i]:starts[i + 1]]
-        groups = tuple(group_names[np.unique(group_code[task == task[rows[0]]])])
+        groups = task_groups[task[rows[0]]]
         value, values = pd.factorize(score[rows], sort=True)
         out.append(KeyData(
             key=tuple(key), groups=groups, ref=groups.index(reference), score=score[rows],

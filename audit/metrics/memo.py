@@ -19,6 +19,10 @@ class ArrayCache:
         self._bytes = 0
         self._lock = threading.Lock()
 
+    def __contains__(self, key: Hashable) -> bool:
+        with self._lock:
+            return key in self._arrays
+
     def get(self, key: Hashable, make: Callable[[], np.ndarray]) -> np.ndarray:
         """The array kept under ``key``, else ``make()`` kept (read-only) and returned."""
         with self._lock:

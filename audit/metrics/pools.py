@@ -155,12 +155,15 @@ def candidate_laws(data: KeyData, design: PoolDesign, labels: np.ndarray) -> np.
 
 
 def _pool_ranks(data: KeyData) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """(pool index, members above, others tied, largest pool size) of every row, for the ``observed`` design."""
-    pools = pool_index(data)
-    by_pool = pd.Series(data.score).groupby(pools)
-    first = by_pool.rank(method="min", ascending=False).to_numpy(dtype=int) - 1
-    ties = by_pool.rank(method="max", ascending=False).to_numpy(dtype=int) - 1 - first
-    return pools, first, ties, int(np.bincount(pools).max())
+    """(pool index, members above, others tied, largest pool size) of every row, for the ``observed`` design
+    (computed once per key)."""
+    if "pool_ranks" not in data.memo:
+        pools = pool_index(data)
+        by_pool = pd.Series(data.score).groupby(pools)
+        first = by_pool.rank(method="min", ascending=False).to_numpy(dtype=int) - 1
+        ties = by_pool.rank(method="max", ascending=False).to_numpy(dtype=int) - 1 - first
+        data.memo["pool_ranks"] = pools, first, ties, int(np.bincount(pools).max())
+    return data.memo["pool_ranks"]
 
 
 def _observed(data: KeyData, pool_weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:

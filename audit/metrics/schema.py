@@ -56,6 +56,17 @@ def _as_text_category(column: pd.Series) -> pd.Series:
     return column.astype(str).astype("category")
 
 
+def text_categories(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with its string-typed text columns other than ``group`` already categories of str (what
+    :func:`check_scores` makes of them; empty cells stay empty, for it to report), so that one conversion serves the
+    score table's every regrouping."""
+    out = table.copy()
+    for column in (c for c in _TEXT if c != "group" and c in out):
+        if pd.api.types.is_string_dtype(out[column].dtype) and out[column].dtype != object:
+            out[column] = _as_text_category(out[column])
+    return out
+
+
 def _numeric(table: pd.DataFrame, column: str, what: str) -> np.ndarray:
     raw = table[column]
     values = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)

@@ -198,20 +198,18 @@ def _measured(data: KeyData, design: PoolDesign, quotas: list[int], *, grouping:
     p = np.where(at_top >= 0, pair_p[np.maximum(at_top, 0), columns], np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = np.where(known_categories(data.groups)[:, None], rate / rate[top, columns], np.nan)
-    part["impact_ratio"] = ratio.ravel()
     comparator = np.asarray(data.groups, dtype=object)[top]
-    for name, values in (("impact_ratio_lo", bounds[0]), ("impact_ratio_hi", bounds[1]), ("p", p),
-                         ("se_diff", errors[0]), ("se_log", errors[1]), ("units", units[0]), ("unit", units[1]),
-                         ("comparator", np.broadcast_to(comparator, rate.shape)),
-                         ("comparator_rate", np.broadcast_to(rate[top, columns], rate.shape))):
-        part[name] = np.asarray(values).ravel()
-    pairs = pd.DataFrame({"grouping": grouping, "k": np.tile(quotas, a.size),
+    added = {"impact_ratio": ratio, "impact_ratio_lo": bounds[0], "impact_ratio_hi": bounds[1], "p": p,
+             "se_diff": errors[0], "se_log": errors[1], "units": units[0], "unit": units[1],
+             "comparator": np.broadcast_to(comparator, rate.shape),
+             "comparator_rate": np.broadcast_to(rate[top, columns], rate.shape)}
+    part = pd.concat([part.drop(columns=["four_fifths", "impact_ratio"]),  # one construction, not a copy per column
+                      pd.DataFrame({name: np.asarray(values).ravel() for name, values in added.items()})], axis=1)
+    pairs = pd.DataFrame({**dict(zip(KEY, data.key)), "grouping": grouping, "k": np.tile(quotas, a.size),
                           "a": np.repeat(np.asarray(data.groups, dtype=object)[a], len(quotas)),
                           "b": np.repeat(np.asarray(data.groups, dtype=object)[b], len(quotas)),
                           "p": pair_p.ravel()})
-    for position, (name, value) in enumerate(zip(KEY, data.key)):
-        pairs.insert(position, name, value)
-    return part.drop(columns="four_fifths"), pairs[list(PAIR_COLUMNS)]
+    return part, pairs[list(PAIR_COLUMNS)]
 
 
 def _recorded(data: KeyData, design: PoolDesign, quotas: list[int], rate: np.ndarray, top: np.ndarray,

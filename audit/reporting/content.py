@@ -95,8 +95,8 @@ def tool_version() -> str:
 
 def load_scores(settings: ReportSettings, table: pd.DataFrame) -> pd.DataFrame:
     """The score rows of the settings' mode, task and models in the score ``table``."""
-    table = table[table["mode"].astype(str) == settings.mode]
-    tasks = sorted(table["task"].astype(str).unique())
+    mode = table["mode"].astype(str) == settings.mode
+    tasks = sorted(table.loc[mode, "task"].astype(str).unique())
     if not tasks:
         raise AuditError(f"no {settings.mode} scores")
     task = settings.task or (tasks[0] if len(tasks) == 1 else None)
@@ -104,8 +104,8 @@ def load_scores(settings: ReportSettings, table: pd.DataFrame) -> pd.DataFrame:
         raise AuditError(f"task {settings.task!r} has no {settings.mode} scores; pass --task, one of: "
                          f"{', '.join(tasks)}" if settings.task else f"the scores hold several tasks; pass --task, "
                                                                       f"one of: {', '.join(tasks)}")
-    table = table[table["task"].astype(str) == task]
-    models = set(table["model"].astype(str))
+    table = table[mode & (table["task"].astype(str) == task)]  # one filter of every column
+    models = set(table["model"].astype(str).unique())
     missing = [m for m in settings.models if m not in models]
     if missing:
         raise AuditError(f"model {missing[0]!r} has no {settings.mode} scores for task {task!r}; models are: "
