@@ -110,7 +110,7 @@ def listwise(folder: Path, quant: str, rankings: int, device: str) -> dict[str, 
         assert outcome.summary.scored == rankings
         peak = torch.cuda.max_memory_allocated() / 2**30 if device == "cuda" else float("nan")
         out[reading] = {"rankings/s": rankings / seconds, "s": seconds / rankings, "peak GiB": peak}
-    del lm
+    lm = None  # the model freed before the next setting loads
     if device == "cuda":
         torch.cuda.empty_cache()
     return out
