@@ -298,9 +298,10 @@ class CausalLM:
     def _padded(self, rows: list[list[int]], *, prefix_len: int, right: bool) -> tuple[Any, Any, Any, list[int]]:
         """Padded ids, the attention mask over prefix + rows, each token's true position, and where each row starts.
 
-        Rows after a cached prefix are padded on the right, so each starts right after the prefix: a sliding window
-        counts padding slots as tokens, and padding between the prefix and a row would shift the window (Gemma 3's
-        P(Yes) moved by up to 0.003). Rows with no prefix are padded on the left, where generation needs them."""
+        Rows are padded on the left (each row's last tokens line up, so the logits kept are few), except after a
+        cached prefix that a sliding window reaches past: a window counts padding slots as tokens, so there each row
+        starts right after the prefix, padded on the right (padding between them moved Gemma 3's P(Yes) by up to
+        0.026)."""
         import torch
 
         width = max(len(r) for r in rows)
@@ -320,7 +321,8 @@ class CausalLM:
         """Log-softmax over the last ``tails[j]`` positions of each row, after an optional cached prefix."""
         import torch
 
-        ids, mask, positions, starts = self._padded(rows, prefix_len=prefix_len, right=cache is not None)
+        right = cache is not None and window_below(cache, prefix_len + max(map(len, rows)))
+        ids, mask, positions, starts = self._padded(rows, prefix_len=prefix_len, right=right)
         past = None
         if cache is not None:
             past = copy.deepcopy(cache)
@@ -334,6 +336,7 @@ class CausalLM:
         logprobs = torch.log_softmax(logits.float(), dim=-1).cpu()
         skipped = ids.shape[1] - keep
         return [logprobs[j, end - t - skipped : end - skipped] for j, (end, t) in enumerate(zip(ends, tails))]
+
 
 def window_below(cache: Any, length: int) -> bool:
     """Whether a KV cache has a sliding-window layer that would keep fewer than ``length`` tokens."""
