@@ -339,8 +339,10 @@ class CausalLM:
 
 
 def window_below(cache: Any, length: int) -> bool:
-    """Whether a KV cache has a sliding-window layer that would keep fewer than ``length`` tokens."""
-    return any(getattr(layer, "is_sliding", False) and layer.sliding_window <= length for layer in cache.layers)
+    """Whether a KV cache has a sliding-window layer that would keep fewer than ``length`` tokens (a window of unknown
+    size counts as short)."""
+    return any(getattr(layer, "is_sliding", False) and getattr(layer, "sliding_window", 0) <= length
+               for layer in cache.layers)
 
 
 class _RowSampler:

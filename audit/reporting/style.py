@@ -24,7 +24,7 @@ td.num,th.num{text-align:right;white-space:nowrap}
 .code{font-family:"DejaVu Sans Mono",monospace;font-size:7.5pt;color:#555}
 table.long{font-size:7.5pt}table.long td:first-child,table.matrix td:first-child{white-space:nowrap}
 table.facts th{width:16%}table.facts td{width:34%}
-table.matrix{break-inside:auto;page-break-inside:auto}table.matrix caption{caption-side:top;padding:0 0 2px}
+table.matrix{break-inside:auto;page-break-inside:auto}table.matrix th,table.matrix td{padding:1px 3px}table.matrix caption{caption-side:top;padding:0 0 2px}
 td.v{text-align:center;white-space:nowrap;font-size:8pt}
 .v-adverse{background:#f8d0d0}.v-no-evidence{background:#d6efd6}.v-inconclusive{background:#f1f1f1}
 caption{caption-side:bottom;text-align:left;color:#666;font-size:8pt;padding-top:2px}
