@@ -188,5 +188,6 @@ def precision(quant: str, device: str) -> str:
     """How a shape's weights are held: 4-bit NF4, or the folder's bf16 on CUDA and float32 on the CPU."""
     return "4-bit NF4" if quant == "4bit" else ("bf16" if device == "cuda" else "fp32")
 
+
 if __name__ == "__main__":
     main()
