@@ -21,7 +21,7 @@ install-dev: $(BIN)/.installed-dev
 app: install
 	$(BIN)/streamlit run app.py
 
-# Debian's Chromium: plotly/kaleido image export, PDF reports and the browser test need it; poppler-utils (pdftoppm)
+# Debian's Chromium: figure image export, PDF reports and the browser test need it; poppler-utils (pdftoppm)
 # renders report pages in the tests (apt needs root).
 chromium:
 	@if command -v chromium >/dev/null && command -v pdftoppm >/dev/null; then :; \

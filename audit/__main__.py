@@ -1,4 +1,5 @@
 """``python -m audit``: the headless command line."""
+import gc
 import signal
 
 from audit.cli import main
@@ -6,4 +7,6 @@ from audit.cli import main
 if __name__ == "__main__":  # not when a spawned worker (vLLM's engine core) re-imports the main module
     if hasattr(signal, "SIGPIPE"):  # `... | head` ends quietly, like any Unix tool (never in-process callers)
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    raise SystemExit(main())
+    status = main()
+    gc.freeze()  # the process ends now: its last garbage collection would walk every object (≈ 0.2 s) for nothing
+    raise SystemExit(status)

@@ -40,7 +40,7 @@ def test_report_without_a_working_browser_fails_in_seconds_and_keeps_the_previou
     assert time.monotonic() - started < 60
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr  # (the browser library may log a line)
-    assert len(errors) == 1 and errors[0].startswith("error: static export needs"), done.stderr
+    assert len(errors) == 1 and errors[0].startswith("error: the headless browser needs"), done.stderr
     assert report.read_text() == "previous report"
 
 

@@ -231,7 +231,7 @@ def test_a_browser_that_never_answers_ends_with_its_whole_group(tmp_path):
     browser.write_text("#!/bin/sh\nsleep 600 &\nsleep 600\n")
     browser.chmod(0o755)
     shutil.copyfile(DEMO_STORE, tmp_path / "store.db")
-    script = ("import sys, audit.present.exports\naudit.present.exports.EXPORT_DEADLINE = 3.0\n"
+    script = ("import sys, audit.present.browser\naudit.present.browser.DEADLINE = 3.0\n"
               "from audit.cli import main\nsys.exit(main(sys.argv[1:]))")
     env = {**os.environ, "BROWSER_PATH": str(browser), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", script, "report", "--db", str(tmp_path / "store.db"), "--task",
@@ -239,7 +239,7 @@ def test_a_browser_that_never_answers_ends_with_its_whole_group(tmp_path):
                           timeout=120)
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2 and len(lines) == 1, done.stderr
-    assert lines[0] == ("error: static export needs a working Chrome/Chromium (apt-get install chromium; "
+    assert lines[0] == ("error: the headless browser needs a working Chrome/Chromium (apt-get install chromium; "
                         "BROWSER_PATH): no answer within 3 s")
     time.sleep(0.5)
     left = [p for p in Path("/proc").glob("[0-9]*/cmdline") if _holds(p, str(browser))]

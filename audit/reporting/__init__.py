@@ -1,15 +1,15 @@
-"""The audit report: one self-contained document (HTML with inline figures and data, or PDF printed by headless
-Chromium) saying what was audited, how, what was found, how sure we are, and how to reproduce every number.
+"""The audit report: one self-contained document (HTML with inline figures and data, or PDF printed by the headless
+browser of :mod:`audit.present.browser`) saying what was audited, how, what was found, how sure we are, and how to
+reproduce every number.
 
 :func:`collect` gathers the numbers (:mod:`audit.reporting.content`), :func:`findings` turns them into sentences,
 :func:`render_html` writes the document and :func:`print_pdf` prints it.
 """
 from collections.abc import Callable
 
-from audit.present.exports import warm_up
+from audit.present.browser import print_pdf, warm_up
 from audit.reporting.content import ReportSettings, collect
 from audit.reporting.findings import Finding, findings
-from audit.reporting.pdf import print_pdf
 from audit.reporting.render import render_html
 from audit.views import StoreTables
 
@@ -28,8 +28,8 @@ def report_steps(fmt: str) -> tuple[str, ...]:
 def build_report(settings: ReportSettings, fmt: str = "html", progress: Progress | None = None,
                  tables: StoreTables | None = None) -> bytes:
     """The report of ``settings`` as ``html`` or ``pdf`` bytes, each step announced to ``progress`` as it starts
-    (the figures' browser starts first, in the background and under the export's deadline, so it is up when the
-    charts are drawn, and a browser that fails or never answers ends in one error and leaves no process behind);
+    (the headless browser starts first, in the background and under its deadline, so it is up when the charts are
+    drawn; one that fails or never answers ends in one error and leaves no process behind);
     ``tables``: the store's, when already read."""
     steps = report_steps(fmt)
     tell = progress or (lambda step, done: None)

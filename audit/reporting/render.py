@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import base64
 import json
+import re
+import secrets
 from collections.abc import Callable
+from contextvars import ContextVar
 from html import escape
 
 import pandas as pd
@@ -15,7 +18,7 @@ import plotly.graph_objects as go
 
 from audit.present import charts
 from audit.tasks import study
-from audit.present.exports import figure_bytes
+from audit.present.exports import image_later
 from audit.formatting import correlation_table, estimate, number, pvalue, ratio, subtask_name
 from audit.metrics.verdict import ADVERSE, INCONCLUSIVE, NO_EVIDENCE, RULES, rollup, rule_text
 from audit.present.readable import family_words
@@ -49,11 +52,25 @@ def table(frame: pd.DataFrame, *, numeric: tuple[str, ...] = (), css: str = "",
             f'<thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>')
 
 
+_drawings: ContextVar[tuple[str, list[Callable[[], str]]] | None] = ContextVar("report_drawings", default=None)
+"""While :func:`render_html` writes a document: its placeholders' nonce and the images they stand for."""
+
+
 def _figure(fig: go.Figure, width: int | None = None) -> str:
     """``fig`` as an inline SVG image, ``width`` pixels wide when given (half-width figures: smaller canvas, so their
-    text prints larger)."""
-    data = base64.b64encode(figure_bytes(fig, "svg", width=width)).decode("ascii")
-    return f'<img alt="{escape(fig.layout.title.text or "figure")}" src="data:image/svg+xml;base64,{data}">'
+    text prints larger). Within :func:`render_html` the browser draws it while the document is written, and a
+    placeholder stands in for it until then."""
+    drawn, alt = image_later(fig, "svg", width=width), escape(fig.layout.title.text or "figure")
+
+    def tag() -> str:
+        return f'<img alt="{alt}" src="data:image/svg+xml;base64,{base64.b64encode(drawn()).decode("ascii")}">'
+
+    writing = _drawings.get()
+    if writing is None:
+        return tag()
+    nonce, pending = writing
+    pending.append(tag)
+    return f"\x00{nonce}:{len(pending) - 1}\x00"
 
 
 def _code(text: str) -> str:
@@ -151,13 +168,15 @@ def _matrix(verdicts: pd.DataFrame, grouping: str) -> str:
     head = "".join(f"<th class=v>{escape(names[c])}<br><span class=code>{escape(c)}</span></th>" for c in categories)
     body = []
     for (model, subtask), part in rows.groupby(["model", "subtask"], sort=True):
+        first: dict[str, dict] = {}
+        for record in part.to_dict("records"):
+            first.setdefault(record["category"], record)
         cells = []
         for category in categories:
-            found = part[part["category"] == category]
-            if found.empty:
+            row = first.get(category)
+            if row is None:
                 cells.append("<td class=v>–</td>")
                 continue
-            row = found.iloc[0]
             mark = {ADVERSE: "adverse", NO_EVIDENCE: "no evidence"}.get(row["verdict"], "")
             mark = mark or _more(row["more_per_group"], row.get("rough", False))
             cells.append(f'<td class="v {_CSS_CLASS[row["verdict"]]}" data-model="{escape(model)}" '
@@ -441,7 +460,13 @@ def render_html(data: ReportData, sections: list[Callable[[ReportData], str]] | 
                "verdicts": [] if data.verdicts is None else data.verdicts.to_dict("records")}
     embedded = json.dumps(payload, default=str).replace("<", "\\u003c")  # no "</script>" can end the element
     title = f"Allocation audit: {data.task}, k = {s.k}"
-    body = "".join(section(data) for section in (SECTIONS if sections is None else sections))
+    nonce, pending = secrets.token_hex(8), []
+    writing = _drawings.set((nonce, pending))
+    try:
+        body = "".join(section(data) for section in (SECTIONS if sections is None else sections))
+        body = re.sub(f"\x00{nonce}:(\\d+)\x00", lambda found: pending[int(found[1])](), body)
+    finally:
+        _drawings.reset(writing)
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{escape(title)}</title>"
             f"<style>{STYLE}</style></head><body><h1>{escape(title)}</h1>"
             f"<p class=muted>Systems: {escape(', '.join(data.models['model']))}. Generated {escape(data.generated)}."

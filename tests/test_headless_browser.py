@@ -1,0 +1,65 @@
+"""The process's headless browser (:mod:`audit.present.browser`, real Chromium): one figure drawn as SVG, PNG and
+PDF at the asked size, several figures drawn at once from several threads each coming back as its own, a document
+printed to as many A4 pages as it has, and a page script's error named without taking the browser down."""
+from __future__ import annotations
+
+import re
+import shutil
+import struct
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+
+import plotly.graph_objects as go
+import plotly.io as pio
+import pytest
+
+from audit.present import browser
+
+pytestmark = pytest.mark.skipif(not (shutil.which("chromium") or shutil.which("chromium-browser")),
+                                reason="needs Chromium (make chromium)")
+
+
+def _figure(title: str) -> str:
+    return pio.to_json(go.Figure(go.Scatter(x=[1, 2, 3], y=[3, 1, 2]), layout=dict(title=title)), validate=False)
+
+
+def _pdf_pages(pdf: bytes, tmp_path) -> list[tuple[float, float]]:
+    """(width, height) in points of each page, as pdfinfo reads them."""
+    path = tmp_path / "out.pdf"
+    path.write_bytes(pdf)
+    info = subprocess.run(["pdfinfo", "-f", "1", "-l", "99", str(path)], capture_output=True, text=True,
+                          check=True).stdout
+    return [(float(w), float(h)) for w, h in re.findall(r"Page\s+\d+ size:\s+([\d.]+) x ([\d.]+) pts", info)]
+
+
+def test_one_figure_as_svg_png_and_pdf_at_the_asked_size(tmp_path):
+    figure = _figure("sizes")
+    svg = browser.figure_image_later(figure, "svg", 640, 360)().decode("utf-8")
+    assert svg.startswith("<svg") and 'width="640"' in svg and 'height="360"' in svg and ">sizes<" in svg
+    png = browser.figure_image_later(figure, "png", 640, 360, 2)()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", png[16:24]) == (1280, 720)  # scale 2
+    pdf = browser.figure_image_later(figure, "pdf", 640, 360)()
+    assert pdf.startswith(b"%PDF") and _pdf_pages(pdf, tmp_path) == [(480.0, 270.0)]  # 96 px = 72 pt, one page
+
+
+def test_figures_started_at_once_from_several_threads_come_back_each_as_its_own():
+    titles = [f"figure number {i}" for i in range(8)]
+    with ThreadPoolExecutor(4) as threads:
+        started = list(threads.map(lambda t: browser.figure_image_later(_figure(t), "svg", 400, 300), titles))
+        drawn = list(threads.map(lambda wait: wait().decode("utf-8"), started))
+    for title, svg in zip(titles, drawn):
+        assert re.findall(r">(figure number \d)<", svg) == [title]
+
+
+def test_a_document_prints_to_as_many_a4_pages_as_it_has(tmp_path):
+    page = "<section style='break-after:page'>page</section>"
+    html = f"<!DOCTYPE html><html><head><style>@page{{size:A4}}</style></head><body>{page * 3}</body></html>"
+    sizes = _pdf_pages(browser.print_pdf(html.encode("utf-8")), tmp_path)
+    assert len(sizes) == 3 and all(abs(w - 595.3) < 1 and abs(h - 841.9) < 1 for w, h in sizes)
+
+
+def test_a_page_scripts_error_is_named_and_the_browser_stays_up():
+    with pytest.raises(browser.PageError, match="could not run the page's script: Error: no such table"):
+        browser.evaluate_in(b"<html><body></body></html>", "(() => { throw new Error('no such table') })()")
+    assert browser.evaluate_in(b"<html><body><p>a</p><p>b</p></body></html>",
+                               "document.querySelectorAll('p').length") == 2
