@@ -20,7 +20,7 @@ import pandas as pd
 
 from audit.errors import AuditError
 from audit.metrics.allocation import check_quotas, selection_shares, shares
-from audit.metrics.bootstrap import BLOCK, percentile_bounds, share_draws
+from audit.metrics.bootstrap import BLOCK, percentile_bounds, share_draws, uniform_counts
 from audit.metrics.keys import KeyData, split_keys
 from audit.design import PoolDesign, PoolKind
 from audit.metrics.pools import candidate_laws, pool_size, rank_laws
@@ -53,12 +53,12 @@ def matched(scores: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
 
 
 def _weights(data: KeyData, ids: np.ndarray, rng: np.random.Generator, n: int) -> np.ndarray:
-    """(n, candidates in ``ids`` order): multinomial resampling weights, every group redrawn with its size kept."""
+    """(n, candidates in ``ids`` order): resampling weights, every group redrawn with its size kept."""
     weights = np.zeros((n, ids.size))
     position = np.searchsorted(ids, data.candidate_id)
     for g in range(len(data.groups)):
         members = position[data.group == g]
-        weights[:, members] = rng.multinomial(members.size, np.full(members.size, 1 / members.size), size=n)
+        weights[:, members] = uniform_counts(rng, members.size, n)
     return weights
 
 
