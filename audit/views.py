@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -62,6 +63,12 @@ class StoreTables:
                                                                                   models),
                    model_table(models), designs, store.recorded_systems())
 
+    @cached_property
+    def _subtasks(self) -> dict[str, list[str]]:
+        """Each task's subtasks with results, sorted (read once: pages ask for a design at every rerun)."""
+        pairs = self.scores[["task", "subtask"]].drop_duplicates()
+        return {str(task): sorted(rows["subtask"]) for task, rows in pairs.groupby("task", observed=True)}
+
     def tasks(self) -> list[str]:
         """Tasks with results: those holding a recorded system's decisions first (an auditor's first job is the
         deployed system, so a dashboard opens on it), then the others, each in name order."""
@@ -74,8 +81,7 @@ class StoreTables:
 
     def design(self, task: str) -> AuditDesign:
         """The design of ``task`` (of its first subtask with results; subtasks of one task share it)."""
-        subtasks = sorted(self.scores.loc[self.scores["task"] == task, "subtask"].unique())
-        found = [self.designs[task, s] for s in subtasks if (task, s) in self.designs]
+        found = [self.designs[task, s] for s in self._subtasks.get(task, ()) if (task, s) in self.designs]
         if not found:
             raise AuditError(f"task {task!r} has no results in this store")
         return found[0]

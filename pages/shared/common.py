@@ -51,7 +51,7 @@ def design(view: views.View) -> views.AuditDesign:
 def names(view: views.View) -> dict[str, str]:
     """Group code → display name for every group of the view's task (whole codes and each grouping's)."""
     scores = tables(view).scores
-    return readable.group_names(design(view), scores.loc[scores["task"] == view.selection.task, "group"])
+    return readable.group_names(design(view), scores.loc[scores["task"] == view.selection.task, "group"].unique())
 
 
 def view_scores(view: views.View) -> pd.DataFrame:
@@ -196,7 +196,8 @@ def view_inputs(path: str, stored: views.StoreTables) -> views.View:
                         help="Each task is audited with its own stored design; a store opens on its recorded systems.")
     design = stored.design(task)
     rows = stored.scores[stored.scores["task"] == task]
-    mode = st.selectbox("scoring mode", [m for m in views.MODES if m in set(rows["mode"])], key=f"mode_{task}",
+    present = set(rows["mode"].unique())
+    mode = st.selectbox("scoring mode", [m for m in views.MODES if m in present], key=f"mode_{task}",
                         format_func=lambda m: mode_name(design, m))
     rows = rows[rows["mode"] == mode]
     grouping = st.radio("grouping", list(design.groupings), key=f"grouping_{task}", horizontal=True)
