@@ -1,6 +1,7 @@
 """The process's headless browser (:mod:`audit.present.browser`, real Chromium): one figure drawn as SVG, PNG and
 PDF at the asked size, several figures drawn at once from several threads each coming back as its own, a document
-printed to as many A4 pages as it has, and a page script's error named without taking the browser down."""
+printed to as many A4 pages as it has, a page script's error named without taking the browser down, and no page
+reading local files."""
 from __future__ import annotations
 
 import re
@@ -63,3 +64,12 @@ def test_a_page_scripts_error_is_named_and_the_browser_stays_up():
         browser.evaluate_in(b"<html><body></body></html>", "(() => { throw new Error('no such table') })()")
     assert browser.evaluate_in(b"<html><body><p>a</p><p>b</p></body></html>",
                                "document.querySelectorAll('p').length") == 2
+
+
+def test_a_page_cannot_read_other_local_files(tmp_path):
+    """The same-origin rules stay on (choreographer lifts them by default): a document the tool shows, which holds
+    user text, cannot read a file beside it."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not for pages")
+    read = f"fetch({secret.as_uri()!r}).then(r => r.text()).catch(e => 'refused')"
+    assert browser.evaluate_in(b"<html><body></body></html>", read) == "refused"

@@ -59,7 +59,7 @@ class _Session:
         from plotly.offline import get_plotlyjs
 
         logging.getLogger("choreographer").setLevel(logging.ERROR)  # its watchdog's warnings are not ours to print
-        self.browser = choreographer.Browser(headless=True)
+        self.browser = choreographer.Browser(headless=True, browser_cls=_guarded_chromium())
         await self.browser.open()
         self.drawing_lock = asyncio.Lock()
         self.drawing = self.browser.get_tab()
@@ -178,6 +178,21 @@ def _fail(session: _Session, cause: str) -> NoReturn:
                    f"{cause}")
         session.kill()
     raise AuditError(_broken)
+
+
+def _guarded_chromium() -> type:
+    """choreographer's Chromium without the two switches it adds that lift the same-origin rules: the pages shown are
+    the tool's own documents, which hold user text, and need neither."""
+    from choreographer.browsers.chromium import Chromium
+
+    class Guarded(Chromium):
+        def get_cli(self) -> list[str]:
+            return [flag for flag in super().get_cli() if flag not in _LIFTED]
+
+    return Guarded
+
+
+_LIFTED = ("--disable-web-security", "--allow-file-access-from-files")
 
 
 def _unheard(loop: asyncio.AbstractEventLoop, context: dict) -> None:
