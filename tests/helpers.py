@@ -107,3 +107,16 @@ def serving_in_thread(server: HTTPServer) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join()
+
+
+def running_with(text: str) -> list[Path]:
+    """The ``/proc/<pid>/cmdline`` files of the processes whose command line holds ``text`` (a test's fake browser
+    left running)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if text.encode() in cmdline.read_bytes():
+                found.append(cmdline)
+        except OSError:
+            continue  # the process ended while we looked
+    return found

@@ -23,6 +23,7 @@ from typing import Callable
 import pytest
 
 from audit.paths import DEMO_STORE
+from helpers import running_with
 from test_bad_inputs import custom, run, snapshot, store, table, two_groups
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -242,16 +243,10 @@ def test_a_browser_that_never_answers_ends_with_its_whole_group(tmp_path):
     assert lines[0] == ("error: the headless browser needs a working Chrome/Chromium (apt-get install chromium; "
                         "BROWSER_PATH): no answer within 3 s")
     time.sleep(0.5)
-    left = [p for p in Path("/proc").glob("[0-9]*/cmdline") if _holds(p, str(browser))]
-    assert not left, [p.read_bytes() for p in left]
+    left = running_with(str(browser))
+    assert not left, left
     assert not (tmp_path / "report.html").exists() and not list(tmp_path.glob("*.partial"))
 
-
-def _holds(cmdline: Path, text: str) -> bool:
-    try:
-        return text.encode() in cmdline.read_bytes()
-    except OSError:
-        return False
 
 
 class Dripping:

@@ -1,19 +1,23 @@
 """The process's headless browser (:mod:`audit.present.browser`, real Chromium): one figure drawn as SVG, PNG and
 PDF at the asked size, several figures drawn at once from several threads each coming back as its own, a document
-printed to as many A4 pages as it has, a page script's error named without taking the browser down, and no page
-reading local files."""
+printed to as many A4 pages as it has, a page script's error named without taking the browser down, no page
+reading local files; and a browser that is missing or never answers: one error, nothing left running, later calls
+failing at once."""
 from __future__ import annotations
 
 import re
 import shutil
 import struct
 import subprocess
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
+from audit.errors import AuditError
+from helpers import running_with
 from audit.present import browser
 
 pytestmark = pytest.mark.skipif(not (shutil.which("chromium") or shutil.which("chromium-browser")),
@@ -73,3 +77,37 @@ def test_a_page_cannot_read_other_local_files(tmp_path):
     secret.write_text("not for pages")
     read = f"fetch({secret.as_uri()!r}).then(r => r.text()).catch(e => 'refused')"
     assert browser.evaluate_in(b"<html><body></body></html>", read) == "refused"
+
+
+@pytest.fixture
+def no_browser_yet(monkeypatch):
+    """The module as in a new process (no browser started, none broken), with a 3 s deadline; the test's own browser
+    state is put back after it."""
+    monkeypatch.setattr(browser, "_session", None)
+    monkeypatch.setattr(browser, "_broken", None)
+    monkeypatch.setattr(browser, "DEADLINE", 3.0)
+    return monkeypatch
+
+
+def test_a_browser_that_never_answers_is_killed_at_the_deadline_and_later_calls_fail_at_once(no_browser_yet,
+                                                                                             tmp_path):
+    silent = tmp_path / "silent-chrome"
+    silent.write_text("#!/bin/sh\nsleep 600 &\nsleep 600\n")
+    silent.chmod(0o755)
+    no_browser_yet.setenv("BROWSER_PATH", str(silent))
+    started = time.monotonic()
+    with pytest.raises(AuditError, match=r"needs a working Chrome/Chromium .*: no answer within 3 s$"):
+        browser.figure_image_later(_figure("never"), "svg", 100, 100)()
+    assert time.monotonic() - started < 10
+    time.sleep(0.5)
+    assert not running_with(str(silent))
+    started = time.monotonic()
+    with pytest.raises(AuditError, match="no answer within 3 s$"):
+        browser.print_pdf(b"<html><body>later</body></html>")
+    assert time.monotonic() - started < 0.5
+
+
+def test_a_missing_browser_is_one_error_naming_where_it_was_looked_for(no_browser_yet, tmp_path):
+    no_browser_yet.setenv("BROWSER_PATH", str(tmp_path / "no-chrome"))
+    with pytest.raises(AuditError, match=r"needs a working Chrome/Chromium .*Browser not found.*no-chrome"):
+        browser.evaluate_in(b"<html></html>", "1")
