@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TypeVar
 
@@ -19,9 +19,10 @@ from audit.errors import AuditError
 from audit.metrics import model_rankings, ndcg_table, validity
 from audit.metrics.bands import ndcg_bands, validity_bands
 from audit.metrics.compare import compare_gaps, rank_correlation, selection_flips
-from audit.metrics.impact import FOUR_FIFTHS, impact_ratios
+from audit.metrics.impact import FOUR_FIFTHS, impact_ratios, known_categories
 from audit.metrics.inference import METHODS, adjusted
-from audit.metrics.keys import KeyData, split_keys
+from audit.metrics.keys import KeyData, split_keys, with_decisions
+from audit.metrics.ll144 import SMALL_SHARE, UNKNOWN, ll144_rows
 from audit.metrics.pairwise import drop_unreliable
 from audit.metrics.planner import plan, plan_curves
 from audit.metrics.pools import pool_size
@@ -29,6 +30,7 @@ from audit.metrics.quota import check_quota
 from audit.metrics.schema import is_pairwise, text_categories
 from audit.metrics.verdict import decide, measure
 from audit.selection import Selection
+from audit.tasks.recorded import ll144_groupings
 from audit.views import MetricRows, StoreTables, metric_rows, pool_of, regroup
 
 T = TypeVar("T")
@@ -149,7 +151,7 @@ class Audit:
         """:meth:`scores` of ``mode`` in ``grouping`` validated and split once for the views that read no reference
         (pool sizes, impact ratios, verdicts: their reference is the first group)."""
         coarse = regroup(self._texts(mode), self.tables.design(self.selection.task).part(grouping))
-        return split_keys(coarse, reference=str(coarse["group"].iloc[0]))
+        return with_decisions(split_keys(coarse, reference=str(coarse["group"].iloc[0])), self.tables.outcomes)
 
     @memoised
     def _texts(self, mode: str) -> pd.DataFrame:
@@ -257,12 +259,14 @@ class Audit:
                              n_boot=s.n_boot, seed=s.seed, keys=self.keys(s.mode, grouping))
 
     @memoised
-    def verdicts(self, ks: tuple[int, ...], groupings: tuple[str, ...] = (),
-                 threshold: float = FOUR_FIFTHS) -> pd.DataFrame:
+    def verdicts(self, ks: tuple[int, ...], groupings: tuple[str, ...] = (), threshold: float = FOUR_FIFTHS,
+                 excluded: tuple[tuple[str, str], ...] = ()) -> pd.DataFrame:
         """Verdict rows (:data:`audit.metrics.verdict.COLUMNS`) of the pointwise scores plus ``name`` (the category's
         display name) at quotas ``ks`` for ``groupings`` (default: each declared grouping at the quotas below its
         pool size). Every grouping is measured, then all are decided together, so the selection's multiple-testing
-        ``family`` and ``rule`` hold across groupings and systems."""
+        ``family`` and ``rule`` hold across groupings and systems. ``excluded``: (grouping, category) pairs left out
+        of the ratios and tests. Quota-free recorded systems (0/1 and score logs) are judged on their recorded
+        decisions at every k."""
         self._known("pointwise")
         s, sizes = self.selection, self.sizes("pointwise")
         self.check_quota(ks, groupings or None, mode="pointwise")
@@ -273,12 +277,41 @@ class Audit:
         ci = s.ci or 0.95
         measured = [measure(self.scores("pointwise", grouping), grouping=grouping, k=quotas, pool=pool, ci=ci,
                             n_boot=s.n_boot, n_perm=s.n_perm or 1000, seed=s.seed,
-                            keys=self.keys("pointwise", grouping))
+                            keys=self.keys("pointwise", grouping), excluded=[c for g, c in excluded if g == grouping])
                     for grouping, quotas in chosen.items()]
         table = decide(pd.concat([m[0] for m in measured], ignore_index=True),
                        pd.concat([m[1] for m in measured], ignore_index=True), family=s.family,
                        threshold=threshold, ci=ci, rule=s.rule)
         return table.assign(name=[design.display_name(c, g) for c, g in zip(table["category"], table["grouping"])])
+
+    @memoised
+    def ll144(self, k: int, exclude_small: str | None = None) -> pd.DataFrame:
+        """The NYC LL144 bias-audit table (:data:`audit.metrics.ll144.COLUMNS` plus model, subtask and the
+        category's ``name``) of the selection's recorded systems at quota ``k`` (rank outcomes; the others'
+        recorded decisions), read off :meth:`verdicts` of those systems alone, so the two cannot disagree; empty
+        when the task has none. ``exclude_small``: the auditor's justification for leaving categories under 2 %
+        out of the ratios and tests."""
+        s, outcomes = self.selection, self.tables.outcomes
+        recorded = set(outcomes.loc[outcomes["task"] == s.task, "model"].astype(str)) if len(outcomes) else set()
+        models = tuple(sorted(recorded & set(s.models))) if s.models else tuple(sorted(recorded))
+        if not models:
+            return pd.DataFrame()
+        audit = Audit(self.tables, replace(s, models=models))
+        groupings = ll144_groupings(self.design)
+        chosen = tuple(dict.fromkeys(groupings.values()))
+        table = audit.verdicts((k,), chosen)
+        excluded: tuple[tuple[str, str], ...] = ()
+        if exclude_small is not None:
+            excluded = tuple(sorted({(g, c) for g, c in zip(table["grouping"], table["category"].astype(str))
+                                     if g in chosen and _small(table, g, c)}))
+            table = audit.verdicts((k,), chosen, FOUR_FIFTHS, excluded) if excluded else table
+        frames = [ll144_rows(part, groupings, exclude_small=exclude_small, excluded=excluded).assign(
+                      model=model, subtask=subtask)
+                  for (model, subtask), part in table.groupby(["model", "subtask"], sort=True, observed=True)]
+        out = pd.concat(frames, ignore_index=True)
+        names = [UNKNOWN if c == UNKNOWN else self.design.display_name(c, groupings[g])
+                 for c, g in zip(out["category"], out["grouping"])]
+        return out.assign(k=k, name=names)
 
     @cached_property
     def every_quota(self) -> pd.DataFrame:
@@ -341,6 +374,14 @@ class Audit:
         self.check_quota((k,), (self.grouping,))
         return plan(self._pilot(False), reference=self.reference, k=k, target=target,
                     pool=self.pool, sizes=sizes, n_boot=n_boot, level=level, seed=self.selection.seed)
+
+
+def _small(table: pd.DataFrame, grouping: str, category: str) -> bool:
+    """Whether ``category`` holds under :data:`audit.metrics.ll144.SMALL_SHARE` of the known candidates of
+    ``grouping`` in each system of the verdict rows ``table`` where it appears."""
+    part = table[(table["grouping"] == grouping) & known_categories(table["category"].astype(str))]
+    share = part["candidates"] / part.groupby(["model", "subtask"], observed=True)["candidates"].transform("sum")
+    return bool((share[part["category"].astype(str) == category] < SMALL_SHARE).all())
 
 
 def _selected(table: pd.DataFrame, selection: Selection) -> pd.DataFrame:

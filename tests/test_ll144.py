@@ -1,30 +1,64 @@
-"""The LL144 summary on a decision table built by hand: counts, rates, ratios, Fisher p-values and Holm adjustment
-computed here independently; unknown category, a category under 2 %, insufficient evidence, exclusion."""
+"""The LL144 summary of a decision log built by hand, imported into a real store and read through
+:meth:`audit.audit.Audit.ll144`: counts, rates, ratios, Fisher p-values (an unpooled log is one pool) and Holm's
+adjustment over every pair of the grouping's categories, computed here independently; unknown category, a category
+under 2 %, insufficient evidence, exclusion."""
 from __future__ import annotations
 
 import math
+from itertools import combinations
 
 import pandas as pd
 import pytest
 from scipy.stats import fisher_exact
 
-from audit.metrics.ll144 import holm, ll144_table
+from audit.audit import Audit
+from audit.cli import main
+from audit.selection import Selection
+from audit.store import Store
+from audit.views import StoreTables
 
 
-def applicants(sex: str, race: str | None, n: int, selected: int) -> list[dict]:
+def applicants(sex: str, race: str, n: int, selected: int) -> list[dict]:
     return [dict(sex=sex, race=race, selected=int(i < selected)) for i in range(n)]
 
 
-@pytest.fixture()
-def decisions() -> pd.DataFrame:
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory) -> StoreTables:
     rows = (applicants("F", "W", 200, 80) + applicants("M", "W", 200, 50) + applicants("F", "B", 150, 30)
-            + applicants("M", "B", 150, 45) + applicants("F", "A", 6, 1) + applicants("M", None, 20, 5)
+            + applicants("M", "B", 150, 45) + applicants("F", "A", 6, 1) + applicants("M", "", 20, 5)
             + applicants("unknown", "W", 10, 10))
-    return pd.DataFrame(rows)
+    folder = tmp_path_factory.mktemp("ll144")
+    pd.DataFrame(rows).assign(id=[f"a{i}" for i in range(len(rows))]).to_csv(folder / "log.csv", index=False)
+    (folder / "spec.yaml").write_text("applicant: id\ndemographics: [sex, race]\n")
+    db = folder / "log.db"
+    assert main(["import", "--format", "decisions", "--data", str(folder / "log.csv"), "--spec",
+                 str(folder / "spec.yaml"), "--task", "log", "--label", "screen", "--db", str(db)]) == 0
+    with Store(db, create=False) as store:
+        return StoreTables.read(store)
 
 
-def test_counts_rates_ratios_and_tests(decisions):
-    table = ll144_table(decisions, {"sex": ["sex"], "race": ["race"], "intersection": ["sex", "race"]})
+def summary(tables: StoreTables, exclude_small: str | None = None) -> pd.DataFrame:
+    return Audit(tables, Selection("log", family="grouping", ks=(1,))).ll144(1, exclude_small)
+
+
+def fisher(counts: dict[str, tuple[int, int]], a: str, b: str) -> float:
+    (n_a, s_a), (n_b, s_b) = counts[a], counts[b]
+    return fisher_exact([[s_a, n_a - s_a], [s_b, n_b - s_b]]).pvalue
+
+
+def holm_of(p: dict[tuple[str, str], float], pair: tuple[str, str]) -> float:
+    """Holm's adjusted p-value of ``pair`` among every pair of ``p``, by hand."""
+    order = sorted(p, key=p.get)
+    running = 0.0
+    for i, key in enumerate(order):
+        running = max(running, min(1.0, (len(order) - i) * p[key]))
+        if key == pair:
+            return running
+    raise KeyError(pair)
+
+
+def test_counts_rates_ratios_and_tests(tables):
+    table = summary(tables)
     sex = table[table["grouping"] == "sex"].set_index("category")
     # sex: F = 200+150+6 = 356 applicants, 111 selected; M = 200+150+20 = 370, 100 selected; unknown 10 (10 selected)
     assert sex.loc["F", ["applicants", "selected"]].tolist() == [356, 111]
@@ -32,15 +66,17 @@ def test_counts_rates_ratios_and_tests(decisions):
     assert sex.loc["unknown", "applicants"] == 10 and math.isnan(sex.loc["unknown", "selection_rate"])
     assert sex.loc["M", "impact_ratio"] == pytest.approx((100 / 370) / (111 / 356))
     p = fisher_exact([[100, 270], [111, 245]]).pvalue
-    assert sex.loc["M", "p_value"] == pytest.approx(p) and sex.loc["M", "p_holm"] == pytest.approx(p)
-    race = table[table["grouping"] == "race"].set_index("category")
+    assert sex.loc["M", "p_value"] == pytest.approx(p, rel=1e-9) and sex.loc["M", "p_holm"] == pytest.approx(p)
+    race = table[table["grouping"] == "race/ethnicity"].set_index("category")
     # race: W = 200+200+10 (unknown sex counts here) = 410 (140), B = 300 (75), A = 6 (1) under 2 %; unknown: the 20 with no race
     assert race.loc["W", ["applicants", "selected"]].tolist() == [410, 140]
     assert race.loc["unknown", "applicants"] == 20
     assert bool(race.loc["A", "small"]) and race.loc["A", "note"] == "insufficient evidence"
     assert math.isnan(race.loc["A", "impact_ratio"])
-    pb = fisher_exact([[75, 225], [140, 270]]).pvalue
-    assert race.loc["B", "p_holm"] == pytest.approx(pb)  # A has no test: one test in the family
+    counts = {"W": (410, 140), "B": (300, 75), "A": (6, 1)}
+    pairs = {(a, b): fisher(counts, a, b) for a, b in combinations("ABW", 2)}  # A is in the verdict's family
+    assert race.loc["B", "p_value"] == pytest.approx(pairs["B", "W"], rel=1e-9)
+    assert race.loc["B", "p_holm"] == pytest.approx(holm_of(pairs, ("B", "W")), rel=1e-9)
     assert race.loc["W", "impact_ratio"] == 1.0
     lo, hi = race.loc["B", ["impact_ratio_lo", "impact_ratio_hi"]]
     assert lo < (75 / 300) / (140 / 410) < hi
@@ -49,15 +85,12 @@ def test_counts_rates_ratios_and_tests(decisions):
     assert both.loc["unknown", "applicants"] == 30  # no race (20) or unknown sex (10)
 
 
-def test_small_category_excluded_only_with_justification(decisions):
-    kept = ll144_table(decisions, {"race": ["race"]}).set_index("category")
-    dropped = ll144_table(decisions, {"race": ["race"]}, exclude_small="fewer than 10 applicants").set_index("category")
+def test_small_category_excluded_only_with_justification(tables):
+    kept = summary(tables)
+    dropped = summary(tables, "fewer than 10 applicants")
+    kept, dropped = (t[t["grouping"] == "race/ethnicity"].set_index("category") for t in (kept, dropped))
     assert not kept.loc["A", "excluded"] and dropped.loc["A", "excluded"]
     assert dropped.loc["A", "applicants"] == 6 and dropped.loc["A", "selection_rate"] == pytest.approx(1 / 6)
     assert "fewer than 10 applicants" in dropped.loc["A", "note"]
-
-
-def test_holm_matches_hand_computation():
-    adjusted = holm([0.01, 0.04, float("nan"), 0.03])
-    assert adjusted[0] == pytest.approx(0.03) and adjusted[3] == pytest.approx(0.06)
-    assert adjusted[1] == pytest.approx(0.06) and math.isnan(adjusted[2])
+    # A left out of the family: B against W is then the grouping's only comparison
+    assert dropped.loc["B", "p_holm"] == pytest.approx(fisher({"W": (410, 140), "B": (300, 75)}, "B", "W"), rel=1e-9)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest, fisher_exact, norm
 
-from audit.metrics.exact import katz_bounds, pair_errors, pair_pvalue, stratified_pvalue
+from audit.metrics.exact import PoolCounts, katz_bounds, pair_errors, pair_pvalue, stratified_pvalue
 from audit.metrics.verdict import planned_units
 
 
@@ -20,7 +20,7 @@ def test_one_applicant_per_group_at_k1_is_the_exact_binomial_test(seed):
     members, selected = picks(rng, 120, np.array([1.0, 0.7, 0.9]))
     a, b = selected[:, 0].sum(), selected[:, 1].sum()
     expected = binomtest(int(a), int(a + b)).pvalue
-    assert pair_pvalue(members, selected, 0, 1) == pytest.approx(expected, rel=1e-9)
+    assert pair_pvalue(PoolCounts.decided(members, selected), 0, 1) == pytest.approx(expected, rel=1e-9)
 
 
 def test_one_pool_is_fishers_exact_test_and_tiny_p_values_are_exact():
@@ -67,7 +67,7 @@ def test_the_planned_pools_reach_the_promised_power():
     distance = rates[0] * (1 - 0.7)
     pools = int(np.ceil(planned_units(2000, pair_errors(members, selected, 1, 0)[0], distance, norm.ppf(0.975))))
     assert 100 < pools < 400
-    rejected = [pair_pvalue(*picks(rng, pools, weights), 0, 1) <= 0.05 for _ in range(400)]
+    rejected = [pair_pvalue(PoolCounts.decided(*picks(rng, pools, weights)), 0, 1) <= 0.05 for _ in range(400)]
     assert 0.7 <= np.mean(rejected) <= 0.9
 
 

@@ -12,15 +12,12 @@ from datetime import date
 import pandas as pd
 
 from audit.commands.io import emit, emit_table
-from audit.commands.options import add_output
+from audit.commands.options import add_output, add_verdict_rule
 from audit.errors import AuditError
 from audit.formatting import md_text
-from audit.metrics.ll144 import ll144_table
-from audit.recorded.outcomes import ll144_groupings, recorded_decisions
 from audit.audit import Audit
 from audit.selection import Selection
 from audit.store import Store
-from audit.tasks.designs import completed
 from audit.views import StoreTables
 
 #: what "selected" means for each outcome kind (see :func:`audit.recorded.decision_logs.selected_flags`)
@@ -35,9 +32,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                                         "applicants, selection rate (rank outcome: top k of each recorded pool; "
                                         "selected: the recorded selection; score: scoring rate above the sample "
                                         "median), impact ratio against the most-selected category with its CI, "
-                                        "Fisher's exact test (rank outcomes: the exact test stratified by pool; "
-                                        "Holm-adjusted), the unknown category, categories "
-                                        "under 2 %.")
+                                        "the exact test stratified by the recorded pools (Fisher's for an "
+                                        "unpooled log), adjusted over --family as `verdict` adjusts it (the "
+                                        "numbers are the verdict's), the unknown category, categories under 2 %.")
     parser.add_argument("--db", required=True, help="result store with imported recorded decisions")
     parser.add_argument("--task", help="task (default: every recorded task)")
     parser.add_argument("--k", type=int, help="rank outcomes: selected = the top k of each recorded pool (default: "
@@ -46,6 +43,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--exclude-small", metavar="JUSTIFICATION",
                         help="exclude categories under 2 %% from the impact ratios, with this justification")
     parser.add_argument("--distribution-date", default="", help="the date the tool was distributed (printed)")
+    add_verdict_rule(parser)
     add_output(parser, ("md", "csv", "json"))
     parser.set_defaults(handler=run_ll144)
 
@@ -56,37 +54,30 @@ def run_ll144(args: argparse.Namespace) -> int:
                          "with the table)")
     with Store(args.db, create=False) as store:
         tables = StoreTables.read(store)
-        scores = tables.scores
-        models = store.models().set_index("label")
-        outcomes = store.recorded_systems()
-        designs = store.designs()
+    outcomes = tables.outcomes
+    tasks = sorted(set(outcomes["task"])) if len(outcomes) else []
     if args.task:
-        scores = scores[scores["task"] == args.task]
-    quotas = {key: completed(design).audited_quota(args.k) for key, design in designs.items()}
-    parts = [recorded_decisions(part, outcomes, quotas.get(key, (1, ""))[0])
-             for key, part in scores.groupby(["task", "subtask"], sort=True)]
-    decisions = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-    if decisions.empty:
+        tasks = [task for task in tasks if task == args.task]
+    if not tasks:
         raise AuditError(f"{args.db}: no recorded decisions{' in task ' + repr(args.task) if args.task else ''}; "
                          "import some with `python -m audit import`")
-    ranked = decisions[decisions["outcome"] == "rank"]
-    for (task, subtask), part in ranked.groupby(["task", "subtask"], sort=True):  # top k of each recorded pool
-        chosen = Selection(task, models=tuple(sorted(part["model"].unique())), subtasks=(subtask,), pool="observed")
-        Audit(tables, chosen).check_quota((quotas[task, subtask][0],))
+    models = tables.models.set_index("model")
     frames = []
-    for (model, task, subtask), part in decisions.groupby(["model", "task", "subtask"], sort=True):
-        groupings = {name: columns for name, (_, columns) in ll144_groupings(designs[task, subtask]).items()}
-        kind = str(part["outcome"].iloc[0])
-        table = ll144_table(part, groupings, level=args.ci, exclude_small=args.exclude_small,
-                            strata="pool" if kind == "rank" else None)  # a quota per pool: stratified exact test
-        details = json.loads(models.loc[model, "details"]) if model in models.index else {}
-        k, why = quotas[task, subtask]
-        frames.append(table.assign(model=model, task=task, subtask=subtask, outcome=kind,
-                                   k=k if kind == "rank" else None, quota_reason=why if kind == "rank" else "",
-                                   score_median=part["threshold"].iloc[0],
-                                   source=details.get("source", ""), source_sha256=details.get("source_sha256", ""),
-                                   first_date=details.get("first_date", ""), last_date=details.get("last_date", ""),
-                                   audit_date=date.today().isoformat(), distribution_date=args.distribution_date))
+    for task in tasks:
+        design = tables.design(task)
+        k, why = design.audited_quota(args.k)
+        selection = Selection(task, ci=args.ci, family=args.family, ks=(k,))
+        table = Audit(tables, selection).ll144(k, args.exclude_small)
+        kinds = outcomes[outcomes["task"] == task].set_index(["model", "subtask"])["outcome"]
+        for (model, subtask), part in table.groupby(["model", "subtask"], sort=True):
+            kind = str(kinds.get((model, subtask), "rank"))
+            details = json.loads(models.loc[model, "details"]) if model in models.index else {}
+            frames.append(part.assign(task=task, outcome=kind, k=k if kind == "rank" else None,
+                                      quota_reason=why if kind == "rank" else "", family=args.family,
+                                      score_median=_median(tables, model, task, subtask) if kind == "score" else None,
+                                      source=details.get("source", ""), source_sha256=details.get("source_sha256", ""),
+                                      first_date=details.get("first_date", ""), last_date=details.get("last_date", ""),
+                                      audit_date=date.today().isoformat(), distribution_date=args.distribution_date))
     table = pd.concat(frames, ignore_index=True)
     front = ["model", "task", "subtask", "outcome", "k"]
     table = table[front + [c for c in table.columns if c not in front]]
@@ -95,6 +86,13 @@ def run_ll144(args: argparse.Namespace) -> int:
         return 0
     emit(markdown(table), args.out)
     return 0
+
+
+def _median(tables: StoreTables, model: str, task: str, subtask: str) -> float:
+    """The median score of a score log's sample (its scoring-rate threshold)."""
+    scores = tables.scores
+    return float(scores.loc[(scores["model"] == model) & (scores["task"] == task) & (scores["subtask"] == subtask)
+                            & (scores["mode"] == "pointwise"), "score"].median())
 
 
 def markdown(table: pd.DataFrame) -> str:

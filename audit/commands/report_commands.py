@@ -17,7 +17,7 @@ from audit.errors import AuditError
 from audit.formatting import md_text
 from audit.commands.io import emit, read_table_file, records
 from audit.commands.options import add_adjust, add_bootstrap, add_selection, add_verdict_rule, selection_from
-from audit.recorded.outcomes import UNQUOTED, observed_impact
+from audit.metrics.keys import UNQUOTED
 from audit.output import check_target, csv_text, write_atomic
 from audit.metrics.impact import FOUR_FIFTHS
 from audit.selection import N_PERM, Selection
@@ -96,28 +96,13 @@ def markdown(table: pd.DataFrame) -> str:
 
 
 def _store_impact(args: argparse.Namespace, tables: StoreTables, selection: Selection) -> pd.DataFrame:
-    """Recorded systems whose outcome has no quota (selected, score) at their observed rates
-    (:func:`audit.recorded.outcomes.observed_impact`, k empty), every other system through the selection's
-    :class:`audit.audit.Audit` at its quotas."""
-    unquoted = tables.outcomes[(tables.outcomes["task"] == selection.task)
-                               & tables.outcomes["outcome"].isin(UNQUOTED)]
-    scores = tables.scores[tables.scores["task"] == selection.task]
-    if selection.models:
-        scores = scores[scores["model"].isin(selection.models)]
-    if selection.subtasks:
-        scores = scores[scores["subtask"].isin(selection.subtasks)]
-    observed = scores["model"].isin(set(unquoted["model"]))
-    frames = []
-    if observed.any():
-        frames.append(observed_impact(scores[observed], unquoted, tables.designs, args.grouping or (),
-                                      level=args.ci or 0.95))
-    others = tuple(sorted(scores.loc[~observed, "model"].unique()))
-    if others:
-        frames.append(Audit(tables, replace(selection, models=others)).impact(selection.ks, tuple(args.grouping or ())))
-    if not frames:
-        raise AuditError(f"no systems of task {selection.task!r} match the selected models and subtasks")
-    table = pd.concat(frames[::-1], ignore_index=True).astype({"k": "Int64"})
-    return table[[c for c in table.columns if c != "note"] + (["note"] if "note" in table else [])]
+    """The impact ratios of the selection's :class:`audit.audit.Audit` at its quotas; quota-free recorded systems
+    (0/1 and score logs) at their recorded decisions, with k empty."""
+    table = Audit(tables, selection).impact(selection.ks, tuple(args.grouping or ())).astype({"k": "Int64"})
+    outcomes = tables.outcomes
+    free = {(str(m), str(s)) for m, t, s, o in outcomes[["model", "task", "subtask", "outcome"]].itertuples(index=False)
+            if t == selection.task and o in UNQUOTED}
+    return table.assign(k=table["k"].mask([(str(m), str(s)) in free for m, s in zip(table["model"], table["subtask"])]))
 
 
 def run_impact(args: argparse.Namespace) -> int:

@@ -1,18 +1,28 @@
-"""Tests and intervals that follow a recorded design: pools whose members compete for the same k places.
+"""Tests and intervals that follow a recorded design: pools whose members compete for the same places.
+
+**The decisions.** Each applicant of a recorded pool has a chance of being selected: 1 or 0 for a recorded decision
+(the top k of a recorded ranking, a 0/1 decision, a score above the sample's median), and a fraction only where a
+quota k cuts through members tied at the k-th place: then the tied members share the remaining places by a fair
+lottery, each with the same chance m/d (the quota rule of :mod:`audit.metrics.pools`). :class:`PoolCounts` sums
+these per pool and group: members, expected selected, selected for certain, and in the lottery.
 
 **Exact conditional test, stratified by pool.** For categories a and b, pool i holds n_ai members of a and n_bi of
-b, and s_i of those n_ai + n_bi are selected at quota k. If the labels are exchangeable within a pool (the null: the
-system treats a and b alike), the number x_i of a's members among the s_i selected is hypergeometric,
-x_i ~ H(n_ai + n_bi, n_ai, s_i), independently over pools given (n_ai, n_bi, s_i). The statistic T = Σ_i x_i then
-has the exact law of the convolution of these hypergeometric laws (only pools with 0 < s_i < n_ai + n_bi inform;
-pools sharing (n_a, n_b, s) are convolved as one power, by repeated squaring). The two-sided p-value sums the
-probabilities of every t no more likely than the observed T (relative tolerance 1e−7, as Fisher's exact test and
-``scipy.stats.binomtest`` do). With one pool this *is* Fisher's exact test; with pools of one applicant per category
-at k = 1 it is the exact binomial (sign) test on the pools where a or b was picked.
-
-*Ties.* A member tied with others at the k-th rank is selected with a fractional chance (the tie rule of
-:mod:`audit.metrics.pools`); a pool's counts x_i (of a) and x_i + y_i (of a and b) are then its shares of a and b
-selected, each rounded half to even. Recorded rankings and 0/1 decisions have no such ties.
+b. Under the null (the system treats a and b alike) the labels of the pool's a ∪ b members are exchangeable: every
+choice of which n_ai of them carry label a is equally likely, whatever each member's chance. The statistic is
+T = Σ_i x_i with x_i the summed chances of a's members (their expected number selected). Of the pool's a ∪ b members
+c_i are selected for certain, t_i are in its lottery (chance f_i = m_i/d_i) and the rest are not selected, so
+x_i = I_i + f_i·J_i where (I_i, J_i) — a's members among the certain and among the tied — is multivariate
+hypergeometric: I_i ~ H(n_ai + n_bi, n_ai, c_i) and J_i | I_i ~ H(n_ai + n_bi − c_i, n_ai − I_i, t_i). Without a
+lottery this is the hypergeometric law of Fisher's test. The law of T is the convolution over pools, exact on the
+lattice of multiples of 1/D (D: the least common multiple of the lotteries' denominators; D = 1 without ties). Pools
+are keyed on (n_a, n_b, c, t, m, d) itself, and pools sharing a key are convolved as one power, by repeated squaring.
+Pools where a or b is absent, or whose a ∪ b members all have the same chance (all selected, none, or all in one
+lottery), carry no information and are left out. The two-sided p-value sums the probabilities of every value no
+more likely than the observed T (relative tolerance 1e−7, as Fisher's exact test and ``scipy.stats.binomtest`` do).
+With one pool this *is* Fisher's exact test; with pools of one applicant per category at k = 1 it is the exact
+binomial (sign) test on the pools where a or b was picked; a log where everyone is tied gives p = 1. A lattice of
+more than :data:`MAX_LAW_CELLS` values (many different lotteries) is not built: the p-value is then estimated from
+:data:`SAMPLED_DRAWS` seeded draws of the same null law (two-sided by distance from its mean).
 
 **Interval of the pairwise ratio** r = p_a / p_b (p: selection rate = selected ÷ members): Katz's log interval
 exp(log r ± z·se) with a pool-robust (sandwich) standard error, se² = P/(P − 1)·Σ_i u_i² with
@@ -24,36 +34,89 @@ difference p_a − p_b is made the same way (u_i without the division by the rat
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
 from scipy.special import ndtri  # norm.ppf's own kernel: imports fast, scipy.stats does not
 
 from audit.design import PoolDesign
-from audit.metrics.inference import running_sum
+from audit.errors import AuditError
 from audit.metrics.keys import KeyData
 from audit.metrics.memo import ArrayCache
-from audit.metrics.pools import candidate_laws, pool_index
+from audit.metrics.pools import pool_index, quota_fractions
 
 #: relative tolerance of "no more likely than the observed statistic" (as in Fisher's and the binomial test)
 RELATIVE_TOLERANCE = 1e-7
+#: the longest null law built exactly; beyond it the p-value is estimated from seeded draws of the same law
+MAX_LAW_CELLS = 20_000_000
+SAMPLED_DRAWS = 20_000
 _DIRECT_CELLS = 20_000_000  # longer convolutions go through the FFT
 _null_laws = ArrayCache(64 * 2**20)  # null laws by their strata (see null_law)
 
 
+@dataclass(frozen=True)
+class PoolCounts:
+    """One quota's decisions summed per recorded pool: ``members``, ``certain`` (selected for sure) and ``tied`` (in
+    the pool's lottery) as integers (pools, groups), ``selected`` the expected number selected (float, pools ×
+    groups) and ``lottery`` each pool's lottery chance as a reduced fraction (pools, 2: numerator, denominator;
+    0/1 where the pool has none)."""
+
+    members: np.ndarray
+    selected: np.ndarray
+    certain: np.ndarray
+    tied: np.ndarray
+    lottery: np.ndarray
+
+    @classmethod
+    def of(cls, pool: np.ndarray, group: np.ndarray, numerator: np.ndarray, denominator: np.ndarray,
+           shape: tuple[int, int]) -> "PoolCounts":
+        """The counts of applicants in ``pool`` (0 … pools − 1) and ``group`` (0 … groups − 1), ``shape`` =
+        (pools, groups), each selected with chance ``numerator / denominator`` (integers; one lottery chance per
+        pool)."""
+        size = shape[0] * shape[1]
+        cell = pool * shape[1] + group
+        count = lambda weights=None: np.bincount(cell, weights, minlength=size).reshape(shape)
+        lottery = (numerator > 0) & (numerator < denominator)
+        members = count()
+        certain = np.rint(count(numerator >= denominator)).astype(np.int64)
+        tied = np.rint(count(lottery)).astype(np.int64)
+        fraction = np.tile(np.array([0, 1], dtype=np.int64), (shape[0], 1))
+        if lottery.any():
+            divisor = np.gcd(numerator[lottery], denominator[lottery])
+            reduced = np.stack([numerator[lottery] // divisor, denominator[lottery] // divisor], axis=1)
+            at = pool[lottery]
+            fraction[at] = reduced
+            if (fraction[at] != reduced).any():
+                raise AuditError("a pool's lottery must give every tied member the same chance")
+        return cls(members, count(numerator / denominator), certain, tied, fraction)
+
+    @classmethod
+    def decided(cls, members: np.ndarray, selected: np.ndarray) -> "PoolCounts":
+        """Counts of 0/1 decisions (no lottery) from ``members`` and whole ``selected`` numbers (pools × groups)."""
+        whole = np.rint(selected).astype(np.int64)
+        if np.abs(selected - whole).max(initial=0) > 1e-9:
+            raise AuditError("0/1 decisions must select whole numbers of applicants")
+        return cls(members.astype(np.int64), selected.astype(float), whole, np.zeros_like(whole),
+                   np.tile(np.array([0, 1], dtype=np.int64), (len(members), 1)))
+
+
 def pool_tables(data: KeyData, design: PoolDesign, quotas: list[int],
-                qualified_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """(members (pools, groups), selected (pools, groups, quotas)): each recorded pool's members of every group and
-    the expected number of them selected at each quota (fractional only for ties at the k-th rank); with
-    ``qualified_only``, qualified members only (selection still among the whole pool: ΔEO's comparison)."""
-    chances = running_sum(candidate_laws(data, design, data.group[None]))[:, 0]  # (L, rows): P(rank ≤ k)
-    pools, groups = pool_index(data), len(data.groups)
-    cell, count = pools * groups + data.group, (pools.max() + 1) * groups
-    weight = data.qualified.astype(float) if qualified_only else np.ones(cell.size)
-    members = np.rint(np.bincount(cell, weight, minlength=count)).astype(np.int64).reshape(-1, groups)
-    selected = np.stack([np.bincount(cell, chances[min(k, len(chances)) - 1] * weight, count) for k in quotas],
-                        axis=-1)
-    return members, selected.reshape(*members.shape, len(quotas))
+                qualified_only: bool = False) -> list[PoolCounts]:
+    """Each recorded pool's decisions at every quota of ``quotas`` (one :class:`PoolCounts` each): the top k of the
+    pool, a lottery among members tied at the k-th place, or the recorded decision of a quota-free system (see
+    :func:`audit.metrics.pools.quota_fractions`); with ``qualified_only``, qualified members only (selection still
+    among the whole pool: ΔEO's comparison)."""
+    del design  # recorded pools only: the quota rule reads the pools themselves
+    pools = pool_index(data)
+    keep = data.qualified if qualified_only else np.ones(pools.size, dtype=bool)
+    shape = (int(pools.max()) + 1, len(data.groups))
+    out = []
+    for k in quotas:
+        numerator, denominator = quota_fractions(data, k)
+        out.append(PoolCounts.of(pools[keep], data.group[keep], numerator[keep], denominator[keep], shape))
+    return out
 
 
 def gap_pvalues(data: KeyData, design: PoolDesign) -> dict[str, np.ndarray]:
@@ -63,12 +126,55 @@ def gap_pvalues(data: KeyData, design: PoolDesign) -> dict[str, np.ndarray]:
     quotas = list(range(1, int(np.bincount(pool_index(data)).max()) + 1))
     out = {}
     for name, qualified_only in (("dp_gap_p", False), ("eo_gap_p", True)):
-        members, selected = pool_tables(data, design, quotas, qualified_only)
+        tables = pool_tables(data, design, quotas, qualified_only)
         p = np.full((len(data.groups), len(quotas)), np.nan)
         for g in (g for g in range(len(data.groups)) if g != data.ref):
-            p[g] = [pair_pvalue(members, selected[:, :, j], g, data.ref) for j in range(len(quotas))]
+            p[g] = [pair_pvalue(counts, g, data.ref) for counts in tables]
         out[name] = p
     return out
+
+
+def within_pool_pvalue(pool: np.ndarray, group: np.ndarray, chance: np.ndarray, a: int, b: int) -> float:
+    """The exact test of groups ``a`` and ``b`` from one row per applicant: its ``pool`` and ``group`` (integers)
+    and its ``chance`` of being selected (0/1, or a lottery's m/d with d at most the pool's size; one lottery chance
+    per pool)."""
+    pool, group = np.asarray(pool), np.asarray(group)
+    codes, pools = np.unique(pool, return_inverse=True)
+    size = int(np.bincount(pools).max())
+    fractions = {value: Fraction(value).limit_denominator(size) for value in np.unique(chance).tolist()}
+    numerator = np.array([fractions[c].numerator for c in np.asarray(chance).tolist()], dtype=np.int64)
+    denominator = np.array([fractions[c].denominator for c in np.asarray(chance).tolist()], dtype=np.int64)
+    shape = (codes.size, int(max(group.max(), a, b)) + 1)
+    return pair_pvalue(PoolCounts.of(pools, group, numerator, denominator, shape), a, b)
+
+
+def pair_pvalue(counts: PoolCounts, a: int, b: int) -> float:
+    """Two-sided exact p-value of equal selection of categories ``a`` and ``b`` within the pools of ``counts`` (see
+    the module); 1 when no pool informs."""
+    n_a, n_b = counts.members[:, a], counts.members[:, b]
+    certain, tied = counts.certain[:, a] + counts.certain[:, b], counts.tied[:, a] + counts.tied[:, b]
+    both = n_a + n_b
+    inform = (n_a > 0) & (n_b > 0) & (certain + tied > 0) & (certain < both) & (tied < both)
+    if not inform.any():
+        return 1.0
+    has_lottery = tied[inform] > 0
+    numerator = np.where(has_lottery, counts.lottery[inform, 0], 0)
+    denominator = np.where(has_lottery, counts.lottery[inform, 1], 1)
+    keys = np.stack([n_a[inform], n_b[inform], certain[inform], tied[inform], numerator, denominator], axis=1)
+    rows, times = np.unique(keys, axis=0, return_counts=True)
+    strata = tuple((*row, repeats) for row, repeats in zip(rows.tolist(), times.tolist()))
+    scale = math.lcm(*rows[:, 5].tolist())
+    observed = int(round(float(counts.selected[inform, a].sum()) * scale))
+    if law_cells(strata) > MAX_LAW_CELLS:
+        return sampled_pvalue(strata, observed)
+    return two_sided(_null_laws.get(strata, lambda: null_law(strata)), observed)
+
+
+def stratified_pvalue(x: np.ndarray, n_a: np.ndarray, n_b: np.ndarray, s: np.ndarray) -> float:
+    """:func:`pair_pvalue` of whole decisions given per pool: ``x`` of a's ``n_a`` members and ``s − x`` of b's
+    ``n_b`` selected (arrays of integers, one entry a pool)."""
+    members = np.stack([n_a, n_b], axis=1)
+    return pair_pvalue(PoolCounts.decided(members, np.stack([x, s - x], axis=1).astype(float)), 0, 1)
 
 
 @lru_cache(maxsize=4096)
@@ -83,6 +189,67 @@ def hypergeometric(n_a: int, n_b: int, s: int) -> np.ndarray:
     law[inside] = np.clip(_hypergeom_pmf(k[inside], n_a, s, n_a + n_b), 0, 1)
     law.flags.writeable = False
     return law
+
+
+def stratum_law(n_a: int, n_b: int, certain: int, tied: int, numerator: int, denominator: int,
+                scale: int) -> np.ndarray:
+    """The law of one pool's x = I + (m/d)·J on the lattice of multiples of 1/``scale`` (index = x·scale): I of
+    a's members among the ``certain``, J among the ``tied`` (see the module)."""
+    first = hypergeometric(n_a, n_b, certain)
+    if tied == 0:
+        law = np.zeros((first.size - 1) * scale + 1)
+        law[::scale] = first
+        return law
+    step = numerator * scale // denominator
+    law = np.zeros((first.size - 1) * scale + min(n_a, tied) * step + 1)
+    rest = n_a + n_b - certain
+    for i in np.flatnonzero(first).tolist():
+        second = hypergeometric(n_a - i, rest - (n_a - i), tied)
+        law[i * scale + np.arange(second.size) * step] += first[i] * second
+    return law
+
+
+def law_cells(strata: tuple[tuple[int, ...], ...]) -> int:
+    """The length of the null law of ``strata`` (n_a, n_b, c, t, m, d, pools) on its lattice."""
+    scale = math.lcm(*(stratum[5] for stratum in strata))
+    return 1 + sum(times * (min(n_a, c) * scale + min(n_a, t) * m * scale // d)
+                   for n_a, _, c, t, m, d, times in strata)
+
+
+def null_law(strata: tuple[tuple[int, ...], ...]) -> np.ndarray:
+    """The law of T under the null on its lattice (index = T·D): the convolution over ``strata`` (n_a, n_b, c, t,
+    m, d, pools) of each stratum's law to the power of its pools, normalised. Whole strata are convolved first on
+    the integers and spread onto the lattice once. Quotas, categories and groupings of one audit often share their
+    strata, so :func:`pair_pvalue` keeps these laws."""
+    scale = math.lcm(*(stratum[5] for stratum in strata))
+    whole, lotteries = np.ones(1), np.ones(1)
+    for n_a, n_b, certain, tied, numerator, denominator, times in strata:
+        if tied == 0:
+            whole = convolve(whole, power(hypergeometric(n_a, n_b, certain), times))
+        else:
+            law = stratum_law(n_a, n_b, certain, tied, numerator, denominator, scale)
+            lotteries = convolve(lotteries, power(law, times))
+    spread = np.zeros((whole.size - 1) * scale + 1)
+    spread[::scale] = whole
+    law = convolve(spread, lotteries) if lotteries.size > 1 else spread
+    return law / law.sum()
+
+
+def sampled_pvalue(strata: tuple[tuple[int, ...], ...], observed: int, draws: int = SAMPLED_DRAWS,
+                   seed: int = 0) -> float:
+    """The two-sided p-value of ``observed`` (on the lattice) estimated from ``draws`` seeded draws of the null law
+    of ``strata``: the share of draws at least as far from the law's mean, (hits + 1)/(draws + 1)."""
+    scale = math.lcm(*(stratum[5] for stratum in strata))
+    rng = np.random.default_rng(seed)
+    total, mean = np.zeros(draws), 0.0
+    for n_a, n_b, certain, tied, numerator, denominator, times in strata:
+        law = stratum_law(n_a, n_b, certain, tied, numerator, denominator, scale)
+        values = np.flatnonzero(law)
+        chances = law[values] / law[values].sum()
+        total += rng.multinomial(times, chances, size=draws) @ values
+        mean += times * float(chances @ values)
+    far = np.abs(total - mean) >= abs(observed - mean) - 0.5
+    return float((far.sum() + 1) / (draws + 1))
 
 
 def convolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -112,36 +279,6 @@ def two_sided(law: np.ndarray, observed: int) -> float:
     if not 0 <= observed < law.size:
         return 0.0
     return float(min(1.0, law[law <= law[observed] * (1 + RELATIVE_TOLERANCE)].sum()))
-
-
-def stratified_pvalue(x: np.ndarray, n_a: np.ndarray, n_b: np.ndarray, s: np.ndarray) -> float:
-    """Two-sided exact p-value of T = Σ x_i against the convolution of H(n_ai + n_bi, n_ai, s_i) over the pools
-    (arrays of integers, one entry a pool); 1 when no pool informs (0 < s_i < n_ai + n_bi)."""
-    inform = (n_a > 0) & (n_b > 0) & (s > 0) & (s < n_a + n_b)
-    if not inform.any():
-        return 1.0
-    base = int(max(n_a.max(), n_b.max())) + 1  # pools sharing (n_a, n_b, s) share one code
-    codes, repeats = np.unique((n_a[inform] * base + n_b[inform]) * base + s[inform], return_counts=True)
-    strata = tuple((code // base // base, code // base % base, code % base, times)
-                   for code, times in zip(codes.tolist(), repeats.tolist()))
-    return two_sided(_null_laws.get(strata, lambda: null_law(strata)), int(x[inform].sum()))
-
-
-def null_law(strata: tuple[tuple[int, int, int, int], ...]) -> np.ndarray:
-    """The law of T under the null: the convolution over ``strata`` (n_a, n_b, s, pools) of each stratum's
-    hypergeometric law to the power of its pools, normalised. Quotas, categories and groupings of one audit often
-    share their strata, so :func:`stratified_pvalue` keeps these laws."""
-    law = np.ones(1)
-    for n_a, n_b, s, times in strata:
-        law = convolve(law, power(hypergeometric(n_a, n_b, s), times))
-    return law / law.sum()
-
-
-def pair_pvalue(members: np.ndarray, selected: np.ndarray, a: int, b: int) -> float:
-    """:func:`stratified_pvalue` of categories a and b from :func:`pool_tables`' members (pools, groups) and
-    selected (pools, groups) at one quota (fractional shares rounded half to even)."""
-    x, y = np.rint(selected[:, a]).astype(np.int64), np.rint(selected[:, b]).astype(np.int64)
-    return stratified_pvalue(x, members[:, a], members[:, b], x + y)
 
 
 def pair_errors(members: np.ndarray, selected: np.ndarray, a: int, b: int) -> tuple[float, float]:

@@ -27,7 +27,7 @@ from audit.metrics.allocation import check_quotas, shares
 from audit.metrics.bootstrap import percentile_bounds, percentiles, share_draws
 from audit.metrics.exact import katz_bounds, pair_errors, pool_tables
 from audit.metrics.keys import KeyData, split_keys
-from audit.metrics.ll144 import UNKNOWN
+from audit.metrics.ll144 import MIN_APPLICANTS, UNKNOWN
 from audit.design import PoolDesign, PoolKind
 from audit.metrics.pools import pool_size
 from audit.metrics.schema import KEY
@@ -72,15 +72,15 @@ def key_impact(data: KeyData, design: PoolDesign, quotas: list[int], *, grouping
     """The rows of :func:`impact_ratios` for one key, category by category, each at every quota in turn."""
     phi = shares(data, design)[0][:, np.asarray(quotas) - 1]
     known = known_categories(data.groups)
+    top = most_selected(phi, comparable(data, known))
     with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = np.where(known[:, None], phi / phi[known].max(axis=0), np.nan)
+        ratio = np.where(known[:, None], phi / phi[top, np.arange(len(quotas))], np.nan)
     columns = {"selection_rate": phi, "impact_ratio": ratio}
     if ci is not None:
         draws = share_draws(data, design, n_boot=n_boot, seed=seed)[0][:, :, np.asarray(quotas) - 1]
         with warnings.catch_warnings():  # the unknown category's rates may be NaN in every replicate
             warnings.simplefilter("ignore", RuntimeWarning)
             columns.update(percentile_bounds("selection_rate", draws, ci))
-        top = most_selected(phi, known)
         bounds = (recorded_bounds(data, design, quotas, phi, top, ci) if design.kind == PoolKind.OBSERVED
                   else bootstrap_bounds(draws, top, ci))
         columns.update({"impact_ratio_lo": bounds[0], "impact_ratio_hi": bounds[1]})
@@ -91,6 +91,14 @@ def key_impact(data: KeyData, design: PoolDesign, quotas: list[int], *, grouping
                           **{name: values.ravel() for name, values in columns.items()},
                           "four_fifths": ratio.ravel() < FOUR_FIFTHS})  # one construction: inserts copy per column
     return frame[[*COLUMNS, *(CI_COLUMNS if ci is not None else ())]]
+
+
+def comparable(data: KeyData, known: np.ndarray) -> np.ndarray:
+    """The categories that may be the comparator: the ``known`` ones, and of those only the ones with at least
+    :data:`audit.metrics.ll144.MIN_APPLICANTS` candidates when any has that many (a tiny category's rate is too
+    noisy to compare every other category with)."""
+    enough = known & (distinct_candidates(data) >= MIN_APPLICANTS)
+    return enough if enough.any() else known
 
 
 def most_selected(rate: np.ndarray, known: np.ndarray) -> np.ndarray:
@@ -115,11 +123,11 @@ def recorded_bounds(data: KeyData, design: PoolDesign, quotas: list[int], rate: 
     """(2, groups, quotas): Katz log interval of each category's ratio to the comparator ``top``, with the
     pool-robust standard error of recorded pools (:func:`audit.metrics.exact.pair_errors`); NaN for the comparator
     and the unknown category."""
-    members, selected = pool_tables(data, design, quotas)
+    tables = pool_tables(data, design, quotas)
     known = known_categories(data.groups)
     bounds = np.full((2, *rate.shape), np.nan)
     for g, j in np.ndindex(*rate.shape):
         if g != top[j] and known[g] and np.isfinite(rate[g, j]):
-            se_log = pair_errors(members, selected[:, :, j], g, top[j])[1]
+            se_log = pair_errors(tables[j].members, tables[j].selected, g, top[j])[1]
             bounds[:, g, j] = katz_bounds(rate[g, j] / rate[top[j], j], se_log, ci)
     return bounds

@@ -1,7 +1,7 @@
 """Split a validated score table into one array bundle per (model, task, subtask, mode): the unit of every metric."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
@@ -17,7 +17,9 @@ class KeyData:
     ``groups`` are the task's sorted group codes and ``ref`` the reference's index in them; ``group`` indexes
     ``groups`` per row; ``values`` are the sorted distinct scores and ``value`` indexes them per row;
     ``candidate_names[candidate_code]`` are the ids; ``pool`` holds pool-id codes (−1 where a row has none) or is
-    None when the key has no pool ids.
+    None when the key has no pool ids. ``decided`` (0/1 per row) is the decision a quota-free recorded system made
+    (a 0/1 decision, a score above the sample's median; see :func:`with_decisions`), None for systems read at a
+    quota k.
     """
 
     key: tuple[str, str, str, str]  # (model, task, subtask, mode)
@@ -31,6 +33,7 @@ class KeyData:
     values: np.ndarray
     value: np.ndarray
     pool: np.ndarray | None
+    decided: np.ndarray | None = None
 
     @property
     def candidate_id(self) -> np.ndarray:
@@ -95,4 +98,28 @@ def split_keys(scores: pd.DataFrame, *, reference: str) -> list[KeyData]:
             candidate_code=candidate_code[rows], candidate_names=candidate_names, values=values, value=value,
             pool=None if pool is None or (pool[rows] < 0).all() else pool[rows],
         ))
+    return out
+
+
+#: recorded outcome kinds judged on the decision they record, with no quota: the 0/1 selection, and the score read
+#: as LL144's scoring rate (above the median of the system's scores in its subtask)
+UNQUOTED = ("selected", "score")
+
+
+def with_decisions(keys: list[KeyData], outcomes: pd.DataFrame) -> list[KeyData]:
+    """``keys`` with ``decided`` set for the quota-free recorded systems of ``outcomes`` (model, task, subtask,
+    outcome): a ``selected`` system's recorded 0/1, a ``score`` system's scoring above the median of its scores in
+    that subtask (LL144's scoring rate)."""
+    if outcomes.empty:
+        return keys
+    kinds = {(str(m), str(t), str(s)): str(o) for m, t, s, o in
+             outcomes[["model", "task", "subtask", "outcome"]].itertuples(index=False)}
+    out = []
+    for data in keys:
+        kind = kinds.get(tuple(data.key[:3])) if data.key[3] == "pointwise" else None
+        if kind == "selected":
+            data = replace(data, decided=(data.score > 0).astype(np.int64))
+        elif kind == "score":
+            data = replace(data, decided=(data.score > np.median(data.score)).astype(np.int64))
+        out.append(data)
     return out

@@ -1,23 +1,21 @@
-"""The NYC Local Law 144 bias-audit summary of recorded decisions (one row per applicant, ``selected`` 0/1).
+"""The NYC Local Law 144 bias-audit summary of a recorded system, read off the verdict (one computation: the two
+cannot disagree).
 
 For each grouping (sex, race/ethnicity, their intersection) separately, per category: applicants, selected, selection
 rate, impact ratio = rate / the most-selected category's rate (among those with at least :data:`MIN_APPLICANTS`
-applicants, when any has) with a Katz log-interval, and Fisher's exact test of
-no difference from the most-selected category (two-sided), Holm-adjusted across the grouping's categories. Where the
-decisions were made in pools with a quota (``strata``: recorded rankings, top k of each pool) selections within a
-pool exclude each other, so the test is the exact conditional test stratified by pool and the Katz interval takes
-the pool-robust standard error (:mod:`audit.metrics.exact`); with one pool (an unpooled log) these are Fisher's test
-and Katz's interval themselves. Missing or
-``unknown`` values form the *unknown category*: counted and reported, left out of that grouping's rates only.
-Categories under 2 % of the grouping's known applicants are flagged; they are excluded from the impact ratios only
-when the auditor gives a justification (and then still printed with their count and rate). A category with fewer
-than :data:`MIN_APPLICANTS` applicants, or none selected in the comparison, gets "insufficient evidence" instead of
-a ratio.
+applicants, when any has) with its interval, and the exact test of no difference from the most-selected category
+with its adjusted p-value: the verdict's (:mod:`audit.metrics.verdict`), on the decisions the system recorded (the
+top k of each recorded pool for rankings; the 0/1 decision; a score above the sample's median). The test is
+stratified by the pools the decisions were made in (one pool per subtask for an unpooled log: Fisher's exact test)
+and adjusted as the verdict's family adjusts it. Missing or ``unknown`` values form the *unknown category*: counted
+and reported, left out of that grouping's rates only. Categories under 2 % of the grouping's known applicants are
+flagged; they are excluded from the impact ratios and tests only when the auditor gives a justification (and then
+still printed with their count and rate). A category with fewer than :data:`MIN_APPLICANTS` applicants, or a
+comparison with none selected, gets "insufficient evidence" instead of a ratio.
 """
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping
 
 import numpy as np
 import pandas as pd
@@ -35,88 +33,43 @@ def unknown_mask(values: pd.Series) -> pd.Series:
     return values.isna() | text.isna() | (text == "") | (text.str.lower() == UNKNOWN)
 
 
-def holm(p: Sequence[float]) -> np.ndarray:
-    """Holm's step-down adjustment of ``p`` (NaN left out and kept NaN)."""
-    p = np.asarray(p, dtype=float)
-    out = np.full_like(p, np.nan)
-    idx = np.flatnonzero(~np.isnan(p))
-    order = idx[np.argsort(p[idx], kind="stable")]
-    m, running = len(order), 0.0
-    for i, j in enumerate(order):
-        running = max(running, min(1.0, (m - i) * p[j]))
-        out[j] = running
-    return out
-
-
-def joined(frame: pd.DataFrame, columns: Sequence[str]) -> pd.Series:
-    """Each row's values of ``columns`` as text joined with ``_`` (the intersection's category), column-wise."""
-    text = [frame[c].astype(str) for c in columns]
-    out = text[0]
-    for part in text[1:]:
-        out = out + "_" + part
-    return out
-
-
-def pooled_counts(known: pd.DataFrame, category: pd.Series, outcome: str, strata: str | None,
-                  categories: pd.Index) -> tuple[np.ndarray, np.ndarray]:
-    """(members, selected): pools × ``categories`` counts (pools in sorted order; one pool when ``strata`` is
-    None), members as integers, selected summed as floats."""
-    pools = (pd.factorize(known[strata], sort=True)[0] if strata else np.zeros(len(known), dtype=np.int64))
-    column = categories.get_indexer(category)
-    shape = (int(pools.max()) + 1 if len(pools) else 0, len(categories))
-    pooled = pools >= 0  # a row with no pool is in none (as pandas' crosstab leaves it out)
-    cell = (pools * shape[1] + column)[pooled]
-    members = np.bincount(cell, minlength=shape[0] * shape[1]).reshape(shape)
-    weights = known[outcome].to_numpy(dtype=float)[pooled]
-    selected = np.bincount(cell, weights, shape[0] * shape[1]).reshape(shape)
-    return members, selected
-
-
-def ll144_table(decisions: pd.DataFrame, groupings: Mapping[str, Sequence[str]], *, outcome: str = "selected",
-                level: float = 0.95, exclude_small: str | None = None, strata: str | None = None) -> pd.DataFrame:
-    """The summary for ``groupings`` (name → demographic columns; several columns make the intersection, joined
-    with ``_``); one row per (grouping, category) plus an ``unknown`` row per grouping. ``strata``: the column of
-    the pools decisions were made in with a quota (None: one pool, Fisher's test)."""
-    from audit.metrics.exact import katz_bounds, pair_errors, pair_pvalue
-
+def ll144_rows(verdicts: pd.DataFrame, groupings: Mapping[str, str], *, exclude_small: str | None = None,
+               excluded: Collection[tuple[str, str]] = ()) -> pd.DataFrame:
+    """The summary (columns :data:`COLUMNS`) of one system's verdict rows at one quota
+    (:func:`audit.metrics.verdict.decide`), for ``groupings`` (LL144 name → the verdict's grouping): applicants and
+    selected per category, the verdict's selection rate, impact ratio, interval, p and adjusted p, the categories
+    under 2 % (``excluded``: the (grouping, category) pairs the verdict left out, when ``exclude_small`` justifies
+    it), "insufficient evidence" where the category or the comparator has fewer than :data:`MIN_APPLICANTS`
+    applicants or the comparator none selected, and one ``unknown`` row per grouping."""
     frames = []
-    for name, columns in groupings.items():
-        unknown = np.logical_or.reduce([unknown_mask(decisions[c]).to_numpy() for c in columns])
-        known = decisions.loc[~unknown]
-        category = joined(known, columns)
-        counts = known.groupby(category)[outcome].agg(["size", "sum"])
-        share = counts["size"] / counts["size"].sum()
-        small = share < SMALL_SHARE
-        excluded = small & (exclude_small is not None)
-        rates = counts["sum"] / counts["size"]
-        members, selected = pooled_counts(known, category, outcome, strata, counts.index)
-        column = {c: i for i, c in enumerate(counts.index)}
-        compared = rates[~excluded]
-        enough = compared[counts["size"][~excluded] >= MIN_APPLICANTS]  # a tiny category is never the comparison
-        best = (enough if len(enough) else compared).idxmax() if len(compared) else None
-        rows = []
-        for cat in counts.index:
-            n, s = int(counts.at[cat, "size"]), int(counts.at[cat, "sum"])
-            row = dict(grouping=name, category=cat, applicants=n, selected=s, selection_rate=s / n,
-                       impact_ratio=math.nan, impact_ratio_lo=math.nan, impact_ratio_hi=math.nan, p_value=math.nan,
-                       share=float(share[cat]), small=bool(small[cat]), excluded=bool(excluded[cat]), note="")
-            bn, bs = int(counts.at[best, "size"]), int(counts.at[best, "sum"])
-            if row["excluded"]:
-                row["note"] = f"excluded (under 2 %): {exclude_small}"
-            elif n < MIN_APPLICANTS or bn < MIN_APPLICANTS or bs == 0:
-                row["note"] = "insufficient evidence"
-            else:
-                row["impact_ratio"] = (s / n) / (bs / bn)
-                if cat != best:
-                    se_log = pair_errors(members, selected, column[cat], column[best])[1]
-                    row["impact_ratio_lo"], row["impact_ratio_hi"] = katz_bounds(row["impact_ratio"], se_log, level)
-                    row["p_value"] = pair_pvalue(members, selected, column[cat], column[best])
-                if row["small"]:
-                    row["note"] = "under 2 % of applicants"
-            rows.append(row)
-        table = pd.DataFrame(rows)
-        table["p_holm"] = holm(table["p_value"])
-        unknown_row = dict(grouping=name, category=UNKNOWN, applicants=int(unknown.sum()),
-                           selected=int(decisions.loc[unknown, outcome].sum()), note="unknown category: not in rates")
+    for name, grouping in groupings.items():
+        part = verdicts[verdicts["grouping"] == grouping]
+        unknown = part["category"].astype(str).str.split("_").map(lambda parts: UNKNOWN in parts).to_numpy(bool)
+        known = part[~unknown]
+        applicants = known["candidates"].to_numpy(dtype=np.int64)
+        selected = np.rint(known["selection_rate"].to_numpy(dtype=float) * applicants).astype(np.int64)
+        share = applicants / applicants.sum()
+        left_out = np.array([(grouping, str(c)) in excluded for c in known["category"]], dtype=bool)
+        comparator = known["category"].astype(str) == known["comparator"].astype(str)
+        base = known[comparator.to_numpy()]
+        base_n = int(base["candidates"].iloc[0]) if len(base) else 0
+        base_rate = float(base["selection_rate"].iloc[0]) if len(base) else 0.0
+        insufficient = (applicants < MIN_APPLICANTS) | (base_n < MIN_APPLICANTS) | (base_rate == 0)
+        shown = ~left_out & ~insufficient
+        note = np.where(left_out, f"excluded (under 2 %): {exclude_small}",
+                        np.where(insufficient, "insufficient evidence",
+                                 np.where(share < SMALL_SHARE, "under 2 % of applicants", "")))
+        hide = lambda column: np.where(shown, known[column].to_numpy(dtype=float), np.nan)
+        table = pd.DataFrame({"grouping": name, "category": known["category"].astype(str).to_numpy(),
+                              "applicants": applicants, "selected": selected,
+                              "selection_rate": known["selection_rate"].to_numpy(dtype=float),
+                              "impact_ratio": hide("impact_ratio"), "impact_ratio_lo": hide("impact_ratio_lo"),
+                              "impact_ratio_hi": hide("impact_ratio_hi"), "p_value": hide("p"),
+                              "p_holm": hide("p_adj"), "share": share, "small": share < SMALL_SHARE,
+                              "excluded": left_out, "note": note})
+        rest = part[unknown]
+        unknown_row = dict(grouping=name, category=UNKNOWN, applicants=int(rest["candidates"].sum()),
+                           selected=int(np.rint(rest["selection_rate"] * rest["candidates"]).sum()),
+                           note="unknown category: not in rates")
         frames.append(pd.concat([table, pd.DataFrame([unknown_row])], ignore_index=True))
     return pd.concat(frames, ignore_index=True).reindex(columns=COLUMNS)

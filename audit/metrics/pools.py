@@ -156,14 +156,37 @@ def candidate_laws(data: KeyData, design: PoolDesign, labels: np.ndarray) -> np.
 
 def _pool_ranks(data: KeyData) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """(pool index, members above, others tied, largest pool size) of every row, for the ``observed`` design
-    (computed once per key)."""
+    (computed once per key). A quota-free system's decisions (``data.decided``) are placed first (selected) or
+    last of the largest pool, untied, so every quota below the pool size selects exactly the decided members."""
     if "pool_ranks" not in data.memo:
         pools = pool_index(data)
-        by_pool = pd.Series(data.score).groupby(pools)
-        first = by_pool.rank(method="min", ascending=False).to_numpy(dtype=int) - 1
-        ties = by_pool.rank(method="max", ascending=False).to_numpy(dtype=int) - 1 - first
-        data.memo["pool_ranks"] = pools, first, ties, int(np.bincount(pools).max())
+        size = int(np.bincount(pools).max())
+        if data.decided is not None:
+            first, ties = np.where(data.decided > 0, 0, size - 1), np.zeros(pools.size, dtype=int)
+        else:
+            by_pool = pd.Series(data.score).groupby(pools)
+            first = by_pool.rank(method="min", ascending=False).to_numpy(dtype=int) - 1
+            ties = by_pool.rank(method="max", ascending=False).to_numpy(dtype=int) - 1 - first
+        data.memo["pool_ranks"] = pools, first, ties, size
     return data.memo["pool_ranks"]
+
+
+def quota_fractions(data: KeyData, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(numerator, denominator) per row of the ``observed`` design: the chance (k − H clipped to 0 … T + 1)/(T + 1)
+    of being among the top k of its pool (H members above, T others tied: a fair lottery among the tied), as a
+    fraction of integers; the decided 0/1 of a quota-free system at every k below the pool size."""
+    _, first, ties, _ = _pool_ranks(data)
+    return np.clip(k - first, 0, ties + 1), ties + 1
+
+
+def quota_chances(pool: np.ndarray, score: np.ndarray, k: int) -> np.ndarray:
+    """Per applicant (its ``pool`` and ``score``; higher is better): the chance of being among the top k of its
+    pool when ties are broken by a fair lottery, (k − H clipped to 0 … T + 1)/(T + 1) with H members above it and T
+    others tied with it."""
+    by_pool = pd.Series(np.asarray(score, dtype=float)).groupby(np.asarray(pool))
+    above = by_pool.rank(method="min", ascending=False).to_numpy() - 1
+    ties = by_pool.rank(method="max", ascending=False).to_numpy() - 1 - above
+    return np.clip(k - above, 0, ties + 1) / (ties + 1)
 
 
 def _observed(data: KeyData, pool_weights: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:

@@ -57,7 +57,8 @@ from audit.design import PoolDesign, PoolKind
 from audit.errors import AuditError
 from audit.metrics.bootstrap import share_draws
 from audit.metrics.exact import informing_units, katz_bounds, pair_errors, pair_pvalue, pool_tables
-from audit.metrics.impact import FOUR_FIFTHS, bootstrap_bounds, key_impact, known_categories, most_selected
+from audit.metrics.impact import (FOUR_FIFTHS, bootstrap_bounds, comparable, key_impact, known_categories,
+                                  most_selected)
 from audit.metrics.inference import adjust, permutation_pvalues, permuted_shares
 from audit.metrics.keys import KeyData, split_keys
 from audit.metrics.pools import pool_size
@@ -156,13 +157,15 @@ def verdicts(scores: pd.DataFrame, *, grouping: str, k: "int | Iterable[int]", p
 
 def measure(scores: pd.DataFrame, *, grouping: str, k: "int | Iterable[int]", pool: "str | PoolDesign" = "per-group",
             ci: float = 0.95, n_boot: int = 1000, n_perm: int = 1000, seed: int = 0,
-            keys: list[KeyData] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+            keys: list[KeyData] | None = None, excluded: Iterable[str] = ()) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(rows, pairs): per system × category × quota the selection rate, pairwise ratio against the comparator with
     its interval, the pair's raw p-value and what the planner needs; per system × quota × pair of known categories
     (``a`` < ``b``) the raw p-value (columns :data:`PAIR_COLUMNS`), for :func:`decide`'s family adjustment.
 
     The shuffles (virtual designs) and bootstrap draws of a system are made once and serve every k and pair.
-    ``keys``: ``scores`` already split (:func:`audit.metrics.keys.split_keys`), when the caller holds them."""
+    ``keys``: ``scores`` already split (:func:`audit.metrics.keys.split_keys`), when the caller holds them;
+    ``excluded``: categories left out of the ratios and tests (as the unknown category is), e.g. LL144's categories
+    under 2 % when the auditor justifies it."""
     if not 0 < ci < 1:
         raise AuditError(f"confidence level {ci} must lie strictly between 0 and 1")
     if scores.empty:
@@ -172,20 +175,21 @@ def measure(scores: pd.DataFrame, *, grouping: str, k: "int | Iterable[int]", po
     design = PoolDesign.parse(pool)
     keys = keys if keys is not None else split_keys(scores, reference=str(scores["group"].iloc[0]))
     quotas = _check_quotas(keys, k, design, grouping)[0]
-    parts = [_measured(data, design, quotas, grouping=grouping, ci=ci, n_boot=n_boot, n_perm=n_perm, seed=seed)
-             for data in keys]
+    parts = [_measured(data, design, quotas, grouping=grouping, ci=ci, n_boot=n_boot, n_perm=n_perm, seed=seed,
+                       excluded=tuple(excluded)) for data in keys]
     return (pd.concat([rows for rows, _ in parts], ignore_index=True),
             pd.concat([pairs for _, pairs in parts], ignore_index=True))
 
 
 def _measured(data: KeyData, design: PoolDesign, quotas: list[int], *, grouping: str, ci: float, n_boot: int,
-              n_perm: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+              n_perm: int, seed: int, excluded: tuple[str, ...]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """:func:`measure` for one system: its rows (category by category, each at every quota) and its pairs."""
     part = key_impact(data, design, quotas, grouping=grouping, ci=None, n_boot=n_boot, seed=seed)
     groups, columns = len(data.groups), np.arange(len(quotas))
     rate = part["selection_rate"].to_numpy().reshape(groups, len(quotas))
-    known = np.flatnonzero(known_categories(data.groups))
-    top = most_selected(rate, known_categories(data.groups))  # the comparator, per k
+    compared = known_categories(data.groups) & ~np.isin(np.asarray(data.groups, dtype=object), excluded)
+    known = np.flatnonzero(compared)
+    top = most_selected(rate, comparable(data, compared))  # the comparator, per k
     a, b = (known[i] for i in np.triu_indices(known.size, 1))
     if design.kind == PoolKind.OBSERVED:
         pair_p, bounds, errors, units = _recorded(data, design, quotas, rate, top, a, b, ci)
@@ -197,7 +201,7 @@ def _measured(data: KeyData, design: PoolDesign, quotas: list[int], *, grouping:
     at_top = index[:, top]  # (groups, quotas): each category's pair with the comparator (−1: none)
     p = np.where(at_top >= 0, pair_p[np.maximum(at_top, 0), columns], np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = np.where(known_categories(data.groups)[:, None], rate / rate[top, columns], np.nan)
+        ratio = np.where(compared[:, None], rate / rate[top, columns], np.nan)
     comparator = np.asarray(data.groups, dtype=object)[top]
     added = {"impact_ratio": ratio, "impact_ratio_lo": bounds[0], "impact_ratio_hi": bounds[1], "p": p,
              "se_diff": errors[0], "se_log": errors[1], "units": units[0], "unit": units[1],
@@ -216,8 +220,8 @@ def _recorded(data: KeyData, design: PoolDesign, quotas: list[int], rate: np.nda
               a: np.ndarray, b: np.ndarray, ci: float) -> tuple:
     """Recorded pools: exact stratified p-values (pairs, quotas), Katz bounds with the pool-robust error, the
     errors (se of the difference, of the log ratio) and units of each category against the comparator."""
-    members, selected = pool_tables(data, design, quotas)
-    pair_p = np.array([[pair_pvalue(members, selected[:, :, j], i, h) for j in range(len(quotas))]
+    tables = pool_tables(data, design, quotas)
+    pair_p = np.array([[pair_pvalue(counts, i, h) for counts in tables]
                        for i, h in zip(a, b)]).reshape(a.size, len(quotas))
     shape = rate.shape
     errors, bounds, units = np.full((2, *shape), np.nan), np.full((2, *shape), np.nan), np.zeros(shape)
@@ -225,9 +229,10 @@ def _recorded(data: KeyData, design: PoolDesign, quotas: list[int], rate: np.nda
     for g, j in np.ndindex(*shape):
         if g == top[j] or not np.isfinite(rate[g, j]):
             continue
-        errors[:, g, j] = pair_errors(members, selected[:, :, j], g, top[j])
+        counts = tables[j]
+        errors[:, g, j] = pair_errors(counts.members, counts.selected, g, top[j])
         bounds[:, g, j] = katz_bounds(rate[g, j] / rate[top[j], j], errors[1, g, j], ci)
-        units[g, j], unit[g, j] = informing_units(members, g, top[j])
+        units[g, j], unit[g, j] = informing_units(counts.members, g, top[j])
     return pair_p, bounds, errors, (units, unit)
 
 

@@ -1,11 +1,11 @@
 """The report's NYC Local Law 144 bias-audit summary of the recorded systems of a task (imported decisions or
 rankings): for sex, race/ethnicity and their intersection separately, per category the applicants, selection rate,
-impact ratio with its CI and the adjusted test of :func:`audit.metrics.ll144.ll144_table`, the unknown category's
+impact ratio with its CI and the adjusted test of :meth:`audit.audit.Audit.ll144` (the verdict's), the unknown category's
 count, categories under 2 % flagged and "insufficient evidence" where a category is too small; with the data's
 source and date range, the audit date and a field for the distribution date.
 
-Selected = in the top k of its recorded pool (k = the selection's first quota), ranks read back from the stored
-rank-derived score (n − rank) / (n − 1). Scored models (no recorded pools) have no LL144 summary: the section is
+Selected = in the top k of its recorded pool (k = the selection's first quota) for recorded rankings, the recorded
+decision of 0/1 logs, a score above the sample's median for score logs. Scored models (no recorded pools) have no LL144 summary: the section is
 empty for them.
 """
 from __future__ import annotations
@@ -16,35 +16,16 @@ from html import escape
 
 import pandas as pd
 
-from audit.recorded.outcomes import ll144_groupings, recorded_decisions
-from audit.metrics.ll144 import MIN_APPLICANTS, SMALL_SHARE, UNKNOWN, ll144_table
+from audit.audit import Audit
+from audit.metrics.ll144 import MIN_APPLICANTS, SMALL_SHARE, UNKNOWN
 from audit.selection import Selection
 from audit.views import StoreTables
 
 def ll144_summary(tables: StoreTables, selection: Selection, *, exclude_small: str | None = None) -> pd.DataFrame:
     """The LL144 table per (model, subtask) of the selection's recorded systems at its first quota k (empty when the
-    task has none), categories with their display names."""
+    task has none), categories with their display names: :meth:`audit.audit.Audit.ll144`."""
     k = selection.ks[0] if selection.ks else 1
-    scores = tables.scores
-    keep = (scores["task"] == selection.task) & (scores["mode"] == selection.mode)
-    for column, chosen in (("model", selection.models), ("subtask", selection.subtasks)):
-        if chosen:
-            keep &= scores[column].isin(chosen)
-    decisions = recorded_decisions(scores[keep], tables.outcomes, k)
-    if decisions.empty:
-        return pd.DataFrame()
-    design = tables.design(selection.task)
-    groupings = ll144_groupings(design)
-    frames = []
-    for (model, subtask), part in decisions.groupby(["model", "subtask"], sort=True, observed=True):
-        rank = str(part["outcome"].iloc[0]) == "rank"  # a quota per pool: the exact test stratified by pool
-        table = ll144_table(part, {name: columns for name, (_, columns) in groupings.items()},
-                            level=selection.ci or 0.95, exclude_small=exclude_small, strata="pool" if rank else None)
-        own = {name: grouping for name, (grouping, _) in groupings.items()}
-        names = [UNKNOWN if c == UNKNOWN else design.display_name(c, own[g])
-                 for c, g in zip(table["category"], table["grouping"])]
-        frames.append(table.assign(model=model, subtask=subtask, k=k, name=names))
-    return pd.concat(frames, ignore_index=True)
+    return Audit(tables, selection).ll144(k, exclude_small)
 
 
 def _sources(tables: StoreTables, models: list[str]) -> list[str]:
@@ -101,11 +82,12 @@ def ll144_section(tables: StoreTables, selection: Selection, *, distribution_dat
     level = round((selection.ci or 0.95) * 100)
     parts = [f"<h2>Bias audit summary (NYC Local Law 144)</h2>"
              f"<p>Historical data: the decisions the audited systems recorded. Selected = in the top {k} of its "
-             f"recorded pool. Impact ratio = a category's selection rate ÷ the most-selected category's rate, with a "
+             f"recorded pool (recorded rankings), the recorded decision (0/1 logs), a score above the sample's "
+             f"median (score logs). Impact ratio = a category's selection rate ÷ the most-selected category's rate, with a "
              f"{level} % Katz interval; p = the exact test of no difference from the most-selected category "
              f"(for ranked pools stratified by pool, each pool having its own quota, with the pool-robust Katz "
-             f"interval; Fisher's exact test for one pool of decisions), Holm-adjusted across the grouping's "
-             f"categories. Categories under {SMALL_SHARE:.0%} of the applicants "
+             f"interval; Fisher's exact test for one pool of decisions), Holm-adjusted as the verdict adjusts it "
+             f"(every pairwise comparison of categories in the family '{escape(selection.family)}'). Categories under {SMALL_SHARE:.0%} of the applicants "
              f"are flagged{' and excluded from the ratios: ' + escape(exclude_small) if exclude_small else ''}; "
              f"with fewer than {MIN_APPLICANTS} applicants a category reads “insufficient evidence”. The unknown "
              f"category (missing or unknown values) is counted and left out of that grouping's rates.</p>"

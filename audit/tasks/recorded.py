@@ -34,6 +34,21 @@ LOG_QUOTAS = {"rank": (1, "the decision the log records: the first place of each
               "score": (None, "the decision itself: scoring above the sample's median score (no quota)")}
 
 
+#: the LL144 name of the grouping that keeps every part of a code
+INTERSECTION = "intersection"
+
+
+def ll144_groupings(design: "AuditDesign") -> dict[str, str]:
+    """LL144 grouping name → the design's grouping: each single part under its LL144 name, sex before
+    race/ethnicity, then the intersection (when there are two parts or more, or none)."""
+    single = sorted(((name, part) for name, part in design.groupings.items() if part is not None),
+                    key=lambda item: (item[0] != LL144_FIRST, item[1]))
+    out = {LL144_NAMES.get(name, name): name for name, _ in single}
+    if len(single) != 1:
+        out[INTERSECTION] = design.finest()
+    return out
+
+
 def declared_quota(qualification: str, labels: tuple[str, ...]) -> dict:
     """The quota an importer declares for a recorded design (``quota``, ``quota_reason``; empty when the design is
     not a recorded one), read off a design stored before quotas were recorded."""
