@@ -5,6 +5,7 @@ import pytest
 from scipy.stats import binomtest, fisher_exact, norm
 
 from audit.metrics.exact import PoolCounts, katz_bounds, pair_errors, pair_pvalue, stratified_pvalue
+from audit.metrics.impact import ratio_level
 from audit.metrics.verdict import planned_units
 
 
@@ -35,26 +36,28 @@ def test_one_pool_is_fishers_exact_test_and_tiny_p_values_are_exact():
     assert stratified_pvalue(x, ones, ones, ones) < 1e-6
 
 
-@pytest.mark.parametrize("groups", [2, 4, 8])
-def test_pool_robust_katz_interval_covers_the_pairwise_ratio(groups):
+@pytest.mark.parametrize("groups, pools", [(2, 100), (4, 100), (8, 100), (2, 1000), (4, 1000), (8, 1000)])
+def test_pool_robust_katz_interval_covers_the_pairwise_ratio(groups, pools):
     """95 % intervals of each category's ratio to the category most selected in the sample, over 300 seeded
-    audits of 300 pools of one applicant per group at k = 1 (ratios 1 … 0.6 in truth). With 8 close groups the
-    comparator chosen from the data is the winner of near-ties and its rate is biased up, so coverage falls
-    toward 91 % (measured: 2 groups 93 %, 4 groups 96 %, 8 groups 91 %); at least 90 % is required."""
-    rng = np.random.default_rng(groups)
+    audits of pools of one applicant per group at k = 1 (ratios 1 … 0.6 in truth). With 8 close groups the
+    comparator chosen from the data is the winner of near-ties, its rate biased up: at a plain 95 % the upper bounds
+    fall short (92 % coverage), so the upper bound is shared over the G − 1 comparisons (:func:`ratio_level`); the
+    lower bound keeps 95 %. At least 94 % is required (measured 96–99 %)."""
+    rng = np.random.default_rng([groups, pools])
     weights = np.linspace(1.0, 0.6, groups)
     covered, total = 0, 0
     for _ in range(300):
-        members, selected = picks(rng, 300, weights)
+        members, selected = picks(rng, pools, weights)
         top = int(selected.sum(axis=0).argmax())
-        rates = selected.sum(axis=0) / 300
+        rates = selected.sum(axis=0) / pools
         for g in range(groups):
             if g == top:
                 continue
-            low, high = katz_bounds(rates[g] / rates[top], pair_errors(members, selected, g, top)[1], 0.95)
+            low, high = katz_bounds(rates[g] / rates[top], pair_errors(members, selected, g, top)[1], 0.95,
+                                    ratio_level(0.95, groups))
             covered += low <= weights[g] / weights[top] <= high
             total += 1
-    assert covered / total >= 0.90
+    assert covered / total >= 0.94
 
 
 def test_the_planned_pools_reach_the_promised_power():

@@ -15,9 +15,9 @@ REPLICATES = 200
 BOUND = 0.05 + 2 * np.sqrt(0.05 * 0.95 / REPLICATES)  # 8.1 %
 
 
-def adverse_share(scores, family: str = "system") -> float:
-    """The share of systems of ``scores`` with at least one adverse-impact verdict at k = 1."""
-    rows, pairs = measure(scores, grouping="group", k=1, pool="observed", n_boot=2, n_perm=1)
+def adverse_share(scores, family: str = "system", k: int = 1) -> float:
+    """The share of systems of ``scores`` with at least one adverse-impact verdict at quota ``k``."""
+    rows, pairs = measure(scores, grouping="group", k=k, pool="observed", n_boot=2, n_perm=1)
     table = decide(rows, pairs, family=family)
     return float(table.groupby("model")["verdict"].apply(lambda v: (v == ADVERSE).any()).mean())
 
@@ -34,6 +34,38 @@ def test_no_bias_in_observational_logs_is_rarely_called_adverse(groups):
     scores = pool_logs(np.random.default_rng([groups, 6]), systems=REPLICATES, pools=200, groups=groups,
                        per_pool=6)
     assert adverse_share(scores) <= BOUND
+
+
+@pytest.mark.parametrize("k", [3, 5])
+def test_no_bias_at_quotas_above_one_in_pools_of_several_per_group(k):
+    """Pools of 8 applicants, 4 of each of two groups, judged at k = 3 and 5: a pool selects more members of a ∪ b
+    than either group holds (the design whose strata were once decoded wrongly: 15.5 % adverse at k = 5)."""
+    scores = pool_logs(np.random.default_rng([k, 8]), systems=REPLICATES, pools=100, groups=2, per_pool=8,
+                       balanced=True)
+    assert adverse_share(scores, k=k) <= BOUND
+
+
+@pytest.mark.parametrize("groups, k", [(2, 1), (3, 2)])
+def test_no_bias_with_ties_at_the_quota_is_rarely_called_adverse(groups, k):
+    """Scores on a coarse grid, so most quotas cut through tied applicants (a fair lottery among them): pools of 6
+    whose groups are drawn at random."""
+    scores = pool_logs(np.random.default_rng([groups, k, 3]), systems=REPLICATES, pools=100, groups=groups,
+                       per_pool=6)
+    scores["score"] = np.floor(scores["score"])
+    assert adverse_share(scores, k=k) <= BOUND
+
+
+def test_a_fully_tied_log_is_never_adverse():
+    """Everyone tied: pools of (a, b, b) and of 9 a + 1 b at k = 1 (once p = 3.7e-5 and adverse impact)."""
+    rows = [("A", p) for p in range(60)] + [("B", p) for p in range(60) for _ in range(2)]
+    rows += [("A", p) for p in range(60, 70) for _ in range(9)] + [("B", p) for p in range(60, 70)]
+    scores = pool_logs(np.random.default_rng(0), systems=1, pools=1, groups=2).iloc[:0]
+    scores = scores.reindex(range(len(rows))).assign(
+        model="m0", task="t", subtask="s", mode="pointwise", candidate_id=[str(i) for i in range(len(rows))],
+        group=[g for g, _ in rows], qualified=1, score=0.0, pool=[p for _, p in rows])
+    rows, pairs = measure(scores, grouping="group", k=1, pool="observed", n_boot=2, n_perm=1)
+    table = decide(rows, pairs)
+    assert (table["p"].dropna() == 1.0).all() and not (table["verdict"] == ADVERSE).any()
 
 
 def test_the_audit_family_never_keeps_more_than_the_system_family():

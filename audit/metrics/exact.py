@@ -148,9 +148,17 @@ def within_pool_pvalue(pool: np.ndarray, group: np.ndarray, chance: np.ndarray, 
     return pair_pvalue(PoolCounts.of(pools, group, numerator, denominator, shape), a, b)
 
 
+def shares_a_pool(counts: PoolCounts, a: int, b: int) -> bool:
+    """Whether some pool of ``counts`` holds members of both ``a`` and ``b`` (else their rates come from different
+    pools and no within-pool comparison exists)."""
+    return bool(((counts.members[:, a] > 0) & (counts.members[:, b] > 0)).any())
+
+
 def pair_pvalue(counts: PoolCounts, a: int, b: int) -> float:
     """Two-sided exact p-value of equal selection of categories ``a`` and ``b`` within the pools of ``counts`` (see
-    the module); 1 when no pool informs."""
+    the module); 1 when no shared pool informs, NaN when the two never share a pool (not comparable)."""
+    if not shares_a_pool(counts, a, b):
+        return math.nan
     n_a, n_b = counts.members[:, a], counts.members[:, b]
     certain, tied = counts.certain[:, a] + counts.certain[:, b], counts.tied[:, a] + counts.tied[:, b]
     both = n_a + n_b
@@ -300,12 +308,13 @@ def pair_errors(members: np.ndarray, selected: np.ndarray, a: int, b: int) -> tu
     return float(np.sqrt(var_diff)), float(np.sqrt(var_log)) if p_a > 0 and p_b > 0 else math.nan
 
 
-def katz_bounds(ratio: float, se_log: float, level: float) -> tuple[float, float]:
-    """exp(log ratio ∓ z·se): the log interval of a ratio with standard error ``se_log`` of its log."""
+def katz_bounds(ratio: float, se_log: float, level: float, upper: float | None = None) -> tuple[float, float]:
+    """exp(log ratio ∓ z·se): the log interval of a ratio with standard error ``se_log`` of its log, the upper bound
+    at level ``upper`` when given (else ``level``)."""
     if not (np.isfinite(se_log) and ratio > 0):
         return math.nan, math.nan
-    half = float(ndtri(0.5 + level / 2)) * se_log
-    return ratio * math.exp(-half), ratio * math.exp(half)
+    z = lambda chosen: float(ndtri(0.5 + chosen / 2)) * se_log
+    return ratio * math.exp(-z(level)), ratio * math.exp(z(level if upper is None else upper))
 
 
 def informing_units(members: np.ndarray, a: int, b: int) -> tuple[int, str]:

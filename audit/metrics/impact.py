@@ -25,7 +25,7 @@ import pandas as pd
 from audit.errors import AuditError
 from audit.metrics.allocation import check_quotas, shares
 from audit.metrics.bootstrap import percentile_bounds, percentiles, share_draws
-from audit.metrics.exact import katz_bounds, pair_errors, pool_tables
+from audit.metrics.exact import katz_bounds, pair_errors, pool_tables, shares_a_pool
 from audit.metrics.keys import KeyData, split_keys
 from audit.metrics.ll144 import MIN_APPLICANTS, UNKNOWN
 from audit.design import PoolDesign, PoolKind
@@ -81,8 +81,9 @@ def key_impact(data: KeyData, design: PoolDesign, quotas: list[int], *, grouping
         with warnings.catch_warnings():  # the unknown category's rates may be NaN in every replicate
             warnings.simplefilter("ignore", RuntimeWarning)
             columns.update(percentile_bounds("selection_rate", draws, ci))
-        bounds = (recorded_bounds(data, design, quotas, phi, top, ci) if design.kind == PoolKind.OBSERVED
-                  else bootstrap_bounds(draws, top, ci))
+        upper = ratio_level(ci, int(known.sum()))
+        bounds = (recorded_bounds(data, design, quotas, phi, top, ci, upper) if design.kind == PoolKind.OBSERVED
+                  else bootstrap_bounds(draws, top, ci, upper))
         columns.update({"impact_ratio_lo": bounds[0], "impact_ratio_hi": bounds[1]})
     frame = pd.DataFrame({**dict(zip(KEY, data.key)), "grouping": grouping,
                           "category": np.repeat(data.groups, len(quotas)),
@@ -101,25 +102,36 @@ def comparable(data: KeyData, known: np.ndarray) -> np.ndarray:
     return enough if enough.any() else known
 
 
+def ratio_level(ci: float, compared: int) -> float:
+    """The level of a ratio interval's *upper* bound: ``ci`` shared (Bonferroni) over the G − 1 comparisons of the
+    ``compared`` categories with the comparator. The comparator is chosen from the data: with close categories it
+    is the winner of near ties, its rate biased up and every ratio against it biased down, so the upper bounds fall
+    short (8 groups: 92 % coverage at a plain 95 %, 99 % shared; the lower bound, which decides "no evidence",
+    keeps the plain level and its misses stay under 2.5 %)."""
+    return 1 - (1 - ci) / max(compared - 1, 1)
+
+
 def most_selected(rate: np.ndarray, known: np.ndarray) -> np.ndarray:
     """Per quota (column of ``rate``, groups × quotas): the index of the most-selected known category."""
     indices = np.flatnonzero(known)
     return indices[rate[indices].argmax(axis=0)]
 
 
-def bootstrap_bounds(draws: np.ndarray, top: np.ndarray, ci: float) -> np.ndarray:
+def bootstrap_bounds(draws: np.ndarray, top: np.ndarray, ci: float, upper: float) -> np.ndarray:
     """(2, groups, quotas): percentile interval of each category's ratio to the comparator ``top`` over the pair's
-    own bootstrap ``draws`` (n_boot, groups, quotas) of the selection rates; NaN for the comparator itself."""
+    own bootstrap ``draws`` (n_boot, groups, quotas) of the selection rates, the lower bound at level ``ci`` and the
+    upper at ``upper`` (:func:`ratio_level`); NaN for the comparator itself."""
     columns = np.arange(draws.shape[2])
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the comparator's own (constant) draws, unknown categories
-        bounds = percentiles(draws / draws[:, top, columns][:, None], ci)
+        ratios = draws / draws[:, top, columns][:, None]
+        bounds = np.stack([percentiles(ratios, ci)[0], percentiles(ratios, upper)[1]])
     bounds[:, top, columns] = np.nan
     return bounds
 
 
 def recorded_bounds(data: KeyData, design: PoolDesign, quotas: list[int], rate: np.ndarray, top: np.ndarray,
-                    ci: float) -> np.ndarray:
+                    ci: float, upper: float) -> np.ndarray:
     """(2, groups, quotas): Katz log interval of each category's ratio to the comparator ``top``, with the
     pool-robust standard error of recorded pools (:func:`audit.metrics.exact.pair_errors`); NaN for the comparator
     and the unknown category."""
@@ -127,7 +139,7 @@ def recorded_bounds(data: KeyData, design: PoolDesign, quotas: list[int], rate: 
     known = known_categories(data.groups)
     bounds = np.full((2, *rate.shape), np.nan)
     for g, j in np.ndindex(*rate.shape):
-        if g != top[j] and known[g] and np.isfinite(rate[g, j]):
+        if g != top[j] and known[g] and np.isfinite(rate[g, j]) and shares_a_pool(tables[j], g, top[j]):
             se_log = pair_errors(tables[j].members, tables[j].selected, g, top[j])[1]
-            bounds[:, g, j] = katz_bounds(rate[g, j] / rate[top[j], j], se_log, ci)
+            bounds[:, g, j] = katz_bounds(rate[g, j] / rate[top[j], j], se_log, ci, upper)
     return bounds

@@ -19,7 +19,11 @@ conditional test stratified by pool of :mod:`audit.metrics.exact` (Fisher's exac
 designs of scored pilots (``per-group``, ``random:N``, whose rates are exact expectations over all pools) shuffle the
 candidates' labels (:mod:`audit.metrics.inference`), every pair read from the same shuffles. One interval per ratio:
 the pairwise ratio against the comparator, with the pool-robust Katz log interval (recorded pools) or the percentile
-bootstrap of the pair (virtual designs). The test decides adverse impact and the interval decides no evidence; they
+bootstrap of the pair (virtual designs); its upper bound at the level 1 − (1 − ci)/(G − 1) shared over the G − 1
+comparisons with the comparator, which is chosen from the data (:func:`audit.metrics.impact.ratio_level`). A category that never shares a recorded pool with its
+comparator is *not comparable within pools*: no test, no interval, inconclusive, and the ``evidence`` column and
+``needed_unit`` say so. The comparator is the most-selected category among those with at least 30 candidates when
+any has (:func:`audit.metrics.impact.comparable`). The test decides adverse impact and the interval decides no evidence; they
 can disagree (different methods, and the test is adjusted for multiplicity while the interval is not), and then the
 ``evidence`` column says so in one sentence.
 
@@ -56,9 +60,9 @@ from scipy.special import ndtri  # norm.ppf's own kernel: imports fast, scipy.st
 from audit.design import PoolDesign, PoolKind
 from audit.errors import AuditError
 from audit.metrics.bootstrap import share_draws
-from audit.metrics.exact import informing_units, katz_bounds, pair_errors, pair_pvalue, pool_tables
+from audit.metrics.exact import informing_units, katz_bounds, pair_errors, pair_pvalue, pool_tables, shares_a_pool
 from audit.metrics.impact import (FOUR_FIFTHS, bootstrap_bounds, comparable, key_impact, known_categories,
-                                  most_selected)
+                                  most_selected, ratio_level)
 from audit.metrics.inference import adjust, permutation_pvalues, permuted_shares
 from audit.metrics.keys import KeyData, split_keys
 from audit.metrics.pools import pool_size
@@ -81,13 +85,16 @@ _FAMILY_BY = {"grouping": (*KEY, "grouping", "k"), "system": (*KEY, "k"), "audit
 RULES = {"practice": "four-fifths plus significance: ratio below the threshold and the adjusted test rejects",
          "strict": "as practice, and the ratio's upper confidence bound lies below the threshold"}
 PLANNED_POWER = 0.8
+#: the planner's unit of a category that never shares a recorded pool with its comparator
+NOT_COMPARABLE = "not comparable within pools"
 ROUGH_BEYOND = 10
 RULE = ("Adverse impact: impact ratio (against the most-selected category) below {threshold:g}{strict} and the exact "
         "test of equal selection rates (stratified by pool for recorded pools; label shuffles for scored pilots) "
         "rejects at α = {alpha:g} after Holm's adjustment over every pairwise comparison of categories within "
         "{family_words} (family '{family}'; all pairs, so choosing the most-selected category from the data is "
         "covered). No evidence of adverse impact at this sample size: the ratio's {level:.0%} interval lies above "
-        "{threshold:g}. The test decides adverse impact and the interval decides no evidence; they can disagree "
+        "{threshold:g} (its upper bound shared over the category's comparisons with the comparator, which is chosen "
+        "from the data). The test decides adverse impact and the interval decides no evidence; they can disagree "
         "(different methods; the test is adjusted for multiplicity, the interval is not), and the cell then says "
         "so. Otherwise inconclusive, with the sample at which the verdict's own decision has 80% power at the "
         "planning ratio halfway between the observed ratio and {threshold:g}.")
@@ -191,10 +198,11 @@ def _measured(data: KeyData, design: PoolDesign, quotas: list[int], *, grouping:
     known = np.flatnonzero(compared)
     top = most_selected(rate, comparable(data, compared))  # the comparator, per k
     a, b = (known[i] for i in np.triu_indices(known.size, 1))
+    upper = ratio_level(ci, known.size)
     if design.kind == PoolKind.OBSERVED:
-        pair_p, bounds, errors, units = _recorded(data, design, quotas, rate, top, a, b, ci)
+        pair_p, bounds, errors, units = _recorded(data, design, quotas, rate, top, a, b, ci, upper)
     else:
-        pair_p, bounds, errors, units = _virtual(data, design, quotas, rate, top, a, b, ci, n_boot=n_boot,
+        pair_p, bounds, errors, units = _virtual(data, design, quotas, rate, top, a, b, ci, upper, n_boot=n_boot,
                                                  n_perm=n_perm, seed=seed)
     index = np.full((groups, groups), -1)
     index[a, b] = index[b, a] = np.arange(a.size)
@@ -217,7 +225,7 @@ def _measured(data: KeyData, design: PoolDesign, quotas: list[int], *, grouping:
 
 
 def _recorded(data: KeyData, design: PoolDesign, quotas: list[int], rate: np.ndarray, top: np.ndarray,
-              a: np.ndarray, b: np.ndarray, ci: float) -> tuple:
+              a: np.ndarray, b: np.ndarray, ci: float, upper: float) -> tuple:
     """Recorded pools: exact stratified p-values (pairs, quotas), Katz bounds with the pool-robust error, the
     errors (se of the difference, of the log ratio) and units of each category against the comparator."""
     tables = pool_tables(data, design, quotas)
@@ -230,14 +238,17 @@ def _recorded(data: KeyData, design: PoolDesign, quotas: list[int], rate: np.nda
         if g == top[j] or not np.isfinite(rate[g, j]):
             continue
         counts = tables[j]
+        if not shares_a_pool(counts, g, top[j]):  # rates from different pools: no within-pool comparison
+            units[g, j], unit[g, j] = np.nan, NOT_COMPARABLE
+            continue
         errors[:, g, j] = pair_errors(counts.members, counts.selected, g, top[j])
-        bounds[:, g, j] = katz_bounds(rate[g, j] / rate[top[j], j], errors[1, g, j], ci)
+        bounds[:, g, j] = katz_bounds(rate[g, j] / rate[top[j], j], errors[1, g, j], ci, upper)
         units[g, j], unit[g, j] = informing_units(counts.members, g, top[j])
     return pair_p, bounds, errors, (units, unit)
 
 
 def _virtual(data: KeyData, design: PoolDesign, quotas: list[int], rate: np.ndarray, top: np.ndarray,
-             a: np.ndarray, b: np.ndarray, ci: float, *, n_boot: int, n_perm: int, seed: int) -> tuple:
+             a: np.ndarray, b: np.ndarray, ci: float, upper: float, *, n_boot: int, n_perm: int, seed: int) -> tuple:
     """Virtual designs: permutation p-values of every pair from one set of label shuffles; the percentile bootstrap
     interval of each category's ratio to the comparator (the pair's own draws), the draws' standard errors, and
     the pair's smaller count of candidates as its units."""
@@ -252,7 +263,7 @@ def _virtual(data: KeyData, design: PoolDesign, quotas: list[int], rate: np.ndar
         ratios = draws / reference
         logs = np.where(ratios > 0, np.log(ratios), np.nan)
         errors = np.stack([np.std(draws - reference, axis=0, ddof=1), np.nanstd(logs, axis=0, ddof=1)])
-    bounds = bootstrap_bounds(draws, top, ci)  # the impact table's interval too: one interval per ratio
+    bounds = bootstrap_bounds(draws, top, ci, upper)  # the impact table's interval too: one interval per ratio
     candidates = np.bincount(data.group, minlength=len(data.groups)).astype(float)
     units = np.minimum(candidates[:, None], candidates[top][None])
     errors[:, top, columns] = np.nan
@@ -295,9 +306,13 @@ def _family_adjusted(pairs: pd.DataFrame, family: str) -> pd.DataFrame:
 
 
 def _evidence(row, threshold: float, alpha: float, top: bool) -> str:
-    """One sentence where the ratio's interval and the adjusted test point different ways (empty otherwise)."""
+    """One sentence where the ratio's interval and the adjusted test point different ways, or the category never
+    shares a pool with the comparator (empty otherwise)."""
     if top:
         return "the comparator (most-selected category): ratio 1 by construction"
+    if row.unit == NOT_COMPARABLE:
+        return (f"never in a pool with {row.comparator}: the two were selected in different pools, so their rates "
+                "are not comparable within pools (no test, no interval, no sample size to plan)")
     below, rejects = row.impact_ratio_hi < threshold, row.p_adj <= alpha
     if below and not rejects:
         return (f"the ratio's interval lies below {threshold:g}, but the test adjusted over the family's "
@@ -338,7 +353,8 @@ def _planned(rows: pd.DataFrame, *, threshold: float, ci: float, rule: str) -> p
     needed = np.where(below, np.fmax(test, interval) if rule == "strict" else test, interval)
     needed = np.where(todo & np.isfinite(needed) & (needed > 0), np.fmax(np.ceil(needed), units + 1), np.nan)
     return pd.DataFrame({"needed_per_group": needed, "more_per_group": needed - units, "planning_ratio": plan,
-                         "needed_unit": np.where(np.isfinite(needed), rows["unit"], ""),
+                         "needed_unit": np.where(np.isfinite(needed) | (rows["unit"] == NOT_COMPARABLE), rows["unit"],
+                                                 ""),
                          "rough": needed > ROUGH_BEYOND * units}, index=rows.index)
 
 
