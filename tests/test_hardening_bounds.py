@@ -22,7 +22,10 @@ from typing import Callable
 
 import pytest
 
+from audit.bounded import MAX_COLUMNS, check_columns
+from audit.errors import AuditError
 from audit.paths import DEMO_STORE
+from audit.tasks.loaders import read_rows
 from helpers import running_with
 from test_bad_inputs import custom, run, snapshot, store, table, two_groups
 
@@ -70,6 +73,16 @@ def string_bomb(folder: Path, name: str, rows: int, width: int, **other) -> str:
 
     same = pa.array([0] * rows, pa.int32())
     return parquet(folder, name, {**other, "text": pa.DictionaryArray.from_arrays(same, pa.array(["x" * width]))})
+
+
+def wide(folder: Path, name: str, columns: int, rows: int = 2) -> str:
+    """A table of ``rows`` rows of ``columns`` one-letter columns (CSV, JSON lines or Parquet, by ``name``)."""
+    names = [f"c{i}" for i in range(columns)]
+    if name.endswith(".parquet"):
+        return parquet(folder, name, {column: ["x"] * rows for column in names})
+    if name.endswith(".jsonl"):
+        return table(folder, "".join(json.dumps(dict.fromkeys(names, "x")) + "\n" for _ in range(rows)), name)
+    return table(folder, ",".join(names) + "\n" + ("x," * (columns - 1) + "x\n") * rows, name)
 
 
 def fifo(folder: Path, name: str) -> str:
@@ -121,6 +134,14 @@ CASES = [
         "id": [1, 2], "sex": [{"v": "F"}, {"v": "M"}], "race": ["W", "B"], "req": ["p", "p"], "rank": [1, 2]})), r"log\.parquet, rows 1–2, column 'sex': nested values \(struct"),
     Case("decision log that is a FIFO", lambda d: decisions(d, fifo(d, "log.csv")),
          r"log\.csv: not a regular file"),
+    Case("decision log JSONL of 20,000 keys", lambda d: decisions(d, wide(d, "log.jsonl", 20_000)),
+         r"log\.jsonl, row 1: 20,000 columns; the limit is 10,000"),
+    Case("decision log Parquet of 10,001 columns", lambda d: decisions(d, wide(d, "log.parquet", 10_001)),
+         r"log\.parquet: 10,001 columns; the limit is 10,000"),
+    Case("candidates JSONL whose second record adds 10,000 keys", lambda d: custom(d, table(
+        d, '{"text": "x", "group": "A"}\n' + json.dumps({"text": "y", "group": "B", **dict.fromkeys(
+            map(str, range(10_000)), 1)}) + "\n", "cands.jsonl")),
+         r"cands\.jsonl: 10,002 columns; the limit is 10,000"),
     Case("score table that is a FIFO", lambda d: ["metrics", "--scores", fifo(d, "s.csv"), "--reference", "A",
                                                   "--k", "1"], r"cannot read score table .*s\.csv: not a regular file"),
     # ---- Medium: systems are identities ----------------------------------------------------------------------------
@@ -291,7 +312,6 @@ class Dripping:
 @pytest.mark.parametrize("headers", [True, False], ids=["drip-fed headers", "drip-fed body"])
 def test_a_drip_feeding_server_is_cut_at_the_call_deadline(headers):
     from audit.backend.api import ApiClient, served_models
-    from audit.errors import AuditError
 
     with Dripping(headers) as port:
         client = ApiClient(f"http://127.0.0.1:{port}/v1", None, retries=0, timeout=30, deadline=2.5)
@@ -304,7 +324,6 @@ def test_a_drip_feeding_server_is_cut_at_the_call_deadline(headers):
 @pytest.mark.parametrize("location", ["http://127.0.0.1:99999/v1/models", "http://[::1"])
 def test_a_redirect_to_an_invalid_url_is_one_error(location):
     from audit.backend.api import ApiClient, served_models
-    from audit.errors import AuditError
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802
@@ -388,7 +407,6 @@ def test_names_from_a_decision_log_cannot_break_markdown_tables(tmp_path):
 
 def test_a_report_that_cannot_be_written_leaves_no_partial_file(tmp_path):
     """A full disk (a 64 KiB tmpfs) while the report is written: one error, and no ``.partial`` file beside it."""
-    from audit.errors import AuditError
     from audit.output import write_atomic
 
     small = tmp_path / "small"
@@ -411,3 +429,32 @@ def test_a_full_or_closed_standard_output_is_one_error_line(redirect):
     assert done.returncode == 2 and re.fullmatch(r"error: (cannot write to standard output: No space left on device|"
                                                  r"standard output is closed); give --out FILE\n", done.stderr), \
         done.stderr
+
+
+# ---- Hardening round 4 (issue 39) ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("argv", [lambda d, data: decisions(d, data), lambda d, data: custom(d, data)],
+                         ids=["import --format decisions", "score --data"])
+def test_a_csv_of_200000_columns_is_refused_from_its_header_in_seconds(argv, tmp_path):
+    """Header checks are linear and the columns capped (audit.bounded.MAX_COLUMNS), counted on the header line
+    before a row is parsed: 2 × 200,000 columns took hours when each name was counted against the whole header."""
+    shutil.copyfile(DEMO_STORE, tmp_path / "store.db")
+    command = argv(tmp_path, wide(tmp_path, "log.csv", 200_000))
+    before = snapshot(tmp_path)
+    started = time.monotonic()
+    status, _, err = run(command)
+    assert time.monotonic() - started < 5
+    assert status == 2 and err.strip() == (f"error: {tmp_path / 'log.csv'}, header row: 200,000 columns; the limit "
+                                           "is 10,000"), err
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("header, count", [(b'a,"b,c",d\n1,2,3\n', 3), (b'\xef\xbb\xbf\n\n"x""y,z",w', 2)])
+def test_columns_are_counted_on_the_header_line_outside_quotes(header, count):
+    check_columns(header, Path("t.csv"), ".csv", limit=count)
+    with pytest.raises(AuditError, match=rf"t\.csv, header row: {count} columns; the limit is {count - 1}"):
+        check_columns(header, Path("t.csv"), ".csv", limit=count - 1)
+
+
+def test_a_table_at_the_column_cap_is_read(tmp_path):
+    rows = read_rows(Path(wide(tmp_path, "cands.csv", MAX_COLUMNS)))
+    assert len(rows) == 2 and len(rows[0]) == MAX_COLUMNS
