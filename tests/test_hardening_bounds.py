@@ -22,9 +22,14 @@ from typing import Callable
 
 import pytest
 
+from audit import listwise as listwise_module
+from audit.backend import ModelRef
 from audit.bounded import MAX_COLUMNS, check_columns
 from audit.errors import AuditError
+from audit.listwise import DRAW_BATCH, MAX_RANKINGS, PARSED, ListwiseOutcome, ListwiseRun, run_listwise
 from audit.paths import DEMO_STORE
+from audit.store import Store
+from audit.tasks import study
 from audit.tasks.loaders import read_rows
 from helpers import running_with
 from test_bad_inputs import custom, run, snapshot, store, table, two_groups
@@ -142,6 +147,9 @@ CASES = [
         d, '{"text": "x", "group": "A"}\n' + json.dumps({"text": "y", "group": "B", **dict.fromkeys(
             map(str, range(10_000)), 1)}) + "\n", "cands.jsonl")),
          r"cands\.jsonl: 10,002 columns; the limit is 10,000"),
+    Case("listwise --rankings 1,000,001", lambda d: ["score", "--task", "study-gpt-hiring", "--mode", "listwise",
+                                                   "--subtask", "retail", "--rankings", "1000001", "--db", store(d)],
+         r"--rankings 1000001: give at most 1,000,000 rankings per job"),
     Case("score table that is a FIFO", lambda d: ["metrics", "--scores", fifo(d, "s.csv"), "--reference", "A",
                                                   "--k", "1"], r"cannot read score table .*s\.csv: not a regular file"),
     # ---- Medium: systems are identities ----------------------------------------------------------------------------
@@ -458,3 +466,56 @@ def test_columns_are_counted_on_the_header_line_outside_quotes(header, count):
 def test_a_table_at_the_column_cap_is_read(tmp_path):
     rows = read_rows(Path(wide(tmp_path, "cands.csv", MAX_COLUMNS)))
     assert len(rows) == 2 and len(rows[0]) == MAX_COLUMNS
+
+
+class InOrder:
+    """An executor whose model ranks every ranking in the order shown (``reply`` written after the names); it notes
+    how many rankings were drawn (``drawn``) when each batch reached it."""
+
+    def __init__(self, drawn: list, reply: str = ""):
+        self.drawn, self.reply, self.seen = drawn, reply, []
+
+    def map(self, job, batches):
+        for batch in batches:
+            self.seen.append(len(self.drawn))
+            yield [(key, "\n".join(chat.options) + self.reply, PARSED, None, None) for key, chat in batch]
+
+
+def listwise(folder: Path, rankings: int, executor: InOrder, **options) -> ListwiseOutcome:
+    """A listwise run of ``rankings`` rankings of job retail on a copy of the demo store, through ``executor``."""
+    shutil.copyfile(DEMO_STORE, folder / "store.db")
+    run = ListwiseRun(ModelRef("in-order", "gguf", "x.gguf", "ab" * 32, "none", "float32", "cpu"))
+    with Store(folder / "store.db") as db:
+        return run_listwise(db, run, "retail", rankings, lambda: None, executor=executor, **options)
+
+
+@pytest.fixture
+def drawn(monkeypatch) -> list:
+    """Every ranking drawn (its arguments), in order."""
+    calls, draw = [], study.draw
+    monkeypatch.setattr(study, "draw", lambda *args: calls.append(args) or draw(*args))
+    return calls
+
+
+def test_a_million_rankings_are_drawn_one_lot_at_a_time(drawn, tmp_path):
+    """--rankings 1,000,000: the first request goes out once the first lot (DRAW_BATCH rankings) is drawn; the run,
+    cancelled after its first batch, has drawn nothing more."""
+    executor = InOrder(drawn)
+    started = time.monotonic()
+    outcome = listwise(tmp_path, MAX_RANKINGS, executor, batch_size=64, progress=lambda done, total: done == 0)
+    assert executor.seen == [DRAW_BATCH] and len(drawn) == DRAW_BATCH
+    assert outcome.summary.cancelled and outcome.summary.scored == 64
+    assert time.monotonic() - started < 20
+
+
+def test_rankings_drawn_in_lots_are_the_rankings_drawn_at_once(drawn, tmp_path, monkeypatch):
+    monkeypatch.setattr(listwise_module, "DRAW_BATCH", 16)
+    told = []
+    executor = InOrder(drawn)
+    outcome = listwise(tmp_path, 40, executor, batch_size=8, progress=lambda done, total: told.append((done, total)))
+    assert [args[1] for args in drawn] == list(range(40)) and executor.seen[::2] == [16, 32, 40]
+    assert (outcome.summary.prompts, outcome.summary.scored, outcome.unreadable) == (40, 40, [])
+    assert told[-1] == (40, 40) and [done for done, _ in told] == sorted(done for done, _ in told)
+    with Store(tmp_path / "store.db", create=False) as db:
+        mine = db.pointwise_table().query("model == 'in-order listwise-generate'")
+    assert sorted(mine["pool"].unique()) == list(range(40)) and len(mine) == 40 * 8
