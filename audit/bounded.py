@@ -52,14 +52,12 @@ def read_bytes(path: Path, limit: int, *, folder: Path | None = None) -> bytes:
         raise AuditError(f"{path}: is a folder, not a file") from None
     except OSError as exc:
         raise AuditError(f"{path}: cannot be opened ({exc.strerror})") from None
-    with os.fdopen(handle, "rb") as stream:
-        info = os.fstat(handle)
-        if stat.S_ISDIR(info.st_mode):
-            raise AuditError(f"{path}: is a folder, not a file")
-        if not stat.S_ISREG(info.st_mode):
-            raise AuditError(f"{path}: not a regular file (a FIFO, device or socket); give a file")
-        if info.st_size > limit:
-            raise AuditError(f"{path}: file is {info.st_size / 2**20:.1f} MiB; the limit is {_size(limit)}")
+    try:
+        _check_regular(os.fstat(handle), path, limit)
+    except AuditError:
+        os.close(handle)
+        raise
+    with os.fdopen(handle, "rb") as stream:  # after the check: opening a folder as a stream raises
         try:
             data = stream.read(limit + 1)
         except OSError as exc:
@@ -67,6 +65,16 @@ def read_bytes(path: Path, limit: int, *, folder: Path | None = None) -> bytes:
     if len(data) > limit:  # it grew after the check
         raise AuditError(f"{path}: file is over {_size(limit)}; the limit is {_size(limit)}")
     return data
+
+
+def _check_regular(info: os.stat_result, path: Path, limit: int) -> None:
+    """Refuse a folder, a FIFO, device or socket, or a file over ``limit`` bytes, from its ``fstat``."""
+    if stat.S_ISDIR(info.st_mode):
+        raise AuditError(f"{path}: is a folder, not a file")
+    if not stat.S_ISREG(info.st_mode):
+        raise AuditError(f"{path}: not a regular file (a FIFO, device or socket); give a file")
+    if info.st_size > limit:
+        raise AuditError(f"{path}: file is {info.st_size / 2**20:.1f} MiB; the limit is {_size(limit)}")
 
 
 def _size(count: int) -> str:

@@ -1,5 +1,6 @@
-"""Hardening round 3 (issue 32): every reader bounded before it reads, every imported system a distinct system, every
-process ends, every parameter checked once.
+"""Hardening rounds 3 (issue 32) and 4 (issue 39): every reader bounded before it reads (in bytes, rows and columns),
+every imported system a distinct system, every process ends, every parameter checked once, a listwise run's rankings
+drawn a lot at a time.
 
 The table runs each bad input in this process (one ``error:`` line, exit 2, the case folder byte-identical); memory
 cases run in a child process under ``RLIMIT_AS`` and report its peak resident memory; process cases run the command
@@ -12,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -90,6 +92,11 @@ def wide(folder: Path, name: str, columns: int, rows: int = 2) -> str:
     return table(folder, ",".join(names) + "\n" + ("x," * (columns - 1) + "x\n") * rows, name)
 
 
+def folder(parent: Path, name: str) -> str:
+    (parent / name).mkdir()
+    return str(parent / name)
+
+
 def fifo(folder: Path, name: str) -> str:
     os.mkfifo(folder / name)
     return str(folder / name)
@@ -150,6 +157,20 @@ CASES = [
     Case("listwise --rankings 1,000,001", lambda d: ["score", "--task", "study-gpt-hiring", "--mode", "listwise",
                                                    "--subtask", "retail", "--rankings", "1000001", "--db", store(d)],
          r"--rankings 1000001: give at most 1,000,000 rankings per job"),
+    *[Case(f"{command} --seed -1", lambda d, argv=argv: [*argv(d), "--seed", "-1"],
+           r"--seed -1: give a seed of 0 or more") for command, argv in (
+        ("impact", lambda d: ["impact", "--db", store(d), "--task", "resume", "--k", "2"]),
+        ("compare", lambda d: ["compare", "--db", store(d), "--task", "resume", "--a", "smollm2-135m", "--b",
+                               "smollm2-135m@4bit", "--k", "2"]),
+        ("report", lambda d: ["report", "--db", store(d), "--task", "resume", "--k", "2", "--out",
+                              str(d / "report.html")]),
+        ("verdict", lambda d: ["verdict", "--db", store(d), "--task", "resume", "--k", "2"]))],
+    Case("decision log that is a folder named log.csv", lambda d: decisions(d, folder(d, "log.csv")),
+         r"log\.csv: is a folder, not a file"),
+    Case("candidates file that is a folder named cands.parquet", lambda d: custom(d, folder(d, "cands.parquet")),
+         r"cands\.parquet: is a folder, not a file"),
+    Case("ranking run that is a folder named run_2.json",
+         lambda d: runs(d, extra=lambda day: folder(day, "run_2.json")), r"run_2\.json: is a folder, not a file"),
     Case("score table that is a FIFO", lambda d: ["metrics", "--scores", fifo(d, "s.csv"), "--reference", "A",
                                                   "--k", "1"], r"cannot read score table .*s\.csv: not a regular file"),
     # ---- Medium: systems are identities ----------------------------------------------------------------------------
@@ -519,3 +540,13 @@ def test_rankings_drawn_in_lots_are_the_rankings_drawn_at_once(drawn, tmp_path, 
     with Store(tmp_path / "store.db", create=False) as db:
         mine = db.pointwise_table().query("model == 'in-order listwise-generate'")
     assert sorted(mine["pool"].unique()) == list(range(40)) and len(mine) == 40 * 8
+
+
+def test_a_reply_with_an_unpaired_surrogate_is_stored_with_a_replacement_character(drawn, tmp_path):
+    """A server's reply holding ``\\ud800`` (valid JSON, not encodable as UTF-8) is stored with U+FFFD in its place,
+    and read as the rest of the reply says."""
+    outcome = listwise(tmp_path, 4, InOrder(drawn, reply=" \ud800"))
+    assert (outcome.summary.scored, outcome.unreadable) == (4, [])
+    with sqlite3.connect(tmp_path / "store.db") as db:
+        answers = [a for (a,) in db.execute("SELECT answer FROM choice_results WHERE method = 'listwise-generate'")]
+    assert len(answers) >= 4 and sum(a.endswith(" \ufffd") for a in answers) == 4
