@@ -4,6 +4,8 @@
   ``fstat`` before a byte is read; inside ``folder`` when one is given, so a link cannot lead out) of at most
   ``limit`` bytes.
 * :func:`check_line_rows`: CSV / JSON-lines rows counted on the raw bytes, before a frame or a row list is built.
+* :func:`check_columns`: CSV / JSON-lines columns counted on the header line or the first record alone, before a row
+  is parsed (Parquet's are counted from its schema by :func:`read_parquet`).
 * :func:`check_json_depth`: bracket nesting scanned on the raw bytes, before a recursive parser sees them.
 * :func:`read_parquet`: Parquet bounded by its row count and by the true decoded size of its columns, read batch by
   batch with text kept dictionary-encoded, so a small file of repeated long strings is refused at the cap.
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import re
 import stat
@@ -27,8 +30,13 @@ if TYPE_CHECKING:
 
 MAX_DEPTH = 64
 """Deepest JSON nesting accepted in a response or spec file (the formats need 5)."""
+MAX_COLUMNS = 10_000
+"""Most columns a table file (CSV, JSON lines, Parquet) may hold: counted on its header line, first record or
+schema before a row is parsed (a table of the tool's formats needs a few dozen)."""
 _BATCH_ROWS = 65_536
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_CSV_QUOTED = re.compile(rb'"[^"]*"')
+_LEADING = re.compile(rb"(?:\xef\xbb\xbf)?\s*")
 
 
 def read_bytes(path: Path, limit: int, *, folder: Path | None = None) -> bytes:
@@ -44,14 +52,12 @@ def read_bytes(path: Path, limit: int, *, folder: Path | None = None) -> bytes:
         raise AuditError(f"{path}: is a folder, not a file") from None
     except OSError as exc:
         raise AuditError(f"{path}: cannot be opened ({exc.strerror})") from None
-    with os.fdopen(handle, "rb") as stream:
-        info = os.fstat(handle)
-        if stat.S_ISDIR(info.st_mode):
-            raise AuditError(f"{path}: is a folder, not a file")
-        if not stat.S_ISREG(info.st_mode):
-            raise AuditError(f"{path}: not a regular file (a FIFO, device or socket); give a file")
-        if info.st_size > limit:
-            raise AuditError(f"{path}: file is {info.st_size / 2**20:.1f} MiB; the limit is {_size(limit)}")
+    try:
+        _check_regular(os.fstat(handle), path, limit)
+    except AuditError:
+        os.close(handle)
+        raise
+    with os.fdopen(handle, "rb") as stream:  # after the check: opening a folder as a stream raises
         try:
             data = stream.read(limit + 1)
         except OSError as exc:
@@ -59,6 +65,16 @@ def read_bytes(path: Path, limit: int, *, folder: Path | None = None) -> bytes:
     if len(data) > limit:  # it grew after the check
         raise AuditError(f"{path}: file is over {_size(limit)}; the limit is {_size(limit)}")
     return data
+
+
+def _check_regular(info: os.stat_result, path: Path, limit: int) -> None:
+    """Refuse a folder, a FIFO, device or socket, or a file over ``limit`` bytes, from its ``fstat``."""
+    if stat.S_ISDIR(info.st_mode):
+        raise AuditError(f"{path}: is a folder, not a file")
+    if not stat.S_ISREG(info.st_mode):
+        raise AuditError(f"{path}: not a regular file (a FIFO, device or socket); give a file")
+    if info.st_size > limit:
+        raise AuditError(f"{path}: file is {info.st_size / 2**20:.1f} MiB; the limit is {_size(limit)}")
 
 
 def _size(count: int) -> str:
@@ -80,6 +96,38 @@ def check_line_rows(raw: bytes, path: Path, limit: int, *, header: bool) -> None
             raise AuditError(f"{path}, row {count:,}: more than {limit:,} rows; the limit is {limit:,}")
 
 
+def check_columns(raw: bytes, path: Path, suffix: str, limit: int = MAX_COLUMNS) -> None:
+    """Refuse the ``.csv`` or ``.jsonl`` table ``raw`` if its header line (commas outside quotes, counted on the
+    bytes) or its first record (keys) names more than ``limit`` columns. Only that line is read; a line that is
+    not JSON is left to the parser to name."""
+    first = _first_line(raw)
+    if suffix == ".csv":
+        count, where = _csv_columns(raw, *first), "header row"
+    else:
+        try:
+            record = json.loads(raw[slice(*first)])
+        except (ValueError, RecursionError):
+            return
+        count, where = (len(record) if isinstance(record, dict) else 0), "row 1"
+    if count > limit:
+        raise AuditError(f"{path}, {where}: {count:,} columns; the limit is {limit:,}")
+
+
+def _first_line(raw: bytes) -> tuple[int, int]:
+    """(start, end) of the first line of ``raw`` that is not blank (a leading BOM skipped)."""
+    start = _LEADING.match(raw).end()
+    end = raw.find(b"\n", start)
+    return start, len(raw) if end < 0 else end
+
+
+def _csv_columns(raw: bytes, start: int, end: int) -> int:
+    """Fields of the CSV line ``raw[start:end]``: its commas outside quoted fields, plus one (nothing is copied)."""
+    commas = raw.count(b",", start, end)
+    if raw.find(b'"', start, end) >= 0:
+        commas -= sum(raw.count(b",", *match.span()) for match in _CSV_QUOTED.finditer(raw, start, end))
+    return commas + 1
+
+
 def check_json_depth(raw: bytes, path: Path, limit: int = MAX_DEPTH) -> None:
     """Refuse JSON text nested more than ``limit`` deep (brackets outside strings), before it is parsed."""
     bare = _STRING.sub(b'""', raw)  # strings hold no raw newline in valid JSON, so lines keep their numbers
@@ -92,8 +140,9 @@ def check_json_depth(raw: bytes, path: Path, limit: int = MAX_DEPTH) -> None:
 
 
 def read_parquet(raw: bytes, path: Path, *, max_rows: int, max_decoded: int) -> "pd.DataFrame":
-    """The Parquet file ``raw`` as a frame, refused (an :class:`AuditError`) past ``max_rows`` rows, past
-    ``max_decoded`` bytes of decoded columns, or with nested (list, struct, map) columns.
+    """The Parquet file ``raw`` as a frame, refused (an :class:`AuditError`) past ``max_rows`` rows or
+    :data:`MAX_COLUMNS` columns (both from the metadata), past ``max_decoded`` bytes of decoded columns, or with
+    nested (list, struct, map) columns.
 
     The row count and the fixed-width columns are bounded from the metadata; text and binary columns are read batch
     by batch as dictionaries, their decoded length summed from the dictionary's value lengths, and reading stops at
@@ -109,6 +158,8 @@ def read_parquet(raw: bytes, path: Path, *, max_rows: int, max_decoded: int) -> 
         raise AuditError(f"{path}: cannot be read as Parquet ({exc})") from None
     if meta.num_rows > max_rows:
         raise AuditError(f"{path}: {meta.num_rows:,} rows; the limit is {max_rows:,}")
+    if len(schema) > MAX_COLUMNS:
+        raise AuditError(f"{path}: {len(schema):,} columns; the limit is {MAX_COLUMNS:,}")
     for field in schema:
         if pa.types.is_nested(field.type):
             raise AuditError(f"{path}, rows 1–{meta.num_rows}, column {field.name!r}: nested values ({field.type}); "

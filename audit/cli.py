@@ -56,11 +56,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def check_replicates(args: argparse.Namespace) -> None:
-    """``--bootstrap`` and ``--permutations`` between 1 and :data:`MAX_REPLICATES`, whichever command names them."""
+    """``--bootstrap`` and ``--permutations`` between 1 and :data:`MAX_REPLICATES`, and ``--seed`` at least 0,
+    whichever command names them."""
     for name in ("bootstrap", "permutations"):
         value = getattr(args, name, None)
         if value is not None and not 1 <= value <= MAX_REPLICATES:
             raise AuditError(f"--{name} {value}: give 1 to {MAX_REPLICATES:,} replicates")
+    seed = getattr(args, "seed", None)
+    if seed is not None and seed < 0:
+        raise AuditError(f"--seed {seed}: give a seed of 0 or more")
 
 
 #: option → (lowest, highest, whether the highest is allowed, what it is): each checked here for every command

@@ -23,8 +23,9 @@ import hashlib
 import json
 import math
 import time
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import pandas as pd
 
@@ -45,6 +46,11 @@ READINGS = ("generate", "likelihood")
 FULL_ORDER = "greedy, one name a line"  # how the likelihood reading builds the full order (in the fingerprint)
 PARSED, PARTIAL, UNREADABLE = "parsed", "partial", "unreadable"
 FINGERPRINT_PREFIX = "lw-"
+MAX_RANKINGS = 1_000_000
+"""Most rankings one run may ask per job (``--rankings``): checked before anything is drawn or loaded."""
+DRAW_BATCH = 1_024
+"""Rankings drawn, requested and stored at a time, so memory before the first request does not grow with
+``--rankings``."""
 
 
 @dataclass(frozen=True)
@@ -167,46 +173,79 @@ class ListwiseOutcome:
                 f"(min {full[0]:.2e}, max {full[-1]:.2e}; 1/8! = {1 / math.factorial(8):.2e})"]
 
 
+def check_sizes(rankings: int, batch_size: int) -> None:
+    """Refuse ``--rankings`` outside 1 … :data:`MAX_RANKINGS` and a ``--batch-size`` below 1."""
+    if rankings < 1 or batch_size < 1:
+        raise AuditError(f"--rankings and --batch-size must be positive, got {rankings} and {batch_size}")
+    if rankings > MAX_RANKINGS:
+        raise AuditError(f"--rankings {rankings}: give at most {MAX_RANKINGS:,} rankings per job")
+
+
+Lot = list[tuple[study.Ranking, ChatPrompt]]
+
+
+def drawn_lots(job: str, rankings: int, seed: int, size: int) -> Iterator[tuple[int, Lot]]:
+    """(first index, rankings with their prompts) of ``job``'s rankings 0 … ``rankings`` − 1, ``size`` at a time:
+    each lot is drawn only when the one before has been handled."""
+    for start in range(0, rankings, size):
+        drawn = (study.draw(job, i, seed) for i in range(start, min(start + size, rankings)))
+        yield start, [(r, replace_options(study.ranking_prompt(r), r.names)) for r in drawn]
+
+
 def run_listwise(store: Store, run: ListwiseRun, job: str, rankings: int, load_backend: Callable[[], Any], *,
                  batch_size: int = 4, progress: Progress | None = None, executor: Executor | None = None
                  ) -> ListwiseOutcome:
-    """Score ``rankings`` rankings of ``job``."""
-    if rankings < 1 or batch_size < 1:
-        raise AuditError(f"--rankings and --batch-size must be positive, got {rankings} and {batch_size}")
+    """Score ``rankings`` rankings of ``job``, :data:`DRAW_BATCH` at a time: each lot is drawn, requested and stored
+    before the next is drawn, so nothing grows with ``rankings`` before the first request. A cancelled lot stops
+    the run; the rankings of every lot are written together at the end."""
+    check_sizes(rankings, batch_size)
     started = time.perf_counter()
-    drawn = [study.draw(study.check_job(job), i, run.seed) for i in range(rankings)]
-    prompts = [replace_options(study.ranking_prompt(r), r.names) for r in drawn]
-    by_key = {p.key(): p for p in prompts}
     store.check_label(run.fingerprint, run.name)
     model = CachedBackend(store, CHOICE_RESULTS, (run.fingerprint, run.method), executor or InProcess(load_backend),
                           batch_size=batch_size)
-
-    def record(first: Callable[[], None] = lambda: None) -> None:
-        """The model and the plan, with the first batch's results, in one transaction (a failed write leaves the
-        store as it was)."""
-        with store.transaction():
-            store.register_model(run.fingerprint, run.name, {"kind": "listwise run", "model": run.ref.describe(),
-                                                             **run.settings})
-            store.save_plan(candidates=(), prompts=[(k, json.dumps(p.__dict__, ensure_ascii=False))
-                                                    for k, p in by_key.items()])
-            first()
-
-    fetched = model.results(ListwiseJob(run.method, run.seed, run.max_tokens), by_key,
-                            check=lambda rows: check_rows(run.method, rows), record=record, progress=progress)
-    summary = RunSummary(run.name, study.TASK, job, run.method, len(by_key), fetched.cached, fetched.computed,
-                         cancelled=fetched.cancelled)
-    answers = {key: (values[0], values[1]) for key, values in fetched.results.items()}
-    unreadable = [r.index for r, p in zip(drawn, prompts) if answers.get(p.key(), ("", ""))[1] == UNREADABLE]
-    decisions = ranked_rows(run, drawn, prompts, answers)
-    if len(decisions):
-        write_rankings(store, run, decisions)
-    statuses = [answers[p.key()][1] for p in prompts if p.key() in answers]
+    listwise_job = ListwiseJob(run.method, run.seed, run.max_tokens)
+    summary = RunSummary(run.name, study.TASK, job, run.method, 0, 0, 0)
+    parts, unreadable, statuses, likelihood = [], [], Counter(), []
+    for offset, lot in drawn_lots(study.check_job(job), rankings, run.seed, DRAW_BATCH):
+        by_key = {p.key(): p for _, p in lot}
+        fetched = model.results(listwise_job, by_key, check=lambda rows: check_rows(run.method, rows),
+                                record=lambda first: record_plan(store, run, by_key, first),
+                                progress=shifted(progress, offset, rankings))
+        summary.prompts += len(by_key)
+        summary.cached += fetched.cached
+        summary.scored += fetched.computed
+        answers = {key: (values[0], values[1]) for key, values in fetched.results.items()}
+        unreadable += [r.index for r, p in lot if answers.get(p.key(), ("", ""))[1] == UNREADABLE]
+        parts.append(ranked_rows(run, lot, answers))
+        statuses.update(answers[p.key()][1] for _, p in lot if p.key() in answers)
+        likelihood += [json.loads(answers[p.key()][0]) for _, p in lot
+                       if run.reading == "likelihood" and p.key() in answers]
+        if fetched.cancelled:
+            summary.cancelled = True
+            break
+    readable = [part for part in parts if len(part)]
+    if readable:
+        write_rankings(store, run, pd.concat(readable, ignore_index=True))
     if statuses:
-        summary.quality = {s: statuses.count(s) / len(statuses) for s in (PARSED, PARTIAL, UNREADABLE)}
+        summary.quality = {s: statuses[s] / statuses.total() for s in (PARSED, PARTIAL, UNREADABLE)}
     summary.seconds = time.perf_counter() - started
-    likelihood = [json.loads(answers[p.key()][0]) for p in prompts
-                  if run.reading == "likelihood" and p.key() in answers]
     return ListwiseOutcome(summary, rankings, unreadable, likelihood)
+
+
+def shifted(progress: Progress | None, offset: int, total: int) -> Progress | None:
+    """``progress`` told a lot's counts as the run's: ``offset`` rankings before the lot, ``total`` in all."""
+    return None if progress is None else lambda done, _: progress(offset + done, total)
+
+
+def record_plan(store: Store, run: ListwiseRun, by_key: dict[str, ChatPrompt], first: Callable[[], None]) -> None:
+    """The model and a lot's prompts, with the lot's first results (``first``), in one transaction (a failed write
+    leaves the store as it was)."""
+    with store.transaction():
+        store.register_model(run.fingerprint, run.name, {"kind": "listwise run", "model": run.ref.describe(),
+                                                         **run.settings})
+        store.save_plan(candidates=(), prompts=[(k, json.dumps(p.__dict__, ensure_ascii=False))
+                                                for k, p in by_key.items()])
+        first()
 
 
 def replace_options(chat: ChatPrompt, names: Sequence[str]) -> ChatPrompt:
@@ -214,11 +253,10 @@ def replace_options(chat: ChatPrompt, names: Sequence[str]) -> ChatPrompt:
     return ChatPrompt(chat.system, chat.user, chat.answer_prefix, tuple(names))
 
 
-def ranked_rows(run: ListwiseRun, drawn: list[study.Ranking], prompts: list[ChatPrompt],
-                answers: dict[str, tuple[str, str]]) -> pd.DataFrame:
+def ranked_rows(run: ListwiseRun, lot: Lot, answers: dict[str, tuple[str, str]]) -> pd.DataFrame:
     """Decision rows (subtask, pool, position, group, value = rank, applicant) of every readable ranking."""
     rows = []
-    for ranking, chat in zip(drawn, prompts):
+    for ranking, chat in lot:
         answer, status = answers.get(chat.key(), ("", UNREADABLE))
         if status == UNREADABLE:
             continue

@@ -22,7 +22,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence, Union
+from typing import Any, Iterable, Iterator, Sequence, Union
 
 import pandas as pd
 
@@ -316,7 +316,7 @@ class Store:
                 raise AuditError(f"a result row for {table.name} needs an item and {len(table.values)} values "
                                  f"({', '.join(table.values)}), got {row!r}")
             item = row[0] if isinstance(row[0], tuple) else (row[0],)
-            values = [json.dumps(list(v)) if isinstance(v, (list, tuple)) else v for v in row[1:]]
+            values = [json.dumps(list(v)) if isinstance(v, (list, tuple)) else storable(v) for v in row[1:]]
             stored.append((*scope, *item, *values, now))
         with self.transaction() as db:
             db.executemany(f"INSERT OR IGNORE INTO {table.name} ({', '.join(columns)}) "
@@ -437,6 +437,14 @@ RECORDED_SYSTEMS_QUERY = """
     SELECT s.id AS system, m.label AS model, s.model AS fingerprint, s.task, s.subtask, s.outcome, m.created
     FROM recorded_systems s JOIN models m ON m.fingerprint = s.model"""
 RECORDED_QUERY = 'SELECT system, pool, position, grp AS "group", value, applicant FROM recorded_decisions'
+
+
+def storable(value: Any) -> Any:
+    """``value``, but text with an unpaired surrogate (a reply's ``\\ud800``, which UTF-8 cannot encode) with each
+    such surrogate replaced by U+FFFD."""
+    if not isinstance(value, str) or value.isascii():
+        return value
+    return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def save_recorded(db: sqlite3.Connection, model: str, task: str, outcome: str, decisions: pd.DataFrame) -> None:

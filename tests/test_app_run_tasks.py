@@ -74,6 +74,8 @@ def test_uploaded_yaml_spec_names_the_task(run_page):
     (b"words,group\nhello,Blue\n", "missing column(s) ['text']"),
     (b"text,group\nhello,Blue\nhi,Green\n", "reference group 'Red' is not a group"),
     (b"text,group\n\xff\xfe,Blue\n", "not UTF-8"),
+    (",".join(f"c{i}" for i in range(200_000)).encode() + b"\n" + b"x," * 199_999 + b"x\n",
+     "header row: 200,000 columns; the limit is 10,000"),
 ])
 def test_bad_upload_is_named_and_nothing_is_written(run_page, content, message, monkeypatch, tmp_path):
     monkeypatch.setenv("AUDIT_CACHE_DIR", str(tmp_path / "cache"))  # the uploads folder of this test alone

@@ -1,5 +1,6 @@
-"""Hardening round 3 (issue 32): every reader bounded before it reads, every imported system a distinct system, every
-process ends, every parameter checked once.
+"""Hardening rounds 3 (issue 32) and 4 (issue 39): every reader bounded before it reads (in bytes, rows and columns),
+every imported system a distinct system, every process ends, every parameter checked once, a listwise run's rankings
+drawn a lot at a time.
 
 The table runs each bad input in this process (one ``error:`` line, exit 2, the case folder byte-identical); memory
 cases run in a child process under ``RLIMIT_AS`` and report its peak resident memory; process cases run the command
@@ -12,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -22,7 +24,15 @@ from typing import Callable
 
 import pytest
 
+from audit import listwise as listwise_module
+from audit.backend import ModelRef
+from audit.bounded import MAX_COLUMNS, check_columns
+from audit.errors import AuditError
+from audit.listwise import DRAW_BATCH, MAX_RANKINGS, PARSED, ListwiseOutcome, ListwiseRun, run_listwise
 from audit.paths import DEMO_STORE
+from audit.store import Store
+from audit.tasks import study
+from audit.tasks.loaders import read_rows
 from helpers import running_with
 from test_bad_inputs import custom, run, snapshot, store, table, two_groups
 
@@ -70,6 +80,21 @@ def string_bomb(folder: Path, name: str, rows: int, width: int, **other) -> str:
 
     same = pa.array([0] * rows, pa.int32())
     return parquet(folder, name, {**other, "text": pa.DictionaryArray.from_arrays(same, pa.array(["x" * width]))})
+
+
+def wide(folder: Path, name: str, columns: int, rows: int = 2) -> str:
+    """A table of ``rows`` rows of ``columns`` one-letter columns (CSV, JSON lines or Parquet, by ``name``)."""
+    names = [f"c{i}" for i in range(columns)]
+    if name.endswith(".parquet"):
+        return parquet(folder, name, {column: ["x"] * rows for column in names})
+    if name.endswith(".jsonl"):
+        return table(folder, "".join(json.dumps(dict.fromkeys(names, "x")) + "\n" for _ in range(rows)), name)
+    return table(folder, ",".join(names) + "\n" + ("x," * (columns - 1) + "x\n") * rows, name)
+
+
+def folder(parent: Path, name: str) -> str:
+    (parent / name).mkdir()
+    return str(parent / name)
 
 
 def fifo(folder: Path, name: str) -> str:
@@ -121,6 +146,31 @@ CASES = [
         "id": [1, 2], "sex": [{"v": "F"}, {"v": "M"}], "race": ["W", "B"], "req": ["p", "p"], "rank": [1, 2]})), r"log\.parquet, rows 1–2, column 'sex': nested values \(struct"),
     Case("decision log that is a FIFO", lambda d: decisions(d, fifo(d, "log.csv")),
          r"log\.csv: not a regular file"),
+    Case("decision log JSONL of 20,000 keys", lambda d: decisions(d, wide(d, "log.jsonl", 20_000)),
+         r"log\.jsonl, row 1: 20,000 columns; the limit is 10,000"),
+    Case("decision log Parquet of 10,001 columns", lambda d: decisions(d, wide(d, "log.parquet", 10_001)),
+         r"log\.parquet: 10,001 columns; the limit is 10,000"),
+    Case("candidates JSONL whose second record adds 10,000 keys", lambda d: custom(d, table(
+        d, '{"text": "x", "group": "A"}\n' + json.dumps({"text": "y", "group": "B", **dict.fromkeys(
+            map(str, range(10_000)), 1)}) + "\n", "cands.jsonl")),
+         r"cands\.jsonl: 10,002 columns; the limit is 10,000"),
+    Case("listwise --rankings 1,000,001", lambda d: ["score", "--task", "study-gpt-hiring", "--mode", "listwise",
+                                                   "--subtask", "retail", "--rankings", "1000001", "--db", store(d)],
+         r"--rankings 1000001: give at most 1,000,000 rankings per job"),
+    *[Case(f"{command} --seed -1", lambda d, argv=argv: [*argv(d), "--seed", "-1"],
+           r"--seed -1: give a seed of 0 or more") for command, argv in (
+        ("impact", lambda d: ["impact", "--db", store(d), "--task", "resume", "--k", "2"]),
+        ("compare", lambda d: ["compare", "--db", store(d), "--task", "resume", "--a", "smollm2-135m", "--b",
+                               "smollm2-135m@4bit", "--k", "2"]),
+        ("report", lambda d: ["report", "--db", store(d), "--task", "resume", "--k", "2", "--out",
+                              str(d / "report.html")]),
+        ("verdict", lambda d: ["verdict", "--db", store(d), "--task", "resume", "--k", "2"]))],
+    Case("decision log that is a folder named log.csv", lambda d: decisions(d, folder(d, "log.csv")),
+         r"log\.csv: is a folder, not a file"),
+    Case("candidates file that is a folder named cands.parquet", lambda d: custom(d, folder(d, "cands.parquet")),
+         r"cands\.parquet: is a folder, not a file"),
+    Case("ranking run that is a folder named run_2.json",
+         lambda d: runs(d, extra=lambda day: folder(day, "run_2.json")), r"run_2\.json: is a folder, not a file"),
     Case("score table that is a FIFO", lambda d: ["metrics", "--scores", fifo(d, "s.csv"), "--reference", "A",
                                                   "--k", "1"], r"cannot read score table .*s\.csv: not a regular file"),
     # ---- Medium: systems are identities ----------------------------------------------------------------------------
@@ -291,7 +341,6 @@ class Dripping:
 @pytest.mark.parametrize("headers", [True, False], ids=["drip-fed headers", "drip-fed body"])
 def test_a_drip_feeding_server_is_cut_at_the_call_deadline(headers):
     from audit.backend.api import ApiClient, served_models
-    from audit.errors import AuditError
 
     with Dripping(headers) as port:
         client = ApiClient(f"http://127.0.0.1:{port}/v1", None, retries=0, timeout=30, deadline=2.5)
@@ -304,7 +353,6 @@ def test_a_drip_feeding_server_is_cut_at_the_call_deadline(headers):
 @pytest.mark.parametrize("location", ["http://127.0.0.1:99999/v1/models", "http://[::1"])
 def test_a_redirect_to_an_invalid_url_is_one_error(location):
     from audit.backend.api import ApiClient, served_models
-    from audit.errors import AuditError
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802
@@ -388,7 +436,6 @@ def test_names_from_a_decision_log_cannot_break_markdown_tables(tmp_path):
 
 def test_a_report_that_cannot_be_written_leaves_no_partial_file(tmp_path):
     """A full disk (a 64 KiB tmpfs) while the report is written: one error, and no ``.partial`` file beside it."""
-    from audit.errors import AuditError
     from audit.output import write_atomic
 
     small = tmp_path / "small"
@@ -411,3 +458,95 @@ def test_a_full_or_closed_standard_output_is_one_error_line(redirect):
     assert done.returncode == 2 and re.fullmatch(r"error: (cannot write to standard output: No space left on device|"
                                                  r"standard output is closed); give --out FILE\n", done.stderr), \
         done.stderr
+
+
+# ---- Hardening round 4 (issue 39) ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("argv", [lambda d, data: decisions(d, data), lambda d, data: custom(d, data)],
+                         ids=["import --format decisions", "score --data"])
+def test_a_csv_of_200000_columns_is_refused_from_its_header_in_seconds(argv, tmp_path):
+    """Header checks are linear and the columns capped (audit.bounded.MAX_COLUMNS), counted on the header line
+    before a row is parsed: 2 × 200,000 columns took hours when each name was counted against the whole header."""
+    shutil.copyfile(DEMO_STORE, tmp_path / "store.db")
+    command = argv(tmp_path, wide(tmp_path, "log.csv", 200_000))
+    before = snapshot(tmp_path)
+    started = time.monotonic()
+    status, _, err = run(command)
+    assert time.monotonic() - started < 5
+    assert status == 2 and err.strip() == (f"error: {tmp_path / 'log.csv'}, header row: 200,000 columns; the limit "
+                                           "is 10,000"), err
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("header, count", [(b'a,"b,c",d\n1,2,3\n', 3), (b'\xef\xbb\xbf\n\n"x""y,z",w', 2)])
+def test_columns_are_counted_on_the_header_line_outside_quotes(header, count):
+    check_columns(header, Path("t.csv"), ".csv", limit=count)
+    with pytest.raises(AuditError, match=rf"t\.csv, header row: {count} columns; the limit is {count - 1}"):
+        check_columns(header, Path("t.csv"), ".csv", limit=count - 1)
+
+
+def test_a_table_at_the_column_cap_is_read(tmp_path):
+    rows = read_rows(Path(wide(tmp_path, "cands.csv", MAX_COLUMNS)))
+    assert len(rows) == 2 and len(rows[0]) == MAX_COLUMNS
+
+
+class InOrder:
+    """An executor whose model ranks every ranking in the order shown (``reply`` written after the names); it notes
+    how many rankings were drawn (``drawn``) when each batch reached it."""
+
+    def __init__(self, drawn: list, reply: str = ""):
+        self.drawn, self.reply, self.seen = drawn, reply, []
+
+    def map(self, job, batches):
+        for batch in batches:
+            self.seen.append(len(self.drawn))
+            yield [(key, "\n".join(chat.options) + self.reply, PARSED, None, None) for key, chat in batch]
+
+
+def listwise(folder: Path, rankings: int, executor: InOrder, **options) -> ListwiseOutcome:
+    """A listwise run of ``rankings`` rankings of job retail on a copy of the demo store, through ``executor``."""
+    shutil.copyfile(DEMO_STORE, folder / "store.db")
+    run = ListwiseRun(ModelRef("in-order", "gguf", "x.gguf", "ab" * 32, "none", "float32", "cpu"))
+    with Store(folder / "store.db") as db:
+        return run_listwise(db, run, "retail", rankings, lambda: None, executor=executor, **options)
+
+
+@pytest.fixture
+def drawn(monkeypatch) -> list:
+    """Every ranking drawn (its arguments), in order."""
+    calls, draw = [], study.draw
+    monkeypatch.setattr(study, "draw", lambda *args: calls.append(args) or draw(*args))
+    return calls
+
+
+def test_a_million_rankings_are_drawn_one_lot_at_a_time(drawn, tmp_path):
+    """--rankings 1,000,000: the first request goes out once the first lot (DRAW_BATCH rankings) is drawn; the run,
+    cancelled after its first batch, has drawn nothing more."""
+    executor = InOrder(drawn)
+    started = time.monotonic()
+    outcome = listwise(tmp_path, MAX_RANKINGS, executor, batch_size=64, progress=lambda done, total: done == 0)
+    assert executor.seen == [DRAW_BATCH] and len(drawn) == DRAW_BATCH
+    assert outcome.summary.cancelled and outcome.summary.scored == 64
+    assert time.monotonic() - started < 20
+
+
+def test_rankings_drawn_in_lots_are_the_rankings_drawn_at_once(drawn, tmp_path, monkeypatch):
+    monkeypatch.setattr(listwise_module, "DRAW_BATCH", 16)
+    told = []
+    executor = InOrder(drawn)
+    outcome = listwise(tmp_path, 40, executor, batch_size=8, progress=lambda done, total: told.append((done, total)))
+    assert [args[1] for args in drawn] == list(range(40)) and executor.seen[::2] == [16, 32, 40]
+    assert (outcome.summary.prompts, outcome.summary.scored, outcome.unreadable) == (40, 40, [])
+    assert told[-1] == (40, 40) and [done for done, _ in told] == sorted(done for done, _ in told)
+    with Store(tmp_path / "store.db", create=False) as db:
+        mine = db.pointwise_table().query("model == 'in-order listwise-generate'")
+    assert sorted(mine["pool"].unique()) == list(range(40)) and len(mine) == 40 * 8
+
+
+def test_a_reply_with_an_unpaired_surrogate_is_stored_with_a_replacement_character(drawn, tmp_path):
+    """A server's reply holding ``\\ud800`` (valid JSON, not encodable as UTF-8) is stored with U+FFFD in its place,
+    and read as the rest of the reply says."""
+    outcome = listwise(tmp_path, 4, InOrder(drawn, reply=" \ud800"))
+    assert (outcome.summary.scored, outcome.unreadable) == (4, [])
+    with sqlite3.connect(tmp_path / "store.db") as db:
+        answers = [a for (a,) in db.execute("SELECT answer FROM choice_results WHERE method = 'listwise-generate'")]
+    assert len(answers) >= 4 and sum(a.endswith(" \ufffd") for a in answers) == 4

@@ -13,7 +13,7 @@ import pandas as pd
 
 from audit.errors import AuditError
 from audit.output import csv_text, restore, write_atomic
-from audit.bounded import check_line_rows, read_bytes, read_parquet
+from audit.bounded import check_columns, check_line_rows, read_bytes, read_parquet
 from audit.tasks.recorded import read_as_pointwise
 
 MAX_TABLE_ROWS = 5_000_000
@@ -57,6 +57,7 @@ def read_table_file(path: str, what: str) -> pd.DataFrame:
         if suffix != ".csv":
             return read_as_pointwise(read_parquet(raw, Path(path), max_rows=MAX_TABLE_ROWS,
                                                   max_decoded=MAX_TABLE_BYTES))
+        check_columns(raw, Path(path), suffix)
         check_line_rows(raw, Path(path), MAX_TABLE_ROWS, header=True)
         return read_as_pointwise(restore(pd.read_csv(io.BytesIO(raw), dtype={column: str for column in _TEXT})))
     except AuditError as exc:

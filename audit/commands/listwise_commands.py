@@ -7,7 +7,7 @@ import sys
 from audit.backend.api import PREFIX
 from audit.commands.run_options import backend_and_executor, check_scale_options, checked_label
 from audit.errors import AuditError
-from audit.listwise import READINGS, ListwiseRun, run_listwise
+from audit.listwise import MAX_RANKINGS, READINGS, ListwiseRun, check_sizes, run_listwise
 from audit.store import Store
 from audit.study_plan import plan_line
 from audit.tasks import study
@@ -16,7 +16,8 @@ from audit.tasks import study
 def add_listwise_arguments(score: argparse.ArgumentParser) -> None:
     """The listwise options of ``score``."""
     group = score.add_argument_group("listwise (--task study-gpt-hiring --mode listwise)")
-    group.add_argument("--rankings", type=int, default=100, help="rankings per job (default 100)")
+    group.add_argument("--rankings", type=int, default=100,
+                       help=f"rankings per job (default 100, at most {MAX_RANKINGS:,})")
     group.add_argument("--seed", type=int, default=0, help="seed of the names, shown order and samples (default 0)")
     group.add_argument("--reading", choices=READINGS, default="generate",
                        help="generate: the study's sampled free-text ranking, parsed as the import parses it; "
@@ -36,6 +37,7 @@ def run_listwise_score(args: argparse.Namespace) -> int:
     if args.reading == "likelihood" and (args.model.startswith(PREFIX) or args.backend == "vllm"):
         raise AuditError("--reading likelihood needs a local transformers or GGUF model; use --reading generate")
     check_scale_options(args)
+    check_sizes(args.rankings, args.batch_size)
     jobs = study.subtasks() if args.subtask == "all" else [study.check_job(args.subtask)]
     print(plan_line(args.db, jobs, args.rankings), file=sys.stderr, flush=True)
     spec, executor = backend_and_executor(args)

@@ -12,6 +12,7 @@ import csv
 import hashlib
 import io
 import json
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from audit.errors import AuditError
 from audit.metrics.ll144 import UNKNOWN, unknown_mask
 from audit.store_recorded import OUTCOMES
 from audit.recorded.log_spec import LogSpec
-from audit.bounded import check_line_rows, read_bytes, read_parquet
+from audit.bounded import MAX_COLUMNS, check_columns, check_line_rows, read_bytes, read_parquet
 from audit.tasks.loaders import TABLE_SUFFIXES, utf8_text
 
 MAX_LOG_BYTES = 256 * 2**20
@@ -65,6 +66,7 @@ def read_table(path: Path) -> tuple[pd.DataFrame, str]:
     if suffix == ".parquet":
         frame = read_parquet(raw, path, max_rows=MAX_LOG_ROWS, max_decoded=MAX_LOG_DECODED)
     else:
+        check_columns(raw, path, suffix)
         check_line_rows(raw, path, MAX_LOG_ROWS, header=suffix == ".csv")
         text = utf8_text(raw, path)
         if not text.strip():
@@ -72,14 +74,17 @@ def read_table(path: Path) -> tuple[pd.DataFrame, str]:
         frame = _read_csv(path, text) if suffix == ".csv" else _read_jsonl(path, text)
     if len(frame) > MAX_LOG_ROWS:
         raise AuditError(f"{path}: {len(frame):,} rows; the limit is {MAX_LOG_ROWS:,}")
+    if len(frame.columns) > MAX_COLUMNS:  # JSON lines: records after the first may add keys
+        raise AuditError(f"{path}: {len(frame.columns):,} columns; the limit is {MAX_COLUMNS:,}")
     if frame.empty:
         raise AuditError(f"{path}, row 1: no decisions (the file has a header but no rows)")
     return frame.reset_index(drop=True), digest
 
 
 def _read_csv(path: Path, text: str) -> pd.DataFrame:
-    header = next(csv.reader([text.split("\n", 1)[0]]), [])
-    repeated = sorted({name.strip() for name in header if header.count(name) > 1})
+    end = text.find("\n")
+    header = next(csv.reader([text if end < 0 else text[:end]]), [])
+    repeated = sorted({name.strip() for name, count in Counter(header).items() if count > 1})
     if repeated:
         raise AuditError(f"{path}, header row, column {repeated[0]!r}: named more than once")
     try:

@@ -10,10 +10,11 @@ import io
 import json
 import math
 import unicodedata
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from audit.bounded import check_line_rows, read_bytes, read_parquet
+from audit.bounded import MAX_COLUMNS, check_columns, check_line_rows, read_bytes, read_parquet
 from audit.errors import AuditError
 from audit.paths import cache_dir
 
@@ -70,9 +71,16 @@ def read_rows(path: Path) -> list[Row]:
     raw = read_bytes(path, MAX_BYTES)
     if suffix == ".parquet":
         return read_parquet(raw, path, max_rows=MAX_ROWS, max_decoded=MAX_DECODED).to_dict(orient="records")
+    check_columns(raw, path, suffix)
     check_line_rows(raw, path, MAX_ROWS, header=suffix == ".csv")
     text = utf8_text(raw, path)
-    return _read_csv(path, text) if suffix == ".csv" else _read_jsonl(path, text)
+    if suffix == ".csv":
+        return _read_csv(path, text)
+    rows = _read_jsonl(path, text)
+    count = len(columns_of(rows))
+    if count > MAX_COLUMNS:  # records after the first may add keys
+        raise AuditError(f"{path}: {count:,} columns; the limit is {MAX_COLUMNS:,}")
+    return rows
 
 
 def _read_csv(path: Path, text: str) -> list[Row]:
@@ -84,7 +92,7 @@ def _read_csv(path: Path, text: str) -> list[Row]:
         header = next(reader, None)
         if not header:
             raise AuditError(f"{path}: empty file (expected a header row)")
-        repeated = sorted({name for name in header if header.count(name) > 1})
+        repeated = sorted(name for name, count in Counter(header).items() if count > 1)
         if repeated:
             raise AuditError(f"{path}: header names column(s) {repeated} more than once")
         rows = []
