@@ -158,3 +158,18 @@ def test_the_study_at_k1_exact_p_values_families_and_a_planner_answer_for_every_
     assert (flagged["impact_ratio"] < 0.8).all() and (flagged["p_adj"] <= 0.05).all()
     near = table[(table["impact_ratio"] - 0.8).abs() < 0.005]
     assert len(near) and all(f"{r:.3f}" != "0.800" or r >= 0.8 for r in near["impact_ratio"])
+
+
+def test_a_verdict_needs_no_qualification_labels(tmp_path, capsys):
+    """Issue 38, item 8: an uploaded pilot whose group has no qualified candidate gets its impact verdict (only ΔEO
+    reads the labels, and the metrics still refuse it, naming the group)."""
+    path = tmp_path / "scores.csv"
+    rng = np.random.default_rng(0)
+    score_table({g: (rng.normal(0, 1, 30), [int(g != "Asian_Female")] * 30)
+                 for g in ("Asian_Female", "Black_Male", "White_Male")}).to_csv(path, index=False)
+    assert main(["verdict", "--scores", str(path), "--k", "1", "--bootstrap", "100", "--permutations", "100",
+                 "--format", "json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert {r["category"] for r in result["categories"]} == {"Asian_Female", "Black_Male", "White_Male"}
+    assert main(["metrics", "--scores", str(path), "--reference", "White_Male", "--k", "1"]) == 2
+    assert "group 'Asian_Female' has no qualified candidate" in capsys.readouterr().err

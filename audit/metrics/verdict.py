@@ -59,7 +59,7 @@ from audit.metrics.bootstrap import share_draws
 from audit.metrics.exact import informing_units, katz_bounds, pair_errors, pair_pvalue, pool_tables
 from audit.metrics.impact import FOUR_FIFTHS, bootstrap_bounds, key_impact, known_categories, most_selected
 from audit.metrics.inference import adjust, permutation_pvalues, permuted_shares
-from audit.metrics.keys import KeyData, split_keys
+from audit.metrics.keys import KeyData, selection_keys
 from audit.metrics.pools import pool_size
 from audit.metrics.quota import check_quota
 from audit.metrics.schema import KEY
@@ -126,7 +126,7 @@ def check_k(scores: pd.DataFrame, k: int, pool: "str | PoolDesign", grouping: st
     """The smallest pool size of ``scores`` (groups: the categories of ``grouping``); an AuditError naming it when
     k is not in 1 … pool size − 1."""
     design = PoolDesign.parse(pool)
-    return _check_quotas(split_keys(scores, reference=str(scores["group"].iloc[0])), [k], design, grouping)[1]
+    return _check_quotas(selection_keys(scores), [k], design, grouping)[1]
 
 
 def _check_quotas(keys: list[KeyData], ks: "int | Iterable[int]", design: PoolDesign, grouping: str
@@ -170,7 +170,7 @@ def measure(scores: pd.DataFrame, *, grouping: str, k: "int | Iterable[int]", po
     if n_perm < 1 or n_boot < 2:
         raise AuditError(f"permutations {n_perm} and bootstrap replicates {n_boot} must be at least 1 and 2")
     design = PoolDesign.parse(pool)
-    keys = keys if keys is not None else split_keys(scores, reference=str(scores["group"].iloc[0]))
+    keys = keys if keys is not None else selection_keys(scores)
     quotas = _check_quotas(keys, k, design, grouping)[0]
     parts = [_measured(data, design, quotas, grouping=grouping, ci=ci, n_boot=n_boot, n_perm=n_perm, seed=seed)
              for data in keys]
