@@ -11,8 +11,8 @@ from helpers import score_table
 
 from audit.cli import main
 from audit.errors import AuditError
-from audit.metrics.verdict import (ADVERSE, INCONCLUSIVE, NO_EVIDENCE, check_k, classify, rollup, rule_text,
-                                   verdicts)
+from audit.metrics.verdict import (ADVERSE, BEYOND_REACH, INCONCLUSIVE, MORE_DATA, NO_EVIDENCE, ON_THRESHOLD,
+                                   PLAN_REACH, check_k, classify, rollup, rule_text, verdicts)
 
 
 def table(n: int, means: dict[str, float], *, model: str = "m", seed: int = 0) -> pd.DataFrame:
@@ -47,10 +47,24 @@ def test_a_large_shift_is_adverse_and_equal_groups_are_not():
 
 
 def test_a_small_sample_is_inconclusive_with_a_planner_estimate():
-    out = verdicts(table(6, {"X": 0.0, "Y": -0.4}, seed=3), grouping="group", k=1, n_boot=200, n_perm=200, plan_boot=30)
+    out = verdicts(table(20, {"X": 0.0, "Y": -0.8}, seed=3), grouping="group", k=1, n_boot=200, n_perm=200,
+                   plan_boot=30)
     row = out.set_index("category").loc["Y"]
-    assert row["verdict"] == INCONCLUSIVE
-    assert row["needed_per_group"] > 6 and row["more_per_group"] == row["needed_per_group"] - 6
+    assert row["verdict"] == INCONCLUSIVE and row["plan"] == MORE_DATA
+    assert row["plan_note"] == f"about {int(row['more_per_group']):,} more candidates per group needed"
+    assert 20 < row["needed_per_group"] <= PLAN_REACH * 20 and row["more_per_group"] == row["needed_per_group"] - 20
+
+
+def test_beyond_ten_times_the_sample_the_planner_gives_no_figure_and_says_why():
+    """Issue 38, item 7: a ratio just above the threshold would need far more than 10× the present sample for its
+    interval to clear it: no figure, the reason in words."""
+    out = verdicts(table(20, {"X": 0.0, "Y": -0.5}, seed=3), grouping="group", k=1, n_boot=200, n_perm=200)
+    row = out.set_index("category").loc["Y"]
+    assert row["verdict"] == INCONCLUSIVE and row["plan"] == BEYOND_REACH and 0.8 < row["impact_ratio"] < 0.81
+    assert np.isnan(row["needed_per_group"]) and np.isnan(row["more_per_group"]) and row["needed_unit"] == ""
+    assert re.fullmatch(r"not settled by more data of this kind: the ratio 0\.80\d lies within 0\.00\d+ of the "
+                        r"threshold 0\.8, and its interval would clear it only with over 10× the present 20 "
+                        r"candidates per group", row["plan_note"]), row["plan_note"]
 
 
 @pytest.mark.parametrize("pool", ["random:4", "per-group"])
@@ -152,12 +166,34 @@ def test_the_study_at_k1_exact_p_values_families_and_a_planner_answer_for_every_
     table = found["system"]
     assert table["p"].min() < 1e-6 and set(table["family"]) == {"system"}
     inconclusive = table[table["verdict"] == INCONCLUSIVE]
-    assert len(inconclusive) and (inconclusive["more_per_group"] >= 1).all()
-    assert set(inconclusive["needed_unit"]) == {"pools"}
+    assert len(inconclusive) and set(inconclusive["plan"]) == {MORE_DATA, BEYOND_REACH}
+    planned = inconclusive[inconclusive["plan"] == MORE_DATA]
+    assert (planned["more_per_group"] >= 1).all() and set(planned["needed_unit"]) == {"pools"}
+    assert planned["needed_per_group"].max() <= PLAN_REACH * 1000  # 1,000 rankings per job: no figure beyond 10×
+    beyond = inconclusive[inconclusive["plan"] == BEYOND_REACH]
+    assert beyond["needed_per_group"].isna().all() and beyond["more_per_group"].isna().all()
+    assert beyond["plan_note"].str.startswith("not settled by more data of this kind: the ratio ").all()
+    assert beyond["plan_note"].str.endswith(f"only with over {PLAN_REACH}× the present 1,000 pools").all()
     flagged = table[table["verdict"] == ADVERSE]
     assert (flagged["impact_ratio"] < 0.8).all() and (flagged["p_adj"] <= 0.05).all()
     near = table[(table["impact_ratio"] - 0.8).abs() < 0.005]
     assert len(near) and all(f"{r:.3f}" != "0.800" or r >= 0.8 for r in near["impact_ratio"])
+
+
+def test_a_ratio_on_the_threshold_says_no_sample_separates_them(tmp_path, capsys):
+    """Issue 38, item 7: at a ratio of exactly 0.8 the planning ratio is the threshold itself, so no sample size
+    decides; the cell says so in the table (``plan``) and in words, never "?" or no answer at all."""
+    path = tmp_path / "scores.csv"  # P beats Q in 5 of the 9 pairs: rates 5/9 and 4/9 at k = 1, ratio 0.8
+    score_table({"P": ([1, 4, 8], [1] * 3), "Q": ([2, 3, 7], [1] * 3)}).to_csv(path, index=False)
+    options = ["verdict", "--scores", str(path), "--k", "1", "--bootstrap", "100", "--permutations", "100"]
+    assert main([*options, "--format", "json"]) == 0
+    row = next(r for r in json.loads(capsys.readouterr().out)["categories"] if r["category"] == "Q")
+    assert row["impact_ratio"] == pytest.approx(0.8) and row["verdict"] == INCONCLUSIVE
+    assert row["plan"] == ON_THRESHOLD and row["needed_per_group"] is None and row["more_per_group"] is None
+    note = "not settled by more data: the ratio sits on the threshold 0.8, and no sample size separates them"
+    assert row["plan_note"] == note
+    assert main([*options, "--format", "md"]) == 0
+    assert f"| inconclusive — {note} |" in capsys.readouterr().out
 
 
 def test_a_verdict_needs_no_qualification_labels(tmp_path, capsys):
@@ -173,3 +209,4 @@ def test_a_verdict_needs_no_qualification_labels(tmp_path, capsys):
     assert {r["category"] for r in result["categories"]} == {"Asian_Female", "Black_Male", "White_Male"}
     assert main(["metrics", "--scores", str(path), "--reference", "White_Male", "--k", "1"]) == 2
     assert "group 'Asian_Female' has no qualified candidate" in capsys.readouterr().err
+

@@ -30,15 +30,21 @@ Bonferroni level α/m (m: the family's comparisons; Holm's first step, so conser
 rate(comparator)·(1 − r*); at or above it, the interval's lower bound exceeding the threshold at r*. Normal
 approximation with the standard error observed now scaled by 1/√n: n = n₀·((z_crit + z_0.8)·se₀ / distance)². The
 unit n is candidates per group (virtual designs, one-pool logs) or pools (recorded pools). At least one more than
-now; beyond 10× the present sample the answer is flagged ``rough``.
+now, and no figure beyond 10× the present sample (:data:`PLAN_REACH`): there the ``plan`` column says ``beyond
+reach`` and ``plan_note`` why — more data of this kind will not settle the cell, the observed ratio lying too close to
+the threshold for this design (or the rates too close for the adjusted test). A ratio on the threshold is never
+settled (``on the threshold``: the planning ratio is the threshold itself); ``no estimate`` where the ratio or its
+spread is undefined.
 
 Columns (:data:`COLUMNS`): the system key, grouping, category, k, candidates, selection_rate, impact_ratio (against
 the comparator, unrounded: a flag is decided on it), impact_ratio_lo/hi, p_adj (Holm over the family), verdict,
-needed_per_group (planner: candidates per group or pools, see needed_unit), more_per_group (needed − now, ≥ 1),
+needed_per_group (planner: candidates per group or pools, see needed_unit; NaN unless ``plan`` is ``more data``),
+more_per_group (needed − now, ≥ 1),
 then **p** (raw two-sided p-value of the pair, exact for recorded pools), **comparator** (the most-selected category),
 **family** and **family_size** (its pairwise comparisons), **evidence** (a sentence where test and interval
-disagree, else empty), **planning_ratio** (r*), **needed_unit** (``candidates`` or ``pools``), **rough** (planner
-beyond 10× the present sample), **rule** (``practice`` or ``strict``).
+disagree, else empty), **planning_ratio** (r*), **needed_unit** (``candidates`` or ``pools``), **plan** (the
+planner's answer for inconclusive cells: ``more data``, ``beyond reach``, ``on the threshold`` or ``no estimate``;
+empty for decided cells), **plan_note** (that answer in words), **rule** (``practice`` or ``strict``).
 
 A quota k must be below the pool size: at k = pool size every candidate is selected and every ratio is 1 by
 construction, so no verdict is defined there.
@@ -55,6 +61,7 @@ from scipy.special import ndtri  # norm.ppf's own kernel: imports fast, scipy.st
 
 from audit.design import PoolDesign, PoolKind
 from audit.errors import AuditError
+from audit.formatting import ratio as ratio_text
 from audit.metrics.bootstrap import share_draws
 from audit.metrics.exact import informing_units, katz_bounds, pair_errors, pair_pvalue, pool_tables
 from audit.metrics.impact import FOUR_FIFTHS, bootstrap_bounds, key_impact, known_categories, most_selected
@@ -80,7 +87,13 @@ _FAMILY_BY = {"grouping": (*KEY, "grouping", "k"), "system": (*KEY, "k"), "audit
 RULES = {"practice": "four-fifths plus significance: ratio below the threshold and the adjusted test rejects",
          "strict": "as practice, and the ratio's upper confidence bound lies below the threshold"}
 PLANNED_POWER = 0.8
-ROUGH_BEYOND = 10
+#: the planner gives a figure up to this multiple of the present sample, beyond it none
+PLAN_REACH = 10
+#: the planner's answer for an inconclusive cell (column ``plan``; empty for decided cells)
+MORE_DATA = "more data"
+BEYOND_REACH = "beyond reach"
+ON_THRESHOLD = "on the threshold"
+NO_ESTIMATE = "no estimate"
 RULE = ("Adverse impact: impact ratio (against the most-selected category) below {threshold:g}{strict} and the exact "
         "test of equal selection rates (stratified by pool for recorded pools; label shuffles for scored pilots) "
         "rejects at α = {alpha:g} after Holm's adjustment over every pairwise comparison of categories within "
@@ -89,10 +102,12 @@ RULE = ("Adverse impact: impact ratio (against the most-selected category) below
         "{threshold:g}. The test decides adverse impact and the interval decides no evidence; they can disagree "
         "(different methods; the test is adjusted for multiplicity, the interval is not), and the cell then says "
         "so. Otherwise inconclusive, with the sample at which the verdict's own decision has 80% power at the "
-        "planning ratio halfway between the observed ratio and {threshold:g}.")
+        "planning ratio halfway between the observed ratio and {threshold:g}, given up to {reach}× the present "
+        "sample; beyond that, or for a ratio on {threshold:g}, more data of this kind will not settle it, and the cell "
+        "says why.")
 COLUMNS = (*KEY, "grouping", "category", "k", "candidates", "selection_rate", "impact_ratio", "impact_ratio_lo",
            "impact_ratio_hi", "p_adj", "verdict", "needed_per_group", "more_per_group", "p", "comparator", "family",
-           "family_size", "evidence", "planning_ratio", "needed_unit", "rough", "rule")
+           "family_size", "evidence", "planning_ratio", "needed_unit", "plan", "plan_note", "rule")
 PAIR_COLUMNS = (*KEY, "grouping", "k", "a", "b", "p")
 
 
@@ -102,7 +117,7 @@ def rule_text(threshold: float = FOUR_FIFTHS, ci: float = 0.95, family: str = DE
     _check_choice(family, FAMILIES, "family"), _check_choice(rule, RULES, "rule")
     strict = " with its upper confidence bound below it too (strict reading)" if rule == "strict" else ""
     return RULE.format(threshold=threshold, alpha=round(1 - ci, 6), level=ci, family=family,
-                       family_words=FAMILIES[family], strict=strict)
+                       family_words=FAMILIES[family], strict=strict, reach=PLAN_REACH)
 
 
 def _check_choice(value: str, choices: dict, what: str) -> None:
@@ -317,11 +332,13 @@ def planned_units(units: np.ndarray, se: np.ndarray, distance: np.ndarray, z_cri
 
 
 def _planned(rows: pd.DataFrame, *, threshold: float, ci: float, rule: str) -> pd.DataFrame:
-    """``needed_per_group``, ``more_per_group``, ``planning_ratio``, ``needed_unit`` and ``rough`` of the
-    inconclusive rows (see the module's planner); NaN elsewhere and where the ratio is undefined."""
+    """``needed_per_group``, ``more_per_group``, ``planning_ratio``, ``needed_unit``, ``plan`` and ``plan_note`` of
+    the inconclusive rows (see the module's planner): a figure only within :data:`PLAN_REACH` × the present sample,
+    else the reason there is none; NaN and empty elsewhere."""
     ratio = rows["impact_ratio"].to_numpy(dtype=float)
     units = rows["units"].to_numpy(dtype=float)
-    todo = (rows["verdict"] == INCONCLUSIVE).to_numpy() & np.isfinite(ratio) & (ratio > 0)
+    inconclusive = (rows["verdict"] == INCONCLUSIVE).to_numpy()
+    todo = inconclusive & np.isfinite(ratio)
     plan = np.where(todo, (np.minimum(ratio, 1) + threshold) / 2, np.nan)
     z_test = ndtri(1 - (1 - ci) / (2 * np.maximum(rows["family_size"].to_numpy(dtype=float), 1)))
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -331,10 +348,39 @@ def _planned(rows: pd.DataFrame, *, threshold: float, ci: float, rule: str) -> p
                                  ndtri((1 + ci) / 2))
     below = ratio < threshold
     needed = np.where(below, np.fmax(test, interval) if rule == "strict" else test, interval)
+    by_interval = needed == interval  # the figure waits for the interval (else for the test)
     needed = np.where(todo & np.isfinite(needed) & (needed > 0), np.fmax(np.ceil(needed), units + 1), np.nan)
+    status = np.select([~inconclusive, ~todo, np.isclose(ratio, threshold, rtol=0, atol=1e-9),
+                        needed > PLAN_REACH * units, np.isfinite(needed)],
+                       ["", NO_ESTIMATE, ON_THRESHOLD, BEYOND_REACH, MORE_DATA], NO_ESTIMATE)
+    needed = np.where(status == MORE_DATA, needed, np.nan)
+    notes = [_plan_note(*values, threshold=threshold) for values in
+             zip(status, ratio, needed - units, units, rows["unit"], by_interval)]
     return pd.DataFrame({"needed_per_group": needed, "more_per_group": needed - units, "planning_ratio": plan,
-                         "needed_unit": np.where(np.isfinite(needed), rows["unit"], ""),
-                         "rough": needed > ROUGH_BEYOND * units}, index=rows.index)
+                         "needed_unit": np.where(np.isfinite(needed), rows["unit"], ""), "plan": status,
+                         "plan_note": notes}, index=rows.index)
+
+
+def _plan_note(status: str, ratio: float, more: float, units: float, unit: str, by_interval: bool, *,
+               threshold: float) -> str:
+    """The planner's answer for one cell in words (empty where it plans nothing)."""
+    unit = "pools" if unit == "pools" else "candidates per group"
+    if status == MORE_DATA:
+        return f"about {int(more):,} more {unit} needed"
+    if status == ON_THRESHOLD:
+        return (f"not settled by more data: the ratio sits on the threshold {threshold:g}, and no sample size "
+                "separates them")
+    if status == BEYOND_REACH:
+        shown = ratio_text(ratio, threshold=threshold)
+        why = (f"the ratio {shown} lies within {abs(ratio - threshold):.2g} of the threshold {threshold:g}, and its "
+               "interval would clear it" if by_interval else
+               f"the ratio {shown} lies below {threshold:g}, but the adjusted test would tell the two rates apart")
+        return (f"not settled by more data of this kind: {why} only with over {PLAN_REACH}× the present "
+                f"{int(units):,} {unit}")
+    if status == NO_ESTIMATE:
+        return ("no impact ratio: not compared with the most-selected category" if not np.isfinite(ratio) else
+                "no planner figure: the ratio's spread cannot be estimated from this sample")
+    return ""
 
 
 def rollup(table: pd.DataFrame, by: list[str] | tuple[str, ...] = KEY) -> pd.DataFrame:
@@ -353,3 +399,4 @@ def rollup(table: pd.DataFrame, by: list[str] | tuple[str, ...] = KEY) -> pd.Dat
                      "_rank": int(part["_rank"].min())})
     out = pd.DataFrame(rows).sort_values("_rank", kind="stable").drop(columns="_rank")
     return out.drop(columns=["_all"], errors="ignore").reset_index(drop=True)
+

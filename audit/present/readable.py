@@ -25,12 +25,10 @@ def family_words(family: str) -> str:
 
 
 def verdict_words(row: pd.Series) -> str:
-    """A verdict in words, with the planner's estimate for inconclusive rows (more pools for recorded pools, else
-    more candidates per group; "roughly" beyond 10× the present sample)."""
-    if row["verdict"] == INCONCLUSIVE and pd.notna(row.get("more_per_group")):
-        unit = "pools" if row.get("needed_unit") == "pools" else "candidates per group"
-        about = "roughly" if row.get("rough") is True or row.get("rough") == 1 else "about"
-        return f"inconclusive — {about} {int(row['more_per_group']):,} more {unit} needed"
+    """A verdict in words, with the planner's answer for inconclusive rows (about how many more pools or candidates
+    per group, or why more data of this kind will not settle it)."""
+    if row["verdict"] == INCONCLUSIVE and row.get("plan_note"):
+        return f"inconclusive — {row['plan_note']}"
     return str(row["verdict"])
 
 
