@@ -54,7 +54,7 @@ def test_allocation_page_opens_with_the_verdict_of_the_command_line(demo):
     demo.switch_page("pages/allocation_gaps.py").run()
     assert not demo.exception and not demo.error
     assert demo.header[0].value == "Verdict and impact ratios at k = 2"
-    assert demo.markdown[0].value.startswith("**Overall at k = 2: ")
+    assert demo.markdown[0].value.startswith("**Overall at k = 2:** ")
     cli = verdict_cli(2)
     tables = impact_tables(demo)
     assert set(tables) == {"race × gender", "race"}  # gender pools hold 2

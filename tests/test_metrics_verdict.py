@@ -101,7 +101,8 @@ def test_cli_verdict_on_a_score_file_and_k_at_pool_size(tmp_path, capsys):
     options = ["--bootstrap", "100", "--permutations", "200"]
     assert main(["verdict", "--scores", str(path), "--k", "2", *options, "--format", "json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert result["overall"]["verdict"] == ADVERSE and result["overall"]["categories"] == "group: R"
+    assert result["systems"][0]["verdict"] == ADVERSE and result["systems"][0]["categories"] == "group: R"
+    assert result["overall"]["systems"] == result["overall"]["systems_adverse"] == 1
     assert main(["verdict", "--scores", str(path), "--k", "2", *options, "--format", "md"]) == 0
     assert "| R | 40 |" in capsys.readouterr().out
     assert main(["verdict", "--scores", str(path), "--k", "3"]) == 2
@@ -210,3 +211,27 @@ def test_a_verdict_needs_no_qualification_labels(tmp_path, capsys):
     assert main(["metrics", "--scores", str(path), "--reference", "White_Male", "--k", "1"]) == 2
     assert "group 'Asian_Female' has no qualified candidate" in capsys.readouterr().err
 
+
+def test_the_store_wide_line_counts_systems_and_says_adverse_only_for_the_audit_family(tmp_path, capsys):
+    """Issue 38, item 5: one adverse system among fair ones makes no store-wide "adverse impact" under the default
+    family (each system tested at its own α): the line counts systems per verdict; under family audit, adjusted
+    across every system, it also gives the store-wide verdict."""
+    path = tmp_path / "scores.csv"
+    pd.concat([table(40, {"P": 0.0, "Q": 0.0, "R": -3.0}, model="biased"),
+               *(table(400, {"P": 0.0, "Q": 0.0, "R": 0.0}, model=f"fair{i}", seed=i) for i in (1, 2))]
+              ).to_csv(path, index=False)
+    options = ["verdict", "--scores", str(path), "--k", "1", "--bootstrap", "200", "--permutations", "200"]
+    assert main([*options, "--format", "json"]) == 0
+    overall = json.loads(capsys.readouterr().out)["overall"]
+    assert (overall["family"], overall["systems"], overall["systems_adverse"]) == ("system", 3, 1)
+    fair = overall["systems_inconclusive"], overall["systems_no_evidence"]
+    assert sum(fair) == 2 and "verdict" not in overall and "categories" not in overall
+    assert overall["summary"] == (f"1 system adverse impact, {fair[0]} inconclusive, {fair[1]} no evidence of adverse "
+                                  "impact; no store-wide verdict: each system is judged at its own α (family system; "
+                                  "only family audit adjusts across systems)")
+    assert main([*options, "--format", "md"]) == 0
+    assert f"**Overall:** {overall['summary']}." in capsys.readouterr().out
+    assert main([*options, "--family", "audit", "--format", "json"]) == 0
+    overall = json.loads(capsys.readouterr().out)["overall"]
+    assert overall["verdict"] == ADVERSE and overall["categories"] == "group: R" and overall["systems_adverse"] == 1
+    assert overall["summary"].startswith(f"{ADVERSE} (family audit, adjusted across every system): 1 system")

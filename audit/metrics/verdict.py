@@ -1,4 +1,5 @@
-"""The audit's answer: one verdict per system × grouping × category at quota k, rolled up per system and overall.
+"""The audit's answer: one verdict per system × grouping × category at quota k, rolled up per system, and the
+store-wide count of systems per verdict (:func:`store_line`).
 
 The rule (stated once, :data:`RULE`; the CLI, pages and report quote it). Each category c is compared with the
 most-selected category of its system, grouping and k (the *comparator*, ratio 1 by construction):
@@ -385,7 +386,8 @@ def _plan_note(status: str, ratio: float, more: float, units: float, unit: str, 
 
 def rollup(table: pd.DataFrame, by: list[str] | tuple[str, ...] = KEY) -> pd.DataFrame:
     """The strongest verdict of each ``by`` group (adverse > inconclusive > no evidence), with counts of each and
-    the categories that carry it; rows sorted strongest first. ``by=[]`` rolls the whole audit into one row."""
+    the categories that carry it; rows sorted strongest first. ``by=[]`` rolls the whole audit into one row (a
+    store-wide verdict only means something under the ``audit`` family: see :func:`store_line`)."""
     rank = {name: i for i, name in enumerate(STRENGTH)}
     keyed = table.assign(_rank=table["verdict"].map(rank), _all=0)
     columns = list(by) or ["_all"]
@@ -400,3 +402,30 @@ def rollup(table: pd.DataFrame, by: list[str] | tuple[str, ...] = KEY) -> pd.Dat
     out = pd.DataFrame(rows).sort_values("_rank", kind="stable").drop(columns="_rank")
     return out.drop(columns=["_all"], errors="ignore").reset_index(drop=True)
 
+
+def store_line(table: pd.DataFrame) -> dict[str, object]:
+    """The store-wide line of a verdict table (one k): ``systems`` (model × subtask, each at its strongest verdict)
+    and ``systems_adverse`` / ``systems_inconclusive`` / ``systems_no_evidence``, how many have each verdict; the
+    ``family``; ``summary``, all of it in one sentence. Only under the ``audit`` family, the one adjusted across
+    systems, also a store-wide ``verdict`` with the ``categories`` that carry it: under the others each system is
+    tested at its own α, so a few adverse cells among many systems say nothing of the store as a whole."""
+    systems = rollup(table)
+    counts = {f"systems_{short}": int((systems["verdict"] == name).sum()) for short, name in zip(_SHORT, STRENGTH)}
+    family = str(table["family"].iloc[0])
+    line: dict[str, object] = {"family": family, "systems": len(systems), **counts}
+    counted = _system_counts(counts)
+    if family == "audit":
+        whole = rollup(table, by=[]).iloc[0]
+        line.update(verdict=whole["verdict"], categories=whole["categories"],
+                    summary=f"{whole['verdict']} (family audit, adjusted across every system): {counted}")
+    else:
+        line["summary"] = (f"{counted}; no store-wide verdict: each system is judged at its own α (family {family}; "
+                           "only family audit adjusts across systems)")
+    return line
+
+
+def _system_counts(counts: dict[str, int]) -> str:
+    """``2 systems adverse impact, 5 inconclusive, 24 no evidence of adverse impact``."""
+    adverse, inconclusive, no_evidence = (counts[f"systems_{short}"] for short in _SHORT)
+    return (f"{adverse} system{'s' if adverse != 1 else ''} {ADVERSE}, {inconclusive} {INCONCLUSIVE}, "
+            f"{no_evidence} no evidence of adverse impact")

@@ -21,7 +21,7 @@ from audit.tasks import study
 from audit.present.exports import image_later
 from audit.formatting import correlation_table, estimate, number, pvalue, ratio, subtask_name
 from audit.metrics.verdict import (ADVERSE, BEYOND_REACH, INCONCLUSIVE, MORE_DATA, NO_ESTIMATE, NO_EVIDENCE,
-                                   ON_THRESHOLD, PLAN_REACH, RULES, rollup, rule_text)
+                                   ON_THRESHOLD, PLAN_REACH, RULES, rule_text, store_line)
 from audit.present.readable import family_words
 from audit.reporting.content import (ReportData, commands, limitations, sample_sizes, settings_record,
                                      shell_text)
@@ -213,16 +213,17 @@ def verdict(data: ReportData) -> str:
     if data.verdicts is None:
         return (f"<h2>Verdict</h2><p>Verdicts are defined on pointwise scores; this report reads {escape(s.mode)} "
                 "scores, so it gives gaps (below) but no verdict.</p>")
-    overall = rollup(data.verdicts, by=[]).iloc[0]
-    counts = (f"{overall['n_adverse']} adverse, {overall['n_inconclusive']} inconclusive, "
-              f"{overall['n_no_evidence']} no evidence, over {len(data.verdicts)} system × category cells")
+    overall = store_line(data.verdicts)
+    cells = data.verdicts["verdict"]
+    counts = (f"{int((cells == ADVERSE).sum())} adverse, {int((cells == INCONCLUSIVE).sum())} inconclusive, "
+              f"{int((cells == NO_EVIDENCE).sum())} no evidence, over {len(data.verdicts)} system × category cells")
     adverse = data.verdicts[data.verdicts["verdict"] == ADVERSE]
     named = [f"{r.name} ({r.grouping}) with {r.model} for {r.subtask}" for r in adverse.itertuples(index=False)]
     carriers = "" if not named else " — " + "; ".join(named[:5]) + (f"; and {len(named) - 5} more" if len(named) > 5
                                                                      else "")
     parts = [f"<h2>Verdict at k = {s.k}</h2><p class='quota'>Judged at {escape(quota_words(data))}.</p>"
-             f"<p class='verdict-line'>Overall: {escape(overall['verdict'])}{escape(carriers)}</p>"
-             f"<p>{escape(counts)}; every adverse-impact verdict is listed under Findings.</p>"
+             f"<p class='verdict-line'>Overall: {escape(str(overall['summary']))}</p>"
+             f"<p>{escape(counts)}{escape(carriers)}; every adverse-impact verdict is listed under Findings.</p>"
              f"<p class='family'>Multiple testing: {escape(family_words(data.settings.family))}. Reading: "
              f"{escape(reading_words(data))}.</p>",
              f"<h3>How sure</h3><p class='rule'>{escape(rule_text(s.threshold, s.ci, s.family, s.rule))} Gaps (ΔDP) are findings only "
