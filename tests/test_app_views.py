@@ -63,7 +63,8 @@ def test_readable_tables_name_groups_and_say_not_defined_at_the_pool_size():
                           "selection_rate": [0.25, 0.75], "impact_ratio": [1 / 3, 1.0], "impact_ratio_lo": [0.0, 1.0],
                           "impact_ratio_hi": [0.9, 1.0], "p_adj": [0.0004, float("nan")],
                           "verdict": ["adverse impact", "inconclusive"], "needed_per_group": [None, 1240.0],
-                          "more_per_group": [None, 1236.0]})
+                          "more_per_group": [None, 1236.0], "plan": ["", "more data"],
+                          "plan_note": ["", "about 1,236 more candidates per group needed"]})
     rows = category_verdicts(table)
     assert rows["verdict"].tolist() == ["adverse impact",
                                         "inconclusive — about 1,236 more candidates per group needed"]

@@ -87,10 +87,12 @@ def test_score_prints_the_planners_answer_first(ranker: str, tmp_path: Path) -> 
     assert code == 0, err
     first = err.splitlines()[0]
     assert re.fullmatch(r"planner: rankings per job for a conclusive verdict per category at the 2024 records' "
-                        r"observed rates \(k = 1\): retail (\d{1,3}(,\d{3})*)–(\d{1,3}(,\d{3})*) \(the fewest .*; "
+                        r"observed rates \(k = 1\): retail (\d{1,3}(,\d{3})*)–(\d{1,3}(,\d{3})*)"
+                        r"( \(\d+ categor(y|ies) beyond reach\))? \(the fewest .*; "
                         r"asked: 2", first), first
     fewest = int(re.search(r"retail ([\d,]+)–", first)[1].replace(",", ""))
     assert fewest > 1000  # the records' 1,000 rankings per job left categories undecided
+    assert int(re.search(r"retail [\d,]+–([\d,]+)", first)[1].replace(",", "")) <= 10_000  # no figure beyond 10×
     code, _, err = cli(*argv, str(tmp_path / "new.db"))
     assert code == 0, err
     assert err.splitlines()[0].startswith("planner: cannot plan: ") and "does not exist yet" in err.splitlines()[0]

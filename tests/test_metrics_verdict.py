@@ -11,8 +11,8 @@ from helpers import score_table
 
 from audit.cli import main
 from audit.errors import AuditError
-from audit.metrics.verdict import (ADVERSE, INCONCLUSIVE, NO_EVIDENCE, check_k, classify, rollup, rule_text,
-                                   verdicts)
+from audit.metrics.verdict import (ADVERSE, BEYOND_REACH, INCONCLUSIVE, MORE_DATA, NO_EVIDENCE, ON_THRESHOLD,
+                                   PLAN_REACH, check_k, classify, rollup, rule_text, verdicts)
 
 
 def table(n: int, means: dict[str, float], *, model: str = "m", seed: int = 0) -> pd.DataFrame:
@@ -47,10 +47,24 @@ def test_a_large_shift_is_adverse_and_equal_groups_are_not():
 
 
 def test_a_small_sample_is_inconclusive_with_a_planner_estimate():
-    out = verdicts(table(6, {"X": 0.0, "Y": -0.4}, seed=3), grouping="group", k=1, n_boot=200, n_perm=200, plan_boot=30)
+    out = verdicts(table(20, {"X": 0.0, "Y": -0.8}, seed=3), grouping="group", k=1, n_boot=200, n_perm=200,
+                   plan_boot=30)
     row = out.set_index("category").loc["Y"]
-    assert row["verdict"] == INCONCLUSIVE
-    assert row["needed_per_group"] > 6 and row["more_per_group"] == row["needed_per_group"] - 6
+    assert row["verdict"] == INCONCLUSIVE and row["plan"] == MORE_DATA
+    assert row["plan_note"] == f"about {int(row['more_per_group']):,} more candidates per group needed"
+    assert 20 < row["needed_per_group"] <= PLAN_REACH * 20 and row["more_per_group"] == row["needed_per_group"] - 20
+
+
+def test_beyond_ten_times_the_sample_the_planner_gives_no_figure_and_says_why():
+    """Issue 38, item 7: a ratio just above the threshold would need far more than 10× the present sample for its
+    interval to clear it: no figure, the reason in words."""
+    out = verdicts(table(20, {"X": 0.0, "Y": -0.5}, seed=3), grouping="group", k=1, n_boot=200, n_perm=200)
+    row = out.set_index("category").loc["Y"]
+    assert row["verdict"] == INCONCLUSIVE and row["plan"] == BEYOND_REACH and 0.8 < row["impact_ratio"] < 0.81
+    assert np.isnan(row["needed_per_group"]) and np.isnan(row["more_per_group"]) and row["needed_unit"] == ""
+    assert re.fullmatch(r"not settled by more data of this kind: the ratio 0\.80\d lies within 0\.00\d+ of the "
+                        r"threshold 0\.8, and its interval would clear it only with over 10× the present 20 "
+                        r"candidates per group", row["plan_note"]), row["plan_note"]
 
 
 @pytest.mark.parametrize("pool", ["random:4", "per-group"])
@@ -87,7 +101,8 @@ def test_cli_verdict_on_a_score_file_and_k_at_pool_size(tmp_path, capsys):
     options = ["--bootstrap", "100", "--permutations", "200"]
     assert main(["verdict", "--scores", str(path), "--k", "2", *options, "--format", "json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert result["overall"]["verdict"] == ADVERSE and result["overall"]["categories"] == "group: R"
+    assert result["systems"][0]["verdict"] == ADVERSE and result["systems"][0]["categories"] == "group: R"
+    assert result["overall"]["systems"] == result["overall"]["systems_adverse"] == 1
     assert main(["verdict", "--scores", str(path), "--k", "2", *options, "--format", "md"]) == 0
     assert "| R | 40 |" in capsys.readouterr().out
     assert main(["verdict", "--scores", str(path), "--k", "3"]) == 2
@@ -152,9 +167,71 @@ def test_the_study_at_k1_exact_p_values_families_and_a_planner_answer_for_every_
     table = found["system"]
     assert table["p"].min() < 1e-6 and set(table["family"]) == {"system"}
     inconclusive = table[table["verdict"] == INCONCLUSIVE]
-    assert len(inconclusive) and (inconclusive["more_per_group"] >= 1).all()
-    assert set(inconclusive["needed_unit"]) == {"pools"}
+    assert len(inconclusive) and set(inconclusive["plan"]) == {MORE_DATA, BEYOND_REACH}
+    planned = inconclusive[inconclusive["plan"] == MORE_DATA]
+    assert (planned["more_per_group"] >= 1).all() and set(planned["needed_unit"]) == {"pools"}
+    assert planned["needed_per_group"].max() <= PLAN_REACH * 1000  # 1,000 rankings per job: no figure beyond 10×
+    beyond = inconclusive[inconclusive["plan"] == BEYOND_REACH]
+    assert beyond["needed_per_group"].isna().all() and beyond["more_per_group"].isna().all()
+    assert beyond["plan_note"].str.startswith("not settled by more data of this kind: the ratio ").all()
+    assert beyond["plan_note"].str.endswith(f"only with over {PLAN_REACH}× the present 1,000 pools").all()
     flagged = table[table["verdict"] == ADVERSE]
     assert (flagged["impact_ratio"] < 0.8).all() and (flagged["p_adj"] <= 0.05).all()
     near = table[(table["impact_ratio"] - 0.8).abs() < 0.005]
     assert len(near) and all(f"{r:.3f}" != "0.800" or r >= 0.8 for r in near["impact_ratio"])
+
+
+def test_a_ratio_on_the_threshold_says_no_sample_separates_them(tmp_path, capsys):
+    """Issue 38, item 7: at a ratio of exactly 0.8 the planning ratio is the threshold itself, so no sample size
+    decides; the cell says so in the table (``plan``) and in words, never "?" or no answer at all."""
+    path = tmp_path / "scores.csv"  # P beats Q in 5 of the 9 pairs: rates 5/9 and 4/9 at k = 1, ratio 0.8
+    score_table({"P": ([1, 4, 8], [1] * 3), "Q": ([2, 3, 7], [1] * 3)}).to_csv(path, index=False)
+    options = ["verdict", "--scores", str(path), "--k", "1", "--bootstrap", "100", "--permutations", "100"]
+    assert main([*options, "--format", "json"]) == 0
+    row = next(r for r in json.loads(capsys.readouterr().out)["categories"] if r["category"] == "Q")
+    assert row["impact_ratio"] == pytest.approx(0.8) and row["verdict"] == INCONCLUSIVE
+    assert row["plan"] == ON_THRESHOLD and row["needed_per_group"] is None and row["more_per_group"] is None
+    note = "not settled by more data: the ratio sits on the threshold 0.8, and no sample size separates them"
+    assert row["plan_note"] == note
+    assert main([*options, "--format", "md"]) == 0
+    assert f"| inconclusive — {note} |" in capsys.readouterr().out
+
+
+def test_a_verdict_needs_no_qualification_labels(tmp_path, capsys):
+    """Issue 38, item 8: an uploaded pilot whose group has no qualified candidate gets its impact verdict (only ΔEO
+    reads the labels, and the metrics still refuse it, naming the group)."""
+    path = tmp_path / "scores.csv"
+    rng = np.random.default_rng(0)
+    score_table({g: (rng.normal(0, 1, 30), [int(g != "Asian_Female")] * 30)
+                 for g in ("Asian_Female", "Black_Male", "White_Male")}).to_csv(path, index=False)
+    assert main(["verdict", "--scores", str(path), "--k", "1", "--bootstrap", "100", "--permutations", "100",
+                 "--format", "json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert {r["category"] for r in result["categories"]} == {"Asian_Female", "Black_Male", "White_Male"}
+    assert main(["metrics", "--scores", str(path), "--reference", "White_Male", "--k", "1"]) == 2
+    assert "group 'Asian_Female' has no qualified candidate" in capsys.readouterr().err
+
+
+def test_the_store_wide_line_counts_systems_and_says_adverse_only_for_the_audit_family(tmp_path, capsys):
+    """Issue 38, item 5: one adverse system among fair ones makes no store-wide "adverse impact" under the default
+    family (each system tested at its own α): the line counts systems per verdict; under family audit, adjusted
+    across every system, it also gives the store-wide verdict."""
+    path = tmp_path / "scores.csv"
+    pd.concat([table(40, {"P": 0.0, "Q": 0.0, "R": -3.0}, model="biased"),
+               *(table(400, {"P": 0.0, "Q": 0.0, "R": 0.0}, model=f"fair{i}", seed=i) for i in (1, 2))]
+              ).to_csv(path, index=False)
+    options = ["verdict", "--scores", str(path), "--k", "1", "--bootstrap", "200", "--permutations", "200"]
+    assert main([*options, "--format", "json"]) == 0
+    overall = json.loads(capsys.readouterr().out)["overall"]
+    assert (overall["family"], overall["systems"], overall["systems_adverse"]) == ("system", 3, 1)
+    fair = overall["systems_inconclusive"], overall["systems_no_evidence"]
+    assert sum(fair) == 2 and "verdict" not in overall and "categories" not in overall
+    assert overall["summary"] == (f"1 system adverse impact, {fair[0]} inconclusive, {fair[1]} no evidence of adverse "
+                                  "impact; no store-wide verdict: each system is judged at its own α (family system; "
+                                  "only family audit adjusts across systems)")
+    assert main([*options, "--format", "md"]) == 0
+    assert f"**Overall:** {overall['summary']}." in capsys.readouterr().out
+    assert main([*options, "--family", "audit", "--format", "json"]) == 0
+    overall = json.loads(capsys.readouterr().out)["overall"]
+    assert overall["verdict"] == ADVERSE and overall["categories"] == "group: R" and overall["systems_adverse"] == 1
+    assert overall["summary"].startswith(f"{ADVERSE} (family audit, adjusted across every system): 1 system")

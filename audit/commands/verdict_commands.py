@@ -14,7 +14,7 @@ from audit.errors import AuditError
 from audit.formatting import markdown_table, pvalue, ratio
 from audit.metrics.impact import FOUR_FIFTHS
 from audit.design import WHOLE, PoolDesign
-from audit.metrics.verdict import rollup, rule_text
+from audit.metrics.verdict import rollup, rule_text, store_line
 from audit.present.readable import system_verdicts, verdict_words
 from audit.output import csv_text
 from audit.store import Store
@@ -69,28 +69,29 @@ def _table(args: argparse.Namespace) -> pd.DataFrame:
 def run_verdict(args: argparse.Namespace) -> int:
     """Handler of ``verdict``."""
     table = _table(args)
-    systems, overall = rollup(table), rollup(table, by=[])
+    overall = store_line(table)
     if args.format == "csv":
         emit(csv_text(table), args.out)
     elif args.format == "json":
         emit(json.dumps({"rule": rule_text(args.threshold, args.ci, args.family, args.rule), "k": args.k,
                          "quota_reason": args.quota_reason, "threshold": args.threshold, "ci": args.ci,
-                         "family": args.family, "reading": args.rule, "overall": records(overall)[0],
-                         "systems": records(systems),
+                         "family": args.family, "reading": args.rule, "overall": overall,
+                         "systems": records(rollup(table)),
                          "categories": records(table)}, indent=1) + "\n", args.out)
     else:
         emit(_markdown(table, overall, args), args.out)
     return 0
 
 
-def _markdown(table: pd.DataFrame, overall: pd.DataFrame, args: argparse.Namespace) -> str:
+def _markdown(table: pd.DataFrame, overall: dict[str, object], args: argparse.Namespace) -> str:
+    """The Markdown page: the quota, the store-wide line, the rule, one table per system and one per category."""
     shown = pd.DataFrame({"System": table["model"], "Subtask": table["subtask"], "Grouping": table["grouping"],
                           "Group": table["name"], "Candidates": table["candidates"],
                           "Impact ratio": [ratio(r, lo, hi) for r, lo, hi in
                                            zip(table["impact_ratio"], table["impact_ratio_lo"], table["impact_ratio_hi"])],
                           "p": table["p"].map(pvalue), "Adjusted p": table["p_adj"].map(pvalue),
                           "Verdict": table.apply(verdict_words, axis=1), "Why": table["evidence"]})
-    return (f"# Verdict at k = {args.k}\n\nQuota: {args.quota_reason}.\n\n**Overall: {overall['verdict'].iloc[0]}** "
-            f"(family: {args.family}, reading: {args.rule})\n\n"
+    return (f"# Verdict at k = {args.k}\n\nQuota: {args.quota_reason}.\n\n**Overall:** {overall['summary']}. "
+            f"Reading: {args.rule}.\n\n"
             f"{rule_text(args.threshold, args.ci, args.family, args.rule)}\n\n## Per system\n\n"
             f"{markdown_table(system_verdicts(table))}\n## Per category\n\n{markdown_table(shown)}")

@@ -21,7 +21,7 @@ import pandas as pd
 from audit.errors import AuditError
 from audit.metrics.allocation import check_quotas, selection_shares, shares
 from audit.metrics.bootstrap import BLOCK, percentile_bounds, share_draws, uniform_counts
-from audit.metrics.keys import KeyData, split_keys
+from audit.metrics.keys import KeyData, selection_keys, split_keys
 from audit.design import PoolDesign, PoolKind
 from audit.metrics.pools import candidate_laws, pool_size, rank_laws
 from audit.metrics.schema import KEY
@@ -159,7 +159,7 @@ def selection_flips(scores: pd.DataFrame, *, a: str, b: str, k: int,
                              for column in FLIP_COLUMNS})
     rows = matched(scores, a, b)
     frames = []
-    for data in split_keys(rows, reference=str(rows["group"].iloc[0])):
+    for data in selection_keys(rows):
         check_quotas(k, pool_size(design, data), data, design)
         selected = candidate_laws(data, design, data.group[None])[:k, 0].sum(axis=0)
         key = dict(zip(KEY, data.key))

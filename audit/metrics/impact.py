@@ -26,7 +26,7 @@ from audit.errors import AuditError
 from audit.metrics.allocation import check_quotas, shares
 from audit.metrics.bootstrap import percentile_bounds, percentiles, share_draws
 from audit.metrics.exact import katz_bounds, pair_errors, pool_tables, shares_a_pool
-from audit.metrics.keys import KeyData, split_keys
+from audit.metrics.keys import KeyData, selection_keys
 from audit.metrics.ll144 import MIN_APPLICANTS, UNKNOWN
 from audit.design import PoolDesign, PoolKind
 from audit.metrics.pools import pool_size
@@ -61,7 +61,7 @@ def impact_ratios(scores: pd.DataFrame, *, ks: Iterable[int] | int, pool: "str |
     design = PoolDesign.parse(pool)
     if scores.empty:
         raise AuditError("no scores to compute impact ratios from")
-    keys = keys if keys is not None else split_keys(scores, reference=str(scores["group"].iloc[0]))
+    keys = keys if keys is not None else selection_keys(scores)
     return pd.concat([key_impact(data, design, check_quotas(ks, pool_size(design, data), data, design),
                                  grouping=grouping, ci=ci, n_boot=n_boot, seed=seed) for data in keys],
                      ignore_index=True)

@@ -73,9 +73,10 @@ class KeyData:
         return self.score[mask & self.qualified] if qualified else self.score[mask]
 
 
-def split_keys(scores: pd.DataFrame, *, reference: str) -> list[KeyData]:
-    """Validate ``scores`` and return one KeyData per (model, task, subtask, mode), keys sorted."""
-    table = check_scores(scores, reference=reference)
+def split_keys(scores: pd.DataFrame, *, reference: str, needs_qualified: bool = True) -> list[KeyData]:
+    """Validate ``scores`` (:func:`audit.metrics.schema.check_scores`; ``needs_qualified=False`` for views that read
+    no qualification label) and return one KeyData per (model, task, subtask, mode), keys sorted."""
+    table = check_scores(scores, reference=reference, needs_qualified=needs_qualified)
     key_id, keys = key_codes(table)
     task = pd.factorize(table["task"])[0]
     group_code, group_names = pd.factorize(table["group"], sort=True)
@@ -123,3 +124,9 @@ def with_decisions(keys: list[KeyData], outcomes: pd.DataFrame) -> list[KeyData]
             data = replace(data, decided=(data.score > np.median(data.score)).astype(np.int64))
         out.append(data)
     return out
+
+
+def selection_keys(scores: pd.DataFrame) -> list[KeyData]:
+    """:func:`split_keys` for the views of selection alone (pool sizes, impact ratios, verdicts): the reference is
+    the first group (they read none) and no group needs a qualified candidate (they read no qualification label)."""
+    return split_keys(scores, reference=str(scores["group"].iloc[0]), needs_qualified=False)

@@ -80,13 +80,14 @@ def _numeric(table: pd.DataFrame, column: str, what: str) -> np.ndarray:
     return values
 
 
-def check_scores(scores: pd.DataFrame, *, reference: str) -> pd.DataFrame:
+def check_scores(scores: pd.DataFrame, *, reference: str, needs_qualified: bool = True) -> pd.DataFrame:
     """Validated copy of a score table: text columns as categories of str, ``score`` float, ``qualified`` bool.
 
     Checks: required columns, non-empty text fields, mode pointwise or pairwise[-variant], finite numeric scores, qualified
     in {0, 1}, no duplicate candidate (per pool), the reference group exists, and
-    every group of the task (the reference included) has candidates and a qualified candidate in every
-    (model, task, subtask, mode).
+    every group of the task (the reference included) has candidates in every (model, task, subtask, mode), and a
+    qualified candidate unless ``needs_qualified`` is False (impact ratios and verdicts read no qualification label:
+    only ΔEO and the metrics over qualified candidates do).
     """
     what = "score table"
     _require_columns(scores, SCORE_COLUMNS, what)
@@ -103,11 +104,11 @@ def check_scores(scores: pd.DataFrame, *, reference: str) -> pd.DataFrame:
         value = table["qualified"].iloc[int(np.flatnonzero(bad)[0])]
         raise AuditError(f"{what}: column 'qualified' has value {value!r}; expected 0 or 1")
     table["qualified"] = qualified.astype(bool)
-    _check_keys(table, reference)
+    _check_keys(table, reference, needs_qualified)
     return table
 
 
-def _check_keys(table: pd.DataFrame, reference: str) -> None:
+def _check_keys(table: pd.DataFrame, reference: str, needs_qualified: bool) -> None:
     what = "score table"
     groups = groups_of(table)
     if reference not in groups:
@@ -137,7 +138,8 @@ def _check_keys(table: pd.DataFrame, reference: str) -> None:
     key_task[key_id] = task
     expected = in_task[key_task]
     expected[:, groups.index(reference)] = True
-    for found, problem in ((size, "no candidates"), (n_qualified, "no qualified candidate")):
+    checks = [(size, "no candidates")] + ([(n_qualified, "no qualified candidate")] if needs_qualified else [])
+    for found, problem in checks:
         missing = np.argwhere(expected & (found == 0))
         if len(missing):
             k, g = missing[0]

@@ -1,4 +1,5 @@
-"""The audit's answer: one verdict per system × grouping × category at quota k, rolled up per system and overall.
+"""The audit's answer: one verdict per system × grouping × category at quota k, rolled up per system, and the
+store-wide count of systems per verdict (:func:`store_line`).
 
 The rule (stated once, :data:`RULE`; the CLI, pages and report quote it). Each category c is compared with the
 most-selected category of its system, grouping and k (the *comparator*, ratio 1 by construction):
@@ -34,15 +35,21 @@ Bonferroni level α/m (m: the family's comparisons; Holm's first step, so conser
 rate(comparator)·(1 − r*); at or above it, the interval's lower bound exceeding the threshold at r*. Normal
 approximation with the standard error observed now scaled by 1/√n: n = n₀·((z_crit + z_0.8)·se₀ / distance)². The
 unit n is candidates per group (virtual designs, one-pool logs) or pools (recorded pools). At least one more than
-now; beyond 10× the present sample the answer is flagged ``rough``.
+now, and no figure beyond 10× the present sample (:data:`PLAN_REACH`): there the ``plan`` column says ``beyond
+reach`` and ``plan_note`` why — more data of this kind will not settle the cell, the observed ratio lying too close to
+the threshold for this design (or the rates too close for the adjusted test). A ratio on the threshold is never
+settled (``on the threshold``: the planning ratio is the threshold itself); ``no estimate`` where the ratio or its
+spread is undefined.
 
 Columns (:data:`COLUMNS`): the system key, grouping, category, k, candidates, selection_rate, impact_ratio (against
 the comparator, unrounded: a flag is decided on it), impact_ratio_lo/hi, p_adj (Holm over the family), verdict,
-needed_per_group (planner: candidates per group or pools, see needed_unit), more_per_group (needed − now, ≥ 1),
+needed_per_group (planner: candidates per group or pools, see needed_unit; NaN unless ``plan`` is ``more data``),
+more_per_group (needed − now, ≥ 1),
 then **p** (raw two-sided p-value of the pair, exact for recorded pools), **comparator** (the most-selected category),
 **family** and **family_size** (its pairwise comparisons), **evidence** (a sentence where test and interval
-disagree, else empty), **planning_ratio** (r*), **needed_unit** (``candidates`` or ``pools``), **rough** (planner
-beyond 10× the present sample), **rule** (``practice`` or ``strict``).
+disagree, else empty), **planning_ratio** (r*), **needed_unit** (``candidates`` or ``pools``), **plan** (the
+planner's answer for inconclusive cells: ``more data``, ``beyond reach``, ``on the threshold``, ``not comparable
+within pools`` or ``no estimate``; empty for decided cells), **plan_note** (that answer in words), **rule** (``practice`` or ``strict``).
 
 A quota k must be below the pool size: at k = pool size every candidate is selected and every ratio is 1 by
 construction, so no verdict is defined there.
@@ -59,12 +66,13 @@ from scipy.special import ndtri  # norm.ppf's own kernel: imports fast, scipy.st
 
 from audit.design import PoolDesign, PoolKind
 from audit.errors import AuditError
+from audit.formatting import ratio as ratio_text
 from audit.metrics.bootstrap import share_draws
 from audit.metrics.exact import informing_units, katz_bounds, pair_errors, pair_pvalue, pool_tables, shares_a_pool
 from audit.metrics.impact import (FOUR_FIFTHS, bootstrap_bounds, comparable, key_impact, known_categories,
                                   most_selected, ratio_level)
 from audit.metrics.inference import adjust, permutation_pvalues, permuted_shares
-from audit.metrics.keys import KeyData, split_keys
+from audit.metrics.keys import KeyData, selection_keys
 from audit.metrics.pools import pool_size
 from audit.metrics.quota import check_quota
 from audit.metrics.schema import KEY
@@ -87,7 +95,13 @@ RULES = {"practice": "four-fifths plus significance: ratio below the threshold a
 PLANNED_POWER = 0.8
 #: the planner's unit of a category that never shares a recorded pool with its comparator
 NOT_COMPARABLE = "not comparable within pools"
-ROUGH_BEYOND = 10
+#: the planner gives a figure up to this multiple of the present sample, beyond it none
+PLAN_REACH = 10
+#: the planner's answer for an inconclusive cell (column ``plan``; empty for decided cells)
+MORE_DATA = "more data"
+BEYOND_REACH = "beyond reach"
+ON_THRESHOLD = "on the threshold"
+NO_ESTIMATE = "no estimate"
 RULE = ("Adverse impact: impact ratio (against the most-selected category) below {threshold:g}{strict} and the exact "
         "test of equal selection rates (stratified by pool for recorded pools; label shuffles for scored pilots) "
         "rejects at α = {alpha:g} after Holm's adjustment over every pairwise comparison of categories within "
@@ -97,10 +111,12 @@ RULE = ("Adverse impact: impact ratio (against the most-selected category) below
         "from the data). The test decides adverse impact and the interval decides no evidence; they can disagree "
         "(different methods; the test is adjusted for multiplicity, the interval is not), and the cell then says "
         "so. Otherwise inconclusive, with the sample at which the verdict's own decision has 80% power at the "
-        "planning ratio halfway between the observed ratio and {threshold:g}.")
+        "planning ratio halfway between the observed ratio and {threshold:g}, given up to {reach}× the present "
+        "sample; beyond that, or for a ratio on {threshold:g}, more data of this kind will not settle it, and the cell "
+        "says why.")
 COLUMNS = (*KEY, "grouping", "category", "k", "candidates", "selection_rate", "impact_ratio", "impact_ratio_lo",
            "impact_ratio_hi", "p_adj", "verdict", "needed_per_group", "more_per_group", "p", "comparator", "family",
-           "family_size", "evidence", "planning_ratio", "needed_unit", "rough", "rule")
+           "family_size", "evidence", "planning_ratio", "needed_unit", "plan", "plan_note", "rule")
 PAIR_COLUMNS = (*KEY, "grouping", "k", "a", "b", "p")
 
 
@@ -110,7 +126,7 @@ def rule_text(threshold: float = FOUR_FIFTHS, ci: float = 0.95, family: str = DE
     _check_choice(family, FAMILIES, "family"), _check_choice(rule, RULES, "rule")
     strict = " with its upper confidence bound below it too (strict reading)" if rule == "strict" else ""
     return RULE.format(threshold=threshold, alpha=round(1 - ci, 6), level=ci, family=family,
-                       family_words=FAMILIES[family], strict=strict)
+                       family_words=FAMILIES[family], strict=strict, reach=PLAN_REACH)
 
 
 def _check_choice(value: str, choices: dict, what: str) -> None:
@@ -134,7 +150,7 @@ def check_k(scores: pd.DataFrame, k: int, pool: "str | PoolDesign", grouping: st
     """The smallest pool size of ``scores`` (groups: the categories of ``grouping``); an AuditError naming it when
     k is not in 1 … pool size − 1."""
     design = PoolDesign.parse(pool)
-    return _check_quotas(split_keys(scores, reference=str(scores["group"].iloc[0])), [k], design, grouping)[1]
+    return _check_quotas(selection_keys(scores), [k], design, grouping)[1]
 
 
 def _check_quotas(keys: list[KeyData], ks: "int | Iterable[int]", design: PoolDesign, grouping: str
@@ -180,7 +196,7 @@ def measure(scores: pd.DataFrame, *, grouping: str, k: "int | Iterable[int]", po
     if n_perm < 1 or n_boot < 2:
         raise AuditError(f"permutations {n_perm} and bootstrap replicates {n_boot} must be at least 1 and 2")
     design = PoolDesign.parse(pool)
-    keys = keys if keys is not None else split_keys(scores, reference=str(scores["group"].iloc[0]))
+    keys = keys if keys is not None else selection_keys(scores)
     quotas = _check_quotas(keys, k, design, grouping)[0]
     parts = [_measured(data, design, quotas, grouping=grouping, ci=ci, n_boot=n_boot, n_perm=n_perm, seed=seed,
                        excluded=tuple(excluded)) for data in keys]
@@ -337,11 +353,13 @@ def planned_units(units: np.ndarray, se: np.ndarray, distance: np.ndarray, z_cri
 
 
 def _planned(rows: pd.DataFrame, *, threshold: float, ci: float, rule: str) -> pd.DataFrame:
-    """``needed_per_group``, ``more_per_group``, ``planning_ratio``, ``needed_unit`` and ``rough`` of the
-    inconclusive rows (see the module's planner); NaN elsewhere and where the ratio is undefined."""
+    """``needed_per_group``, ``more_per_group``, ``planning_ratio``, ``needed_unit``, ``plan`` and ``plan_note`` of
+    the inconclusive rows (see the module's planner): a figure only within :data:`PLAN_REACH` × the present sample,
+    else the reason there is none; NaN and empty elsewhere."""
     ratio = rows["impact_ratio"].to_numpy(dtype=float)
     units = rows["units"].to_numpy(dtype=float)
-    todo = (rows["verdict"] == INCONCLUSIVE).to_numpy() & np.isfinite(ratio) & (ratio > 0)
+    inconclusive = (rows["verdict"] == INCONCLUSIVE).to_numpy()
+    todo = inconclusive & np.isfinite(ratio)
     plan = np.where(todo, (np.minimum(ratio, 1) + threshold) / 2, np.nan)
     z_test = ndtri(1 - (1 - ci) / (2 * np.maximum(rows["family_size"].to_numpy(dtype=float), 1)))
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -351,16 +369,49 @@ def _planned(rows: pd.DataFrame, *, threshold: float, ci: float, rule: str) -> p
                                  ndtri((1 + ci) / 2))
     below = ratio < threshold
     needed = np.where(below, np.fmax(test, interval) if rule == "strict" else test, interval)
+    by_interval = needed == interval  # the figure waits for the interval (else for the test)
     needed = np.where(todo & np.isfinite(needed) & (needed > 0), np.fmax(np.ceil(needed), units + 1), np.nan)
+    status = np.select([~inconclusive, (rows["unit"] == NOT_COMPARABLE).to_numpy(), ~todo,
+                        np.isclose(ratio, threshold, rtol=0, atol=1e-9),
+                        needed > PLAN_REACH * units, np.isfinite(needed)],
+                       ["", NOT_COMPARABLE, NO_ESTIMATE, ON_THRESHOLD, BEYOND_REACH, MORE_DATA], NO_ESTIMATE)
+    needed = np.where(status == MORE_DATA, needed, np.nan)
+    notes = [_plan_note(*values, threshold=threshold) for values in
+             zip(status, ratio, needed - units, units, rows["unit"], by_interval)]
     return pd.DataFrame({"needed_per_group": needed, "more_per_group": needed - units, "planning_ratio": plan,
-                         "needed_unit": np.where(np.isfinite(needed) | (rows["unit"] == NOT_COMPARABLE), rows["unit"],
-                                                 ""),
-                         "rough": needed > ROUGH_BEYOND * units}, index=rows.index)
+                         "needed_unit": np.where(np.isfinite(needed), rows["unit"], ""), "plan": status,
+                         "plan_note": notes}, index=rows.index)
+
+
+def _plan_note(status: str, ratio: float, more: float, units: float, unit: str, by_interval: bool, *,
+               threshold: float) -> str:
+    """The planner's answer for one cell in words (empty where it plans nothing)."""
+    unit = "pools" if unit == "pools" else "candidates per group"
+    if status == MORE_DATA:
+        return f"about {int(more):,} more {unit} needed"
+    if status == NOT_COMPARABLE:
+        return ("not settled by more data of this kind: the category never shares a pool with the most-selected "
+                "one, so their rates are not comparable within pools")
+    if status == ON_THRESHOLD:
+        return (f"not settled by more data: the ratio sits on the threshold {threshold:g}, and no sample size "
+                "separates them")
+    if status == BEYOND_REACH:
+        shown = ratio_text(ratio, threshold=threshold)
+        why = (f"the ratio {shown} lies within {abs(ratio - threshold):.2g} of the threshold {threshold:g}, and its "
+               "interval would clear it" if by_interval else
+               f"the ratio {shown} lies below {threshold:g}, but the adjusted test would tell the two rates apart")
+        return (f"not settled by more data of this kind: {why} only with over {PLAN_REACH}× the present "
+                f"{int(units):,} {unit}")
+    if status == NO_ESTIMATE:
+        return ("no impact ratio: not compared with the most-selected category" if not np.isfinite(ratio) else
+                "no planner figure: the ratio's spread cannot be estimated from this sample")
+    return ""
 
 
 def rollup(table: pd.DataFrame, by: list[str] | tuple[str, ...] = KEY) -> pd.DataFrame:
     """The strongest verdict of each ``by`` group (adverse > inconclusive > no evidence), with counts of each and
-    the categories that carry it; rows sorted strongest first. ``by=[]`` rolls the whole audit into one row."""
+    the categories that carry it; rows sorted strongest first. ``by=[]`` rolls the whole audit into one row (a
+    store-wide verdict only means something under the ``audit`` family: see :func:`store_line`)."""
     rank = {name: i for i, name in enumerate(STRENGTH)}
     keyed = table.assign(_rank=table["verdict"].map(rank), _all=0)
     columns = list(by) or ["_all"]
@@ -374,3 +425,31 @@ def rollup(table: pd.DataFrame, by: list[str] | tuple[str, ...] = KEY) -> pd.Dat
                      "_rank": int(part["_rank"].min())})
     out = pd.DataFrame(rows).sort_values("_rank", kind="stable").drop(columns="_rank")
     return out.drop(columns=["_all"], errors="ignore").reset_index(drop=True)
+
+
+def store_line(table: pd.DataFrame) -> dict[str, object]:
+    """The store-wide line of a verdict table (one k): ``systems`` (model × subtask, each at its strongest verdict)
+    and ``systems_adverse`` / ``systems_inconclusive`` / ``systems_no_evidence``, how many have each verdict; the
+    ``family``; ``summary``, all of it in one sentence. Only under the ``audit`` family, the one adjusted across
+    systems, also a store-wide ``verdict`` with the ``categories`` that carry it: under the others each system is
+    tested at its own α, so a few adverse cells among many systems say nothing of the store as a whole."""
+    systems = rollup(table)
+    counts = {f"systems_{short}": int((systems["verdict"] == name).sum()) for short, name in zip(_SHORT, STRENGTH)}
+    family = str(table["family"].iloc[0])
+    line: dict[str, object] = {"family": family, "systems": len(systems), **counts}
+    counted = _system_counts(counts)
+    if family == "audit":
+        whole = rollup(table, by=[]).iloc[0]
+        line.update(verdict=whole["verdict"], categories=whole["categories"],
+                    summary=f"{whole['verdict']} (family audit, adjusted across every system): {counted}")
+    else:
+        line["summary"] = (f"{counted}; no store-wide verdict: each system is judged at its own α (family {family}; "
+                           "only family audit adjusts across systems)")
+    return line
+
+
+def _system_counts(counts: dict[str, int]) -> str:
+    """``2 systems adverse impact, 5 inconclusive, 24 no evidence of adverse impact``."""
+    adverse, inconclusive, no_evidence = (counts[f"systems_{short}"] for short in _SHORT)
+    return (f"{adverse} system{'s' if adverse != 1 else ''} {ADVERSE}, {inconclusive} {INCONCLUSIVE}, "
+            f"{no_evidence} no evidence of adverse impact")

@@ -13,7 +13,8 @@ from audit.design import AuditDesign
 from audit.formatting import estimate, number, pvalue, ratio, subtask_name
 from audit.views import LOW_LABEL_MASS, View
 from audit.metrics.impact import FOUR_FIFTHS
-from audit.metrics.verdict import ADVERSE, DEFAULT_FAMILY, FAMILIES, INCONCLUSIVE, NO_EVIDENCE, rollup, rule_text
+from audit.metrics.verdict import (ADVERSE, DEFAULT_FAMILY, FAMILIES, INCONCLUSIVE, NO_EVIDENCE, rollup, rule_text,
+                                   store_line)
 
 if TYPE_CHECKING:  # the scoring module loads the model backends: not needed to read a table
     from audit.scoring import RunSummary
@@ -25,21 +26,17 @@ def family_words(family: str) -> str:
 
 
 def verdict_words(row: pd.Series) -> str:
-    """A verdict in words, with the planner's estimate for inconclusive rows (more pools for recorded pools, else
-    more candidates per group; "roughly" beyond 10× the present sample)."""
-    if row["verdict"] == INCONCLUSIVE and pd.notna(row.get("more_per_group")):
-        unit = "pools" if row.get("needed_unit") == "pools" else "candidates per group"
-        about = "roughly" if row.get("rough") is True or row.get("rough") == 1 else "about"
-        return f"inconclusive — {about} {int(row['more_per_group']):,} more {unit} needed"
+    """A verdict in words, with the planner's answer for inconclusive rows (about how many more pools or candidates
+    per group, or why more data of this kind will not settle it)."""
+    if row["verdict"] == INCONCLUSIVE and row.get("plan_note"):
+        return f"inconclusive — {row['plan_note']}"
     return str(row["verdict"])
 
 
 def overall_line(table: pd.DataFrame, k: int) -> str:
-    """The audit's verdict in one Markdown sentence, with the counts behind it."""
-    overall = rollup(table, by=[]).iloc[0]
-    return (f"**Overall at k = {k}: {overall['verdict']}** ({overall['n_adverse']} adverse, "
-            f"{overall['n_inconclusive']} inconclusive, {overall['n_no_evidence']} with no evidence of adverse impact, "
-            "over the systems × subtasks × categories below).")
+    """The store-wide line in one Markdown sentence: systems per verdict (a store-wide verdict only under the
+    ``audit`` family)."""
+    return f"**Overall at k = {k}:** {store_line(table)['summary']}."
 
 
 def system_verdicts(table: pd.DataFrame) -> pd.DataFrame:

@@ -20,7 +20,8 @@ from audit.present import charts
 from audit.tasks import study
 from audit.present.exports import image_later
 from audit.formatting import correlation_table, estimate, number, pvalue, ratio, subtask_name
-from audit.metrics.verdict import ADVERSE, INCONCLUSIVE, NO_EVIDENCE, RULES, rollup, rule_text
+from audit.metrics.verdict import (ADVERSE, BEYOND_REACH, INCONCLUSIVE, MORE_DATA, NO_ESTIMATE, NO_EVIDENCE,
+                                   NOT_COMPARABLE, ON_THRESHOLD, PLAN_REACH, RULES, rule_text, store_line)
 from audit.present.readable import family_words
 from audit.reporting.content import (ReportData, commands, limitations, sample_sizes, settings_record,
                                      shell_text)
@@ -29,11 +30,27 @@ from audit.reporting.method import GLOSSARY, method_paragraphs
 from audit.reporting.style import STYLE
 from audit.tasks.recorded import mode_name
 
-#: under every verdict table
-LEGEND = ("<caption>Each cell: the impact ratio, then <b>adverse</b> (adverse impact), <b>no evidence</b> (no evidence "
-          "of adverse impact at this sample size) or <b>+N</b> (inconclusive — about N more candidates per group, "
-          "or pools for recorded pools, needed for 80 % power; ≈+N: an extrapolation beyond 10× the present sample; "
-          "k: thousands, M: millions).</caption>")
+#: an inconclusive cell's mark where the planner gives no figure (see :func:`_plan_marks`)
+_NO_FIGURE = {BEYOND_REACH: "beyond", NO_ESTIMATE: "n/a", NOT_COMPARABLE: "apart"}
+
+
+def _plan_marks(threshold: float) -> str:
+    """What an inconclusive cell's planner mark means (the verdict tables' legend and the appendix's note)."""
+    return (f"+N: about N more candidates per group, or pools for recorded pools, needed for 80 % power (k: thousands, "
+            f"M: millions; never beyond {PLAN_REACH}× the present sample); beyond: more data of this kind will not "
+            f"settle it (over {PLAN_REACH}× the present sample needed: the ratio lies too close to the threshold for "
+            f"this design); on {threshold:g}: the ratio equals the threshold, and no sample size separates them; apart: "
+            "never in a pool with the most-selected category, so not comparable within pools; n/a: the ratio or its "
+            "spread is undefined")
+
+
+def _legend(threshold: float) -> str:
+    """The caption under every verdict table."""
+    return ("<caption>Each cell: the impact ratio, then <b>adverse</b> (adverse impact), <b>no evidence</b> (no "
+            "evidence of adverse impact at this sample size) or the planner's answer for an inconclusive cell "
+            f"({escape(_plan_marks(threshold))}).</caption>")
+
+
 _CSS_CLASS = {ADVERSE: "v-adverse", NO_EVIDENCE: "v-no-evidence", INCONCLUSIVE: "v-inconclusive"}
 
 
@@ -86,20 +103,22 @@ def _facts(facts: dict[str, str]) -> str:
     return f"<table class='facts small'>{rows}</table>"
 
 
-def _more(more: float, rough: object = False) -> str:
-    """The planner's "more candidates per group (or pools)" as ``+1,234``, ``+12k``, ``+460M`` (``≈`` in front where
-    it extrapolates beyond 10× the present sample; ``?`` when it has no estimate)."""
-    if pd.isna(more):
-        return "?"
+def _plan_mark(plan: str, more: float, threshold: float) -> str:
+    """The planner's answer in a table cell: ``+1,234``, ``+12k``, ``+4M`` more candidates per group (or pools), or
+    why there is no figure (``beyond``, ``on 0.8``, ``n/a``: see :func:`_plan_marks`)."""
+    if plan == ON_THRESHOLD:
+        return f"on {threshold:g}"
+    if plan != MORE_DATA:
+        return _NO_FIGURE[plan]
     count = int(more)
-    text = (f"{count:,}" if count < 10_000 else f"{count / 1e3:.0f}k" if count < 1_000_000 else
-            f"{count / 1e6:.0f}M" if count < 1_000_000_000 else f"{count / 1e9:.0f}G")
-    return f"{'≈' if rough is True or rough == 1 else ''}+{text}"
+    return "+" + (f"{count:,}" if count < 10_000 else f"{count / 1e3:.0f}k" if count < 1_000_000 else
+                  f"{count / 1e6:.0f}M")
 
 
-def _short(verdict: str, more: float, rough: object = False) -> str:
-    """A verdict in a table cell: ``adverse``, ``no evidence`` or ``inconclusive, +N`` (the planner's estimate)."""
-    return {ADVERSE: "adverse", NO_EVIDENCE: "no evidence"}.get(verdict) or f"inconclusive, {_more(more, rough)}"
+def _short(verdict: str, plan: str, more: float, threshold: float) -> str:
+    """A verdict in a table cell: ``adverse``, ``no evidence`` or ``inconclusive, +N`` (the planner's answer)."""
+    return ({ADVERSE: "adverse", NO_EVIDENCE: "no evidence"}.get(verdict)
+            or f"inconclusive, {_plan_mark(plan, more, threshold)}")
 
 
 def _why(verdicts: pd.DataFrame) -> list[str]:
@@ -160,7 +179,7 @@ def audited(data: ReportData) -> str:
             f"{_facts(facts)}")
 
 
-def _matrix(verdicts: pd.DataFrame, grouping: str) -> str:
+def _matrix(verdicts: pd.DataFrame, grouping: str, threshold: float) -> str:
     """Systems (rows) × categories (columns) of one grouping: impact ratio and verdict mark per cell."""
     rows = verdicts[verdicts["grouping"] == grouping]
     categories = list(dict.fromkeys(rows["category"]))
@@ -178,14 +197,14 @@ def _matrix(verdicts: pd.DataFrame, grouping: str) -> str:
                 cells.append("<td class=v>–</td>")
                 continue
             mark = {ADVERSE: "adverse", NO_EVIDENCE: "no evidence"}.get(row["verdict"], "")
-            mark = mark or _more(row["more_per_group"], row.get("rough", False))
+            mark = mark or _plan_mark(row["plan"], row["more_per_group"], threshold)
             cells.append(f'<td class="v {_CSS_CLASS[row["verdict"]]}" data-model="{escape(model)}" '
                          f'data-subtask="{escape(subtask)}" data-grouping="{escape(grouping)}" '
                          f'data-category="{escape(category)}" data-verdict="{escape(row["verdict"])}">'
                          f'{ratio(row["impact_ratio"])}<br>{escape(mark)}</td>')
         body.append(f"<tr><td>{escape(model)}<br><span class=muted>{escape(subtask_name(subtask))}</span></td>"
                     f"{''.join(cells)}</tr>")
-    return (f"<table class='matrix small'>{LEGEND}<thead><tr><th>system<br>subtask</th>{head}</tr></thead>"
+    return (f"<table class='matrix small'>{_legend(threshold)}<thead><tr><th>system<br>subtask</th>{head}</tr></thead>"
             f"<tbody>{''.join(body)}</tbody></table>")
 
 
@@ -195,16 +214,17 @@ def verdict(data: ReportData) -> str:
     if data.verdicts is None:
         return (f"<h2>Verdict</h2><p>Verdicts are defined on pointwise scores; this report reads {escape(s.mode)} "
                 "scores, so it gives gaps (below) but no verdict.</p>")
-    overall = rollup(data.verdicts, by=[]).iloc[0]
-    counts = (f"{overall['n_adverse']} adverse, {overall['n_inconclusive']} inconclusive, "
-              f"{overall['n_no_evidence']} no evidence, over {len(data.verdicts)} system × category cells")
+    overall = store_line(data.verdicts)
+    cells = data.verdicts["verdict"]
+    counts = (f"{int((cells == ADVERSE).sum())} adverse, {int((cells == INCONCLUSIVE).sum())} inconclusive, "
+              f"{int((cells == NO_EVIDENCE).sum())} no evidence, over {len(data.verdicts)} system × category cells")
     adverse = data.verdicts[data.verdicts["verdict"] == ADVERSE]
     named = [f"{r.name} ({r.grouping}) with {r.model} for {r.subtask}" for r in adverse.itertuples(index=False)]
     carriers = "" if not named else " — " + "; ".join(named[:5]) + (f"; and {len(named) - 5} more" if len(named) > 5
                                                                      else "")
     parts = [f"<h2>Verdict at k = {s.k}</h2><p class='quota'>Judged at {escape(quota_words(data))}.</p>"
-             f"<p class='verdict-line'>Overall: {escape(overall['verdict'])}{escape(carriers)}</p>"
-             f"<p>{escape(counts)}; every adverse-impact verdict is listed under Findings.</p>"
+             f"<p class='verdict-line'>Overall: {escape(str(overall['summary']))}</p>"
+             f"<p>{escape(counts)}{escape(carriers)}; every adverse-impact verdict is listed under Findings.</p>"
              f"<p class='family'>Multiple testing: {escape(family_words(data.settings.family))}. Reading: "
              f"{escape(reading_words(data))}.</p>",
              f"<h3>How sure</h3><p class='rule'>{escape(rule_text(s.threshold, s.ci, s.family, s.rule))} Gaps (ΔDP) are findings only "
@@ -216,7 +236,7 @@ def verdict(data: ReportData) -> str:
             parts.append(f"<p>Not defined at k = pool size ({size}): every candidate of a pool is selected, so every "
                          "ratio is 1 by construction.</p>")
         else:
-            parts.append(_matrix(data.verdicts, grouping))
+            parts.append(_matrix(data.verdicts, grouping, s.threshold))
     return "".join(parts)
 
 
@@ -398,8 +418,9 @@ def appendix(data: ReportData) -> str:
     parts = ["<h2 class=pagebreak>Appendix</h2>"]
     if data.verdicts is not None:
         parts.append(f"<h3>A. Verdict per system × category at k = {s.k}</h3><p class=muted>Adverse: adverse impact; no "
-                     "evidence: no evidence of adverse impact at this sample size; inconclusive, +N: about N more "
-                     "candidates per group (pools, for recorded pools) needed for 80 % power (planner estimate; ≈ beyond 10× the present sample). n: candidates of the group. Where the ratio's interval and "
+                     f"evidence: no evidence of adverse impact at this sample size; inconclusive, with the planner's "
+                     f"answer ({escape(_plan_marks(s.threshold))}). n: candidates of the group. Where the ratio's "
+                     "interval and "
                      "the adjusted test point different ways, the last column says so: the test decides adverse "
                      "impact, the interval decides no evidence.</p>")
         for model, v in data.verdicts.groupby("model", sort=True):
@@ -410,8 +431,8 @@ def appendix(data: ReportData) -> str:
                                   "impact ratio": [ratio(r, lo, hi) for r, lo, hi in
                                                    zip(v["impact_ratio"], v["impact_ratio_lo"], v["impact_ratio_hi"])],
                                   "adj. p": v["p_adj"].map(pvalue),
-                                  "verdict": [_short(a, b, c) for a, b, c in zip(v["verdict"], v["more_per_group"],
-                                                                                      v.get("rough", [False] * len(v)))],
+                                  "verdict": [_short(a, b, c, s.threshold) for a, b, c in
+                                              zip(v["verdict"], v["plan"], v["more_per_group"])],
                                   "test vs interval": _why(v)})
             attrs = [{"model": model, "subtask": t, "grouping": g, "category": c, "verdict": x} for t, g, c, x in
                      zip(v["subtask"], v["grouping"], v["category"], v["verdict"])]
