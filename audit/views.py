@@ -52,7 +52,7 @@ class StoreTables:
             designs = {(str(t), str(s)): declared_design(rows) for (t, s), rows in scores.groupby(["task", "subtask"])}
         scores = scores.reindex(columns=list(dict.fromkeys([*SCORE_COLUMNS, *scores.columns])))
         return cls(scores, pairs if pairs is not None else pd.DataFrame(columns=PAIR_COLUMNS), pd.DataFrame(),
-                   pd.DataFrame(columns=["model"]), designs, pd.DataFrame(columns=["task", "model", "outcome"]))
+                   pd.DataFrame(columns=["model"]), designs, pd.DataFrame(columns=["fingerprint", "model", "task", "subtask", "outcome"]))
 
     @classmethod
     def read(cls, store: Store) -> "StoreTables":

@@ -90,3 +90,23 @@ def test_a_true_ratio_of_06_over_400_pools_of_8_is_called_adverse():
     table = decide(rows, pairs)
     found = table[table["category"] == "B"]["verdict"].eq(ADVERSE).mean()
     assert found >= 0.9
+
+
+def test_a_category_never_in_a_pool_with_its_comparator_is_not_comparable():
+    """a in pools of 1 a + 9 c, b in pools of 1 b + 1 c, each ranked at random at k = 1: a's rate (0.1) against
+    b's (0.5) is no within-pool comparison. Once ratio 0.22 [0.16, 0.30], p = 1, inconclusive forever with "+1 pool";
+    now no test, no interval and no planner figure, and the cell says why."""
+    rng = np.random.default_rng(4)
+    groups = [["A"] + ["C"] * 9] * 200 + [["B", "C"]] * 200
+    pool = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
+    scores = pool_logs(rng, systems=1, pools=1, groups=2).iloc[:0].reindex(range(pool.size)).assign(
+        model="m0", task="t", subtask="s", mode="pointwise", candidate_id=np.arange(pool.size).astype(str),
+        group=np.concatenate(groups), qualified=1, score=rng.random(pool.size), pool=pool)
+    rows, pairs = measure(scores, grouping="group", k=1, pool="observed", n_boot=2, n_perm=1)
+    table = decide(rows, pairs).set_index("category")
+    assert table.loc["A", "comparator"] == "B"
+    assert np.isnan(table.loc["A", "p"]) and np.isnan(table.loc["A", "impact_ratio_lo"])
+    assert table.loc["A", "verdict"] == "inconclusive" and np.isnan(table.loc["A", "needed_per_group"])
+    assert "never in a pool with B" in table.loc["A", "evidence"]
+    assert table.loc["A", "plan"] == "not comparable within pools"
+    assert np.isfinite(table.loc["C", "p"])  # C shares B's pools

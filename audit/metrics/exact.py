@@ -308,6 +308,24 @@ def pair_errors(members: np.ndarray, selected: np.ndarray, a: int, b: int) -> tu
     return float(np.sqrt(var_diff)), float(np.sqrt(var_log)) if p_a > 0 and p_b > 0 else math.nan
 
 
+def mantel_haenszel(counts: PoolCounts, a: int, b: int, level: float) -> tuple[float, float, float]:
+    """(ratio, lower, upper): the pool-adjusted ratio of a's selection rate to b's, Mantel–Haenszel's common risk
+    ratio over the pools holding both, R = Σ x_a n_b / N ÷ Σ x_b n_a / N (N = n_a + n_b of the pool), with the
+    Greenland–Robins variance of log R, Var = Σ (n_a n_b (x_a + x_b) − x_a x_b N)/N² ÷ (Σ x_a n_b/N · Σ x_b n_a/N).
+    It compares a and b within the same pools, so a difference in pool make-up between the two does not enter it;
+    NaN where the two share no pool or the ratio is 0 or undefined."""
+    n_a, n_b = counts.members[:, a].astype(float), counts.members[:, b].astype(float)
+    x_a, x_b = counts.selected[:, a], counts.selected[:, b]
+    both = (n_a > 0) & (n_b > 0)
+    n_a, n_b, x_a, x_b = n_a[both], n_b[both], x_a[both], x_b[both]
+    total = n_a + n_b
+    top, bottom = float((x_a * n_b / total).sum()), float((x_b * n_a / total).sum())
+    if not both.any() or top <= 0 or bottom <= 0:
+        return math.nan, math.nan, math.nan
+    variance = float(((n_a * n_b * (x_a + x_b) - x_a * x_b * total) / total**2).sum()) / (top * bottom)
+    return (top / bottom, *katz_bounds(top / bottom, math.sqrt(max(variance, 0.0)), level))
+
+
 def katz_bounds(ratio: float, se_log: float, level: float, upper: float | None = None) -> tuple[float, float]:
     """exp(log ratio ∓ z·se): the log interval of a ratio with standard error ``se_log`` of its log, the upper bound
     at level ``upper`` when given (else ``level``)."""

@@ -104,3 +104,20 @@ def pool_logs(rng: np.random.Generator, *, systems: int, pools: int, groups: int
                          "subtask": "s", "mode": "pointwise", "candidate_id": np.arange(count).astype(str),
                          "group": LETTERS[group], "qualified": 1, "score": score,
                          "pool": np.arange(count) // size})
+
+
+def decision_log(rng: np.random.Generator, *, systems: int, pools: int, per_pool: int, groups: int,
+                 outcome: str, rate: float = 0.3) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(scores, outcomes): ``systems`` fair logs of a quota-free outcome as the store reads them, ``pools`` pools
+    of ``per_pool`` applicants whose groups are drawn at random (``pools=1``: an unpooled log). ``selected``: each
+    applicant selected with chance ``rate`` whatever their group (the score is the 0/1 decision); ``score``: a
+    normal score whatever the group (read as scoring above the sample's median). ``outcomes`` names each system's
+    outcome kind (:func:`audit.metrics.keys.with_decisions`)."""
+    count = systems * pools * per_pool
+    score = (rng.random(count) < rate).astype(float) if outcome == "selected" else rng.normal(size=count)
+    models = np.char.add("m", (np.arange(count) // (pools * per_pool)).astype(str))
+    scores = pd.DataFrame({"model": models, "task": "t", "subtask": "s", "mode": "pointwise",
+                           "candidate_id": np.arange(count).astype(str), "group": LETTERS[rng.integers(0, groups, count)],
+                           "qualified": 1, "score": score, "pool": np.arange(count) // per_pool})
+    outcomes = pd.DataFrame({"model": np.unique(models), "task": "t", "subtask": "s", "outcome": outcome})
+    return scores, outcomes

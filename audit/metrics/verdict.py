@@ -49,7 +49,12 @@ then **p** (raw two-sided p-value of the pair, exact for recorded pools), **comp
 **family** and **family_size** (its pairwise comparisons), **evidence** (a sentence where test and interval
 disagree, else empty), **planning_ratio** (r*), **needed_unit** (``candidates`` or ``pools``), **plan** (the
 planner's answer for inconclusive cells: ``more data``, ``beyond reach``, ``on the threshold``, ``not comparable
-within pools`` or ``no estimate``; empty for decided cells), **plan_note** (that answer in words), **rule** (``practice`` or ``strict``).
+within pools`` or ``no estimate``; empty for decided cells), **plan_note** (that answer in words), **rule**
+(``practice`` or ``strict``),
+**pool_adjusted_ratio** with **_lo** / **_hi** (recorded pools: Mantel–Haenszel's ratio to the comparator within the
+pools the two share, :func:`audit.metrics.exact.mantel_haenszel`; where its interval leaves out the headline ratio,
+the two were selected from pools of different make-up and ``evidence`` says so; the verdict reads the headline, LL144's
+ratio).
 
 A quota k must be below the pool size: at k = pool size every candidate is selected and every ratio is 1 by
 construction, so no verdict is defined there.
@@ -68,7 +73,8 @@ from audit.design import PoolDesign, PoolKind
 from audit.errors import AuditError
 from audit.formatting import ratio as ratio_text
 from audit.metrics.bootstrap import share_draws
-from audit.metrics.exact import informing_units, katz_bounds, pair_errors, pair_pvalue, pool_tables, shares_a_pool
+from audit.metrics.exact import (informing_units, katz_bounds, mantel_haenszel, pair_errors, pair_pvalue, pool_tables,
+                                 shares_a_pool)
 from audit.metrics.impact import (FOUR_FIFTHS, bootstrap_bounds, comparable, key_impact, known_categories,
                                   most_selected, ratio_level)
 from audit.metrics.inference import adjust, permutation_pvalues, permuted_shares
@@ -116,7 +122,8 @@ RULE = ("Adverse impact: impact ratio (against the most-selected category) below
         "says why.")
 COLUMNS = (*KEY, "grouping", "category", "k", "candidates", "selection_rate", "impact_ratio", "impact_ratio_lo",
            "impact_ratio_hi", "p_adj", "verdict", "needed_per_group", "more_per_group", "p", "comparator", "family",
-           "family_size", "evidence", "planning_ratio", "needed_unit", "plan", "plan_note", "rule")
+           "family_size", "evidence", "planning_ratio", "needed_unit", "plan", "plan_note", "rule",
+           "pool_adjusted_ratio", "pool_adjusted_ratio_lo", "pool_adjusted_ratio_hi")
 PAIR_COLUMNS = (*KEY, "grouping", "k", "a", "b", "p")
 
 
@@ -215,8 +222,9 @@ def _measured(data: KeyData, design: PoolDesign, quotas: list[int], *, grouping:
     top = most_selected(rate, comparable(data, compared))  # the comparator, per k
     a, b = (known[i] for i in np.triu_indices(known.size, 1))
     upper = ratio_level(ci, known.size)
+    adjusted = np.full((3, *rate.shape), np.nan)  # the pool-adjusted ratio and its interval (recorded pools)
     if design.kind == PoolKind.OBSERVED:
-        pair_p, bounds, errors, units = _recorded(data, design, quotas, rate, top, a, b, ci, upper)
+        pair_p, bounds, errors, units = _recorded(data, design, quotas, rate, top, a, b, ci, upper, adjusted)
     else:
         pair_p, bounds, errors, units = _virtual(data, design, quotas, rate, top, a, b, ci, upper, n_boot=n_boot,
                                                  n_perm=n_perm, seed=seed)
@@ -230,7 +238,9 @@ def _measured(data: KeyData, design: PoolDesign, quotas: list[int], *, grouping:
     added = {"impact_ratio": ratio, "impact_ratio_lo": bounds[0], "impact_ratio_hi": bounds[1], "p": p,
              "se_diff": errors[0], "se_log": errors[1], "units": units[0], "unit": units[1],
              "comparator": np.broadcast_to(comparator, rate.shape),
-             "comparator_rate": np.broadcast_to(rate[top, columns], rate.shape)}
+             "comparator_rate": np.broadcast_to(rate[top, columns], rate.shape),
+             "pool_adjusted_ratio": adjusted[0], "pool_adjusted_ratio_lo": adjusted[1],
+             "pool_adjusted_ratio_hi": adjusted[2]}
     part = pd.concat([part.drop(columns=["four_fifths", "impact_ratio"]),  # one construction, not a copy per column
                       pd.DataFrame({name: np.asarray(values).ravel() for name, values in added.items()})], axis=1)
     pairs = pd.DataFrame({**dict(zip(KEY, data.key)), "grouping": grouping, "k": np.tile(quotas, a.size),
@@ -241,9 +251,10 @@ def _measured(data: KeyData, design: PoolDesign, quotas: list[int], *, grouping:
 
 
 def _recorded(data: KeyData, design: PoolDesign, quotas: list[int], rate: np.ndarray, top: np.ndarray,
-              a: np.ndarray, b: np.ndarray, ci: float, upper: float) -> tuple:
+              a: np.ndarray, b: np.ndarray, ci: float, upper: float, adjusted: np.ndarray) -> tuple:
     """Recorded pools: exact stratified p-values (pairs, quotas), Katz bounds with the pool-robust error, the
-    errors (se of the difference, of the log ratio) and units of each category against the comparator."""
+    errors (se of the difference, of the log ratio) and units of each category against the comparator; fills
+    ``adjusted`` (3, groups, quotas) with the Mantel–Haenszel ratio to the comparator and its interval."""
     tables = pool_tables(data, design, quotas)
     pair_p = np.array([[pair_pvalue(counts, i, h) for counts in tables]
                        for i, h in zip(a, b)]).reshape(a.size, len(quotas))
@@ -257,6 +268,7 @@ def _recorded(data: KeyData, design: PoolDesign, quotas: list[int], rate: np.nda
         if not shares_a_pool(counts, g, top[j]):  # rates from different pools: no within-pool comparison
             units[g, j], unit[g, j] = np.nan, NOT_COMPARABLE
             continue
+        adjusted[:, g, j] = mantel_haenszel(counts, g, top[j], ci)
         errors[:, g, j] = pair_errors(counts.members, counts.selected, g, top[j])
         bounds[:, g, j] = katz_bounds(rate[g, j] / rate[top[j], j], errors[1, g, j], ci, upper)
         units[g, j], unit[g, j] = informing_units(counts.members, g, top[j])
@@ -329,6 +341,24 @@ def _evidence(row, threshold: float, alpha: float, top: bool) -> str:
     if row.unit == NOT_COMPARABLE:
         return (f"never in a pool with {row.comparator}: the two were selected in different pools, so their rates "
                 "are not comparable within pools (no test, no interval, no sample size to plan)")
+    sentence = _decided_apart(row, threshold, alpha)
+    adjusted = _pool_make_up(row)
+    return f"{sentence}; {adjusted}" if sentence and adjusted else sentence or adjusted
+
+
+def _pool_make_up(row) -> str:
+    """A sentence where the pool-adjusted ratio's interval leaves out the headline ratio (empty otherwise)."""
+    if not (row.pool_adjusted_ratio_lo <= row.impact_ratio <= row.pool_adjusted_ratio_hi):
+        if np.isfinite(row.pool_adjusted_ratio):
+            return (f"within the pools they share, the ratio is {row.pool_adjusted_ratio:.3g} "
+                    f"[{row.pool_adjusted_ratio_lo:.3g}, {row.pool_adjusted_ratio_hi:.3g}] (Mantel–Haenszel), "
+                    f"apart from the headline {row.impact_ratio:.3g}: the two categories were selected from pools of "
+                    "different make-up")
+    return ""
+
+
+def _decided_apart(row, threshold: float, alpha: float) -> str:
+    """A sentence where the ratio's interval and the adjusted test point different ways (empty otherwise)."""
     below, rejects = row.impact_ratio_hi < threshold, row.p_adj <= alpha
     if below and not rejects:
         return (f"the ratio's interval lies below {threshold:g}, but the test adjusted over the family's "
