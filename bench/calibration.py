@@ -5,7 +5,7 @@ each system's categories), which must stay within α = 5 % plus twice the Monte 
 
 Each row is a design of seeded fair logs (:mod:`audit.metrics.simulate`; no group is favoured), each replicate one
 system judged by :func:`audit.metrics.verdict.measure` and ``decide`` (threshold 0.8, α = 0.05) under the family
-``grouping`` (4 groups in one grouping) and, for the 2 × 2 designs, ``system`` (sex, race and their intersection
+``grouping`` (the design's groups in one grouping) and, for the designs of 4 groups read as 2 × 2, ``system`` (sex, race and their intersection
 judged together: a system is adverse when any of its 4 + 2 + 2 categories is). Rank designs read the top k of each
 pool (ties at the quota a fair lottery); 0/1 logs their recorded decisions; score logs the scoring rate (above the
 sample's median). Prints a Markdown table.
@@ -85,8 +85,10 @@ def main() -> None:
     print("| design | family grouping | family system (2 × 2) |\n|---|---:|---:|")
     for i, (name, (k, make)) in enumerate(DESIGNS.items()):
         scores, outcomes = make(np.random.default_rng([args.seed, i]), args.replicates)
-        cells = [adverse_share(scores, outcomes, k, family) for family in ("grouping", "system")]
-        print(f"| {name} | " + " | ".join(f"{c:.1%}{' (over)' if c > bound else ''}" for c in cells) + " |")
+        families = ("grouping", "system") if scores["group"].nunique() == len(CODES) else ("grouping",)
+        cells = [f"{c:.1%}{' (over)' if c > bound else ''}" for c in
+                 (adverse_share(scores, outcomes, k, family) for family in families)]
+        print(f"| {name} | " + " | ".join(cells + ["—"] * (2 - len(cells))) + " |")
     print(f"\n{time.perf_counter() - start:.0f} s")
 
 

@@ -169,13 +169,24 @@ def pair_pvalue(counts: PoolCounts, a: int, b: int) -> float:
     numerator = np.where(has_lottery, counts.lottery[inform, 0], 0)
     denominator = np.where(has_lottery, counts.lottery[inform, 1], 1)
     keys = np.stack([n_a[inform], n_b[inform], certain[inform], tied[inform], numerator, denominator], axis=1)
-    rows, times = np.unique(keys, axis=0, return_counts=True)
+    rows, times = distinct_rows(keys)
     strata = tuple((*row, repeats) for row, repeats in zip(rows.tolist(), times.tolist()))
     scale = math.lcm(*rows[:, 5].tolist())
     observed = int(round(float(counts.selected[inform, a].sum()) * scale))
     if law_cells(strata) > MAX_LAW_CELLS:
         return sampled_pvalue(strata, observed)
     return two_sided(_null_laws.get(strata, lambda: null_law(strata)), observed)
+
+
+def distinct_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct rows of the non-negative integer array ``keys``, sorted, and how often each occurs): each row
+    packed into one integer with its own base per column (``np.ravel_multi_index``) where the product of the bases
+    fits, ``np.unique`` over rows (slower) otherwise."""
+    bases = tuple(int(b) for b in keys.max(axis=0) + 1)
+    if math.prod(bases) >= 2**62:
+        return np.unique(keys, axis=0, return_counts=True)
+    codes, times = np.unique(np.ravel_multi_index(tuple(keys.T), bases), return_counts=True)
+    return np.stack(np.unravel_index(codes, bases), axis=1), times
 
 
 def stratified_pvalue(x: np.ndarray, n_a: np.ndarray, n_b: np.ndarray, s: np.ndarray) -> float:

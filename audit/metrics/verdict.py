@@ -443,17 +443,19 @@ def rollup(table: pd.DataFrame, by: list[str] | tuple[str, ...] = KEY) -> pd.Dat
     the categories that carry it; rows sorted strongest first. ``by=[]`` rolls the whole audit into one row (a
     store-wide verdict only means something under the ``audit`` family: see :func:`store_line`)."""
     rank = {name: i for i, name in enumerate(STRENGTH)}
-    keyed = table.assign(_rank=table["verdict"].map(rank), _all=0)
+    counted = [f"n_{short}" for short in _SHORT]
+    keyed = table.assign(_rank=table["verdict"].map(rank).to_numpy(), _all=0,
+                         **{column: (table["verdict"] == name).to_numpy(int) for column, name in zip(counted, STRENGTH)})
     columns = list(by) or ["_all"]
-    rows = []
-    for key, part in keyed.groupby(columns, sort=False, observed=True):
-        strongest = STRENGTH[int(part["_rank"].min())]
-        carriers = part[part["verdict"] == strongest]
-        rows.append({**dict(zip(columns, key if isinstance(key, tuple) else (key,))), "verdict": strongest,
-                     **{f"n_{short}": int((part["verdict"] == name).sum()) for short, name in zip(_SHORT, STRENGTH)},
-                     "categories": ", ".join(f"{g}: {c}" for g, c in zip(carriers["grouping"], carriers.get("name", carriers["category"]))),
-                     "_rank": int(part["_rank"].min())})
-    out = pd.DataFrame(rows).sort_values("_rank", kind="stable").drop(columns="_rank")
+    grouped = keyed.groupby(columns, sort=False, observed=True)
+    out = grouped[counted].sum()
+    out["_rank"] = grouped["_rank"].min()
+    carriers = keyed[keyed["_rank"] == grouped["_rank"].transform("min")]
+    names = carriers["grouping"].astype(str) + ": " + carriers.get("name", carriers["category"]).astype(str)
+    out["categories"] = names.groupby([carriers[c] for c in columns], sort=False, observed=True).agg(", ".join)
+    out["verdict"] = [STRENGTH[r] for r in out["_rank"]]
+    out = out.reset_index()[[*columns, "verdict", *counted, "categories", "_rank"]]
+    out = out.sort_values("_rank", kind="stable").drop(columns="_rank")
     return out.drop(columns=["_all"], errors="ignore").reset_index(drop=True)
 
 
