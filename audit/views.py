@@ -175,7 +175,7 @@ def metric_rows(tables: StoreTables, *, task: str, mode: str, grouping: str, ref
         skipped += [f"{r.model} · {r.task}: excluded, {r.inconsistent:.0%} of {r.pairs} pairs inconsistent "
                     f"(> {max_inconsistent:.0%})" for r in dropped.itertuples(index=False)]
     options = dict(reference=reference, pairs=pairs if len(pairs) else None, ci=ci, n_boot=n_boot, preset=preset,
-                   n_perm=n_perm, keep_draws=keep_draws, seed=seed)
+                   n_perm=n_perm, keep_draws=keep_draws, seed=seed, outcomes=tables.outcomes)
     for rows, _, design in metric_parts(scores, tables.designs, reference=reference, pool=pool):
         done, failed = _part_tables(rows, pool=design, **options)
         frames += [table for table, _ in done]

@@ -17,7 +17,7 @@ from audit.metrics.bias_table import BIAS_COLUMNS, key_bias, with_pair_deltas
 from audit.metrics.bootstrap import bounds, replicates, row_draws
 from audit.metrics.exact import gap_pvalues
 from audit.metrics.inference import key_pvalues
-from audit.metrics.keys import KeyData, split_keys
+from audit.metrics.keys import KeyData, split_keys, with_decisions
 from audit.design import PoolDesign, PoolKind
 from audit.metrics.pools import pool_size
 from audit.metrics.presets import Preset, get_preset
@@ -40,13 +40,15 @@ class MetricSuite:
     ``keep_draws`` (with ``ci``): keep every replicate of every metric and gap as ``draws`` = (index, {column: (rows,
     n_boot)}), the input of :func:`audit.metrics.bands.validity_bands`, from the same replicates as the bounds (the
     JSD draws use the default estimator, so they are left NaN under ``paper-exact``).
+    ``outcomes``: the store's recorded systems (:meth:`audit.store.Store.recorded_systems`), so a 0/1 or score log's
+    gaps are those of its recorded decisions (:func:`audit.metrics.keys.with_decisions`).
     ``pool_sizes`` maps each (model, subtask, mode) to its pool size, the largest valid k.
     """
 
     def __init__(self, scores: pd.DataFrame, *, reference: str, pool: "str | PoolDesign" = "per-group",
                  pairs: pd.DataFrame | None = None, ci: float | None = None, n_boot: int = 1000, seed: int = 0,
                  preset: "str | Preset" = "default", bins: int | None = None, n_perm: int | None = None,
-                 keep_draws: bool = False) -> None:
+                 keep_draws: bool = False, outcomes: pd.DataFrame | None = None) -> None:
         if ci is not None and not 0 < ci < 1:
             raise AuditError(f"confidence level {ci} must lie strictly between 0 and 1")
         if n_boot < 1:
@@ -57,6 +59,8 @@ class MetricSuite:
             raise AuditError(f"permutations {n_perm} must be at least 1")
         self.design = PoolDesign.parse(pool)
         self.keys = split_keys(scores, reference=reference)
+        if outcomes is not None:  # quota-free recorded systems: their gaps are those of their recorded decisions
+            self.keys = with_decisions(self.keys, outcomes)
         self.pool_sizes = {d.key: pool_size(self.design, d) for d in self.keys}
         bias = pd.concat([key_bias(d, preset=preset, bins=bins) for d in self.keys], ignore_index=True)
         bias = with_pair_deltas(bias, self.keys, pairs, reference=reference)
