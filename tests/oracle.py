@@ -104,9 +104,10 @@ def tested(pool: Ints, group: Ints, a: int, b: int) -> bool:
 
 
 def within_pool_pvalue(pool: Ints, group: Ints, chance: Numbers, a: int, b: int) -> float:
-    """The two-sided exact p-value of T = Σ chance over a's members; 1.0 when no pool holds both an a and a b."""
+    """The two-sided exact p-value of T = Σ chance over a's members; NaN when no pool holds both an a and a b (the
+    two are not comparable within pools)."""
     if not tested(pool, group, a, b):
-        return 1.0
+        return math.nan
     return float(two_sided(within_pool_law(pool, group, chance, a, b), observed(group, chance, a)))
 
 
@@ -121,7 +122,7 @@ def monte_carlo_pvalue(pool: Ints, group: Ints, chance: Numbers, a: int, b: int,
     permutations of the a/b labels (for designs too big to enumerate). Only for a coarse law (0/1 or half chances):
     where T takes thousands of values, each one's probability is too noisy to decide which are as likely as t_obs."""
     if not tested(pool, group, a, b):
-        return 1.0, 0.0
+        return math.nan, 0.0
     rng = np.random.default_rng(seed)
     total = np.zeros(draws)
     for rows, n_a in strata(pool, group, a, b):
