@@ -429,9 +429,9 @@ def test_names_from_a_decision_log_cannot_break_markdown_tables(tmp_path):
         assert "<b>" not in out and "\u202e" not in out and "⟨U+202E⟩" in out
         assert not re.search(r"(?<!\\)\[x(?<!\\)\]\(javascript", out)  # the link's brackets come escaped
         assert not re.search(r"^#+ (heading|injected)", out, re.M)
-        for table in re.findall(r"(?:^\|.*\n)+", out, re.M):
-            widths = {len(re.findall(r"(?<!\\)\|", line)) for line in table.splitlines()}
-            assert len(widths) == 1, table
+        for block in re.findall(r"(?:^\|.*\n)+", out, re.M):
+            widths = {len(re.findall(r"(?<!\\)\|", line)) for line in block.splitlines()}
+            assert len(widths) == 1, block
 
 
 def test_a_report_that_cannot_be_written_leaves_no_partial_file(tmp_path):
