@@ -296,10 +296,12 @@ class Audit:
         models = tuple(sorted(recorded & set(s.models))) if s.models else tuple(sorted(recorded))
         if not models:
             return pd.DataFrame()
-        audit = Audit(self.tables, replace(s, models=models))
+        judged = set(s.models) if s.models else set(self.scores("pointwise")["model"].astype(str))
+        audit = self if judged == set(models) else Audit(self.tables, replace(s, models=models))
         groupings = ll144_groupings(self.design)
         chosen = tuple(dict.fromkeys(groupings.values()))
-        table = audit.verdicts((k,), chosen)
+        every = set(chosen) == set(self.design.groupings)  # then the verdicts a report or page already holds
+        table = audit.verdicts((k,), (), FOUR_FIFTHS) if every else audit.verdicts((k,), chosen, FOUR_FIFTHS)
         excluded: tuple[tuple[str, str], ...] = ()
         if exclude_small is not None:
             excluded = tuple(sorted({(g, c) for g, c in zip(table["grouping"], table["category"].astype(str))

@@ -9,10 +9,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from audit.audit import Audit
 from audit.cli import main
 from audit.design import AuditDesign, PoolDesign, split_groupings
 from audit.tasks.recorded import RANKING_RUN_NAMES
-from audit.reporting.ll144_section import ll144_section, ll144_summary
+from audit.reporting.ll144_section import ll144_section
 from audit.selection import Selection
 from audit.store import Store
 from audit.views import StoreTables
@@ -127,7 +128,7 @@ def test_ll144_section_reads_the_study(small):
     runs, db = small
     tables = tables_of(db)
     selection = Selection("study", "pointwise", ks=(1,))
-    summary = ll144_summary(tables, selection)
+    summary = Audit(tables, selection).ll144(1)
     assert list(summary["grouping"].unique()) == ["sex", "race/ethnicity", "intersection"]
     study = study_table(runs, (JOB,)).set_index(["model", "category"])["rate"]
     both = summary[(summary["grouping"] == "intersection") & (summary["category"] != "unknown")]
@@ -137,7 +138,7 @@ def test_ll144_section_reads_the_study(small):
     for model in ("gpt-3.5-turbo", "gpt-4"):  # sex: the four women's groups pooled, 4 × 1000 applicants
         assert women.loc[model, "selection_rate"] == pytest.approx(
             sum(study[model, f"{race}_W"] for race in "ABHW") / 4, abs=1e-12)
-    html = ll144_section(tables, selection, distribution_date="2024-03-08")
+    html = ll144_section(Audit(tables, selection), 1, distribution_date="2024-03-08")
     for text in ("Bias audit summary (NYC Local Law 144)", "Asian women (A_W)", "women (W)", "White (W)",
                  "2023-11-21", "2024-03-08", "unknown category"):
         assert text in html
@@ -153,14 +154,14 @@ def test_ll144_section_small_pools_read_insufficient(small, tmp_path):
     db = tmp_path / "few.db"
     assert main(["import", "--format", "ranking-runs", "--data", str(tmp_path / "few"), "--task", "few",
                  "--db", str(db)]) == 0
-    summary = ll144_summary(tables_of(db), Selection("few", "pointwise", ks=(1,)))
+    summary = Audit(tables_of(db), Selection("few", "pointwise", ks=(1,))).ll144(1)
     race = summary[(summary["grouping"] == "race/ethnicity") & (summary["category"] != "unknown")]
     assert (race["applicants"] == 24).all() and (race["note"] == "insufficient evidence").all()
     assert race["impact_ratio"].isna().all()
-    html = ll144_section(tables_of(db), Selection("few", "pointwise", ks=(1,)))
+    html = ll144_section(Audit(tables_of(db), Selection("few", "pointwise", ks=(1,))), 1)
     assert html.count("insufficient evidence") >= 4 + 8
 
 
 def test_no_ll144_section_for_scored_models():
     tables = tables_of(Path(__file__).resolve().parents[1] / "data" / "demo.db")
-    assert ll144_section(tables, Selection("resume", "pointwise", ks=(1,))) == ""
+    assert ll144_section(Audit(tables, Selection("resume", "pointwise", ks=(1,))), 1) == ""

@@ -189,7 +189,7 @@ def _computed(settings: ReportSettings, tables: StoreTables, scores: pd.DataFram
         rankings=audit.rankings(k)[0], diagnostics=pd.DataFrame(),
         generated=datetime.now(timezone.utc).isoformat(timespec="seconds"), version=tool_version(),
         verdicts=verdicts, pool_sizes=sizes_by_grouping)
-    data.ll144 = ll144_section(tables, replace(audit.selection, ks=(k,)))
+    data.ll144 = ll144_section(audit, k)
     if settings.compare:
         found = audit.comparison(*settings.compare, (k,))
         data.comparison = {"gaps": found.gaps, "flips": found.flips, "correlation": found.correlation}

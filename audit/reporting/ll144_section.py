@@ -18,15 +18,7 @@ import pandas as pd
 
 from audit.audit import Audit
 from audit.metrics.ll144 import MIN_APPLICANTS, SMALL_SHARE, UNKNOWN
-from audit.selection import Selection
 from audit.views import StoreTables
-
-def ll144_summary(tables: StoreTables, selection: Selection, *, exclude_small: str | None = None) -> pd.DataFrame:
-    """The LL144 table per (model, subtask) of the selection's recorded systems at its first quota k (empty when the
-    task has none), categories with their display names: :meth:`audit.audit.Audit.ll144`."""
-    k = selection.ks[0] if selection.ks else 1
-    return Audit(tables, selection).ll144(k, exclude_small)
-
 
 def _sources(tables: StoreTables, models: list[str]) -> list[str]:
     """Per recorded model: its source, source hash and the date range of its decisions, from its stored details."""
@@ -70,13 +62,13 @@ HEADER = ("<tr><th>category</th><th>applicants</th><th>selection rate</th><th>im
           "<th>p (exact, Holm)</th><th>small (under 2 %)</th><th>note</th></tr>")
 
 
-def ll144_section(tables: StoreTables, selection: Selection, *, distribution_date: str = "",
-                  exclude_small: str | None = None) -> str:
-    """The section as HTML ("" when the selection's task has no recorded systems); every name is escaped."""
-    summary = ll144_summary(tables, selection, exclude_small=exclude_small)
+def ll144_section(audit: Audit, k: int, *, distribution_date: str = "", exclude_small: str | None = None) -> str:
+    """The section as HTML at quota ``k`` ("" when the audit's task has no recorded systems): the table of
+    :meth:`audit.audit.Audit.ll144`, read off the same verdicts as the report's; every name is escaped."""
+    summary = audit.ll144(k, exclude_small)
+    tables, selection = audit.tables, audit.selection
     if summary.empty:
         return ""
-    k = int(summary["k"].iloc[0])
     models = sorted(summary["model"].unique())
     sources = "".join(f"<li>{escape(line)}</li>" for line in _sources(tables, models))
     level = round((selection.ci or 0.95) * 100)
