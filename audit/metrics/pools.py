@@ -164,11 +164,16 @@ def _pool_ranks(data: KeyData) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]
         if data.decided is not None:
             first, ties = np.where(data.decided > 0, 0, size - 1), np.zeros(pools.size, dtype=int)
         else:
-            by_pool = pd.Series(data.score).groupby(pools)
-            first = by_pool.rank(method="min", ascending=False).to_numpy(dtype=int) - 1
-            ties = by_pool.rank(method="max", ascending=False).to_numpy(dtype=int) - 1 - first
+            first, ties = ranks_in_pools(pools, data.score)
         data.memo["pool_ranks"] = pools, first, ties, size
     return data.memo["pool_ranks"]
+
+
+def ranks_in_pools(pools: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(members above, others tied) of every row within its pool, higher scores first."""
+    by_pool = pd.Series(np.asarray(score, dtype=float)).groupby(np.asarray(pools))
+    first = by_pool.rank(method="min", ascending=False).to_numpy(dtype=int) - 1
+    return first, by_pool.rank(method="max", ascending=False).to_numpy(dtype=int) - 1 - first
 
 
 def quota_fractions(data: KeyData, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -183,9 +188,7 @@ def quota_chances(pool: np.ndarray, score: np.ndarray, k: int) -> np.ndarray:
     """Per applicant (its ``pool`` and ``score``; higher is better): the chance of being among the top k of its
     pool when ties are broken by a fair lottery, (k − H clipped to 0 … T + 1)/(T + 1) with H members above it and T
     others tied with it."""
-    by_pool = pd.Series(np.asarray(score, dtype=float)).groupby(np.asarray(pool))
-    above = by_pool.rank(method="min", ascending=False).to_numpy() - 1
-    ties = by_pool.rank(method="max", ascending=False).to_numpy() - 1 - above
+    above, ties = ranks_in_pools(pool, score)
     return np.clip(k - above, 0, ties + 1) / (ties + 1)
 
 
