@@ -59,12 +59,15 @@ def test_ray_executor_gives_the_in_process_rankings(tmp_path: Path, ranker: str)
 def test_vllm_serve_through_the_api_runs_the_generate_reading(tmp_path: Path) -> None:
     """``vllm serve`` of the bundled model, called by the API backend. The prompt (2.5k tokens) is prefilled in one
     chunk: vLLM's CPU runner fails on a seeded request whose prefill is chunked ("CPU Generator does not use
-    offset"); ``--backend vllm`` in process prefills up to ``CPU_PREFILL_TOKENS`` at once on CPU for the same reason."""
+    offset"); ``--backend vllm`` in process prefills up to ``CPU_PREFILL_TOKENS`` at once on CPU for the same reason.
+    Replies are cut at 48 tokens (the study's 500 took over 300 s a reply on a slow, loaded CI machine): the test is
+    about the wiring, and a cut reply is read as the study's parser reads it."""
     db = tmp_path / "demo.db"
     shutil.copy(DEMO, db)
     with served("vllm", dict(os.environ), vllm_flags=(*VLLM_TEST_FLAGS, *VLLM_ONE_CHUNK)) as (url, _):
         code, out, err = cli("score", "--task", study.TASK, "--mode", "listwise", "--model", f"openai:{SERVED}",
-                             "--base-url", url, "--rankings", "2", "--subtask", "retail", "--db", str(db))
+                             "--base-url", url, "--rankings", "2", "--max-tokens", "48", "--subtask", "retail",
+                             "--db", str(db))
     assert code == 0, err
     assert "2 prompts, 2 scored" in out
     unreadable = int(out.split("(no name mentioned; left out): ")[1].split(" of")[0])
