@@ -106,7 +106,7 @@ def sign_off(data: ReportData) -> str:
     scope = (f"This report covers {', '.join(data.models['model'])} on task {data.task} ({subtasks}, "
              f"{mode_name(data.design, s.mode)}, {data.design.kind} design, grouping {s.grouping}), {judged}, on "
              f"{rows:,} {'recorded decisions' if data.recorded else 'candidate rows'} (SHA-256 {digest[:16]}…). Its "
-             f"verdicts hold for these systems as {'recorded' if data.recorded else 'scored'} on these candidates, not "
+             f"{'verdicts' if data.verdicts is not None else 'findings'} hold for these systems as {'recorded' if data.recorded else 'scored'} on these candidates, not "
              "for the models in general, other versions or other uses.")
     fields = [("Auditor", s.auditor), ("Firm", s.firm), ("Audit date", data.generated[:10]),
               ("Distribution date", s.distribution_date), ("Signature", ""), ("Date", "")]
