@@ -163,7 +163,7 @@ def run_report(args: argparse.Namespace) -> int:
     tables = _tables(args)
     settings = ReportSettings(args.db, replace(selection_from(args, tables), ks=()), k=args.k,
                               threshold=args.threshold, compare=tuple(args.compare) if args.compare else None,
-                              paper=args.paper, auditor=args.auditor, firm=args.firm,
+                              paper=args.paper, auditor=args.auditor.strip(), firm=args.firm.strip(),
                               distribution_date=args.distribution_date)
     write_atomic(args.out, build_report(settings, fmt, _terminal_progress() if sys.stderr.isatty() else None,
                                         tables=tables), args.db)
