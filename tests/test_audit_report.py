@@ -116,7 +116,8 @@ def reproduce(parsed: Cells) -> dict[str, list[str]]:
 
 def test_page_one_says_what_was_audited_then_the_verdict_of_the_verdict_command(report, parsed, tmp_path):
     html = (report / "report.html").read_text("utf-8")
-    assert parsed.headings[:3] == ["What was audited", "Verdict at k = 2", "How sure"]
+    assert parsed.headings[:5] == ["Verdict at k = 2", "What was audited", "Sign-off", "Verdict per grouping at k = 2",
+                                   "How sure"]  # page 1: the verdict, what was audited, the sign-off; then the details
     for fingerprint in ("da7365f946a75623", "c09c5c429a1d05f6", "df179c1f5a89c630", "ba708e547cca7c53"):
         assert fingerprint in html
     assert re.search(r"first scored.*?\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC", html, re.S)
@@ -268,7 +269,7 @@ def test_study_report_states_its_quota_and_lists_every_adverse_verdict(tmp_path,
     rows = {(f["data-model"], f["data-subtask"], f["data-group"], f["data-grouping"]) for f in flags}
     assert len(adverse) > 6 and len(flags) == len(adverse)  # more than the sentences (a compact table), every one listed
     assert rows == adverse
-    count = int(re.search(r"(\d+) adverse, \d+ inconclusive", page_one).group(1))
+    count = int(re.search(r"Adverse impact in (\d+) of \d+ system × category cells", page_one).group(1))
     assert count == len(flags)
     text = unescape(html.replace("<wbr>", ""))
     assert "Counterfactual design" in text and "may differ in their documents" not in text
@@ -313,7 +314,8 @@ def test_family_is_chosen_named_on_page_one_and_the_whole_audit_keeps_fewer_verd
     html = out.read_text("utf-8")
     page_one = unescape(html[:html.index("<h2>Findings")])
     assert "Holm over every pairwise comparison within every system, grouping and category of the audit " \
-           "(family: audit)" in page_one and "Reading: practice" in page_one
+           "(family: audit)" in page_one and "<th>verdict reading</th><td>practice: " in page_one
+    assert "(practice reading, family audit)" in page_one[:page_one.index("Verdict per grouping")]  # page 1's scope
     cells = Cells()
     cells.feed(html)
     commands = reproduce(cells)

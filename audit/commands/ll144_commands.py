@@ -12,7 +12,7 @@ from datetime import date
 import pandas as pd
 
 from audit.commands.io import emit, emit_table
-from audit.commands.options import add_output, add_verdict_rule
+from audit.commands.options import add_output, add_verdict_rule, check_date
 from audit.errors import AuditError
 from audit.formatting import md_text
 from audit.audit import Audit
@@ -42,13 +42,15 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--ci", type=float, default=0.95, help="confidence level of the impact-ratio CI")
     parser.add_argument("--exclude-small", metavar="JUSTIFICATION",
                         help="exclude categories under 2 %% from the impact ratios, with this justification")
-    parser.add_argument("--distribution-date", default="", help="the date the tool was distributed (printed)")
+    parser.add_argument("--distribution-date", default="", metavar="YYYY-MM-DD",
+                        help="the date the tool was distributed (printed)")
     add_verdict_rule(parser)
     add_output(parser, ("md", "csv", "json"))
     parser.set_defaults(handler=run_ll144)
 
 
 def run_ll144(args: argparse.Namespace) -> int:
+    check_date(args.distribution_date, "--distribution-date")
     if args.exclude_small is not None and not args.exclude_small.strip():
         raise AuditError("--exclude-small: give the justification for excluding categories under 2 % (it is printed "
                          "with the table)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from audit.errors import AuditError
 from audit.metrics.inference import METHODS
 from audit.selection import N_BOOT, N_PERM
 
@@ -47,6 +48,18 @@ def add_verdict_rule(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rule", choices=tuple(RULES), default="practice",
                         help="reading of adverse impact: " + "; ".join(f"{n}: {w}" for n, w in RULES.items())
                              + " (default practice)")
+
+
+def check_date(value: str, flag: str) -> str:
+    """``value`` when it is empty or a date written YYYY-MM-DD, else an AuditError naming ``flag``."""
+    from datetime import date
+
+    try:
+        if value and (len(value) != 10 or date.fromisoformat(value).isoformat() != value):
+            raise ValueError(value)
+    except ValueError:
+        raise AuditError(f"{flag} {value}: give a date as YYYY-MM-DD, e.g. 2026-12-01") from None
+    return value
 
 
 def add_output(parser: argparse.ArgumentParser, formats: tuple[str, ...], *, format_help: str | None = None) -> None:

@@ -16,7 +16,8 @@ from audit.design import AuditDesign, PoolDesign
 from audit.errors import AuditError
 from audit.formatting import md_text
 from audit.commands.io import emit, read_table_file, records
-from audit.commands.options import add_adjust, add_bootstrap, add_selection, add_verdict_rule, selection_from
+from audit.commands.options import (add_adjust, add_bootstrap, add_selection, add_verdict_rule, check_date,
+                                    selection_from)
 from audit.metrics.keys import UNQUOTED
 from audit.output import check_target, csv_text, write_atomic
 from audit.metrics.impact import FOUR_FIFTHS
@@ -63,6 +64,14 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     add_adjust(report)
     report.add_argument("--compare", nargs=2, metavar=("A", "B"), help="add a comparison of models A and B")
     add_bootstrap(report)
+    report.add_argument("--paper", choices=("a4", "letter"), default="a4",  # audit.reporting.style.PAPERS
+                        help="paper size of the PDF (default a4)")
+    report.add_argument("--auditor", default="", help="the auditor's name, printed in page 1's sign-off block "
+                                                      "(default: a blank line to fill in)")
+    report.add_argument("--firm", default="", help="the auditing firm, printed in the sign-off block (default: blank)")
+    report.add_argument("--distribution-date", default="", metavar="YYYY-MM-DD",
+                        help="the date the report is distributed, printed in the sign-off block and the LL144 "
+                             "section (default: blank)")
     report.add_argument("--out", required=True, help="report.html or report.pdf")
     report.set_defaults(handler=run_report)
 
@@ -145,6 +154,7 @@ def run_report(args: argparse.Namespace) -> int:
     from audit.reporting import ReportSettings, build_report  # imported on use: its figures load plotly
 
     check_target(args.out, args.db)  # before the work: a report never replaces the store
+    check_date(args.distribution_date, "--distribution-date")
     fmt = Path(args.out).suffix.lower().lstrip(".")
     if fmt not in ("html", "pdf"):
         raise AuditError(f"--out {args.out}: the report is written as .html or .pdf")
@@ -152,7 +162,9 @@ def run_report(args: argparse.Namespace) -> int:
         raise AuditError(f"result store {args.db} does not exist")
     tables = _tables(args)
     settings = ReportSettings(args.db, replace(selection_from(args, tables), ks=()), k=args.k,
-                              threshold=args.threshold, compare=tuple(args.compare) if args.compare else None)
+                              threshold=args.threshold, compare=tuple(args.compare) if args.compare else None,
+                              paper=args.paper, auditor=args.auditor.strip(), firm=args.firm.strip(),
+                              distribution_date=args.distribution_date)
     write_atomic(args.out, build_report(settings, fmt, _terminal_progress() if sys.stderr.isatty() else None,
                                         tables=tables), args.db)
     return 0

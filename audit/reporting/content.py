@@ -28,7 +28,9 @@ from audit.views import StoreTables, regroup
 class ReportSettings:
     """What to report on: the store, one :class:`audit.selection.Selection` of it and the report's options: its quota
     ``k`` (None: the design's; after :func:`collect` the k used, ``quota_reason`` saying why), an optional comparison
-    of two model labels (A, B) and the verdicts' impact-ratio ``threshold``. The selection's choices read as the
+    of two model labels (A, B), the verdicts' impact-ratio ``threshold``, the ``paper`` (``a4`` or ``letter``) and the
+    sign-off block's ``auditor``, ``firm`` and ``distribution_date`` (YYYY-MM-DD; each left as a blank line to fill in
+    when empty; the date is also the LL144 section's). The selection's choices read as the
     settings' own (``settings.grouping``, ``settings.ci``, …); after :func:`collect` its grouping, reference and
     pool hold the values the report used."""
 
@@ -38,6 +40,10 @@ class ReportSettings:
     quota_reason: str = ""
     compare: tuple[str, str] | None = None
     threshold: float = FOUR_FIFTHS
+    paper: str = "a4"
+    auditor: str = ""
+    firm: str = ""
+    distribution_date: str = ""
 
     def __getattr__(self, name: str) -> object:
         if name == "selection":  # not set yet (unpickling): no recursion
@@ -77,6 +83,12 @@ class ReportData:
     #: (SHA-256 of the data behind the results, number of rows, what they are), see
     #: :func:`audit.reporting.provenance.data_hash`
     data: tuple[str, int, str] = ("", 0, "rows")
+
+    @property
+    def recorded(self) -> bool:
+        """Every system of the report is imported decisions (nothing was scored: no prompts, label mass or LM
+        diagnostics)."""
+        return bool(len(self.models)) and bool((self.models["backend"] == "imported").all())
 
     @property
     def at_k(self) -> pd.DataFrame:
@@ -189,7 +201,7 @@ def _computed(settings: ReportSettings, tables: StoreTables, scores: pd.DataFram
         rankings=audit.rankings(k)[0], diagnostics=pd.DataFrame(),
         generated=datetime.now(timezone.utc).isoformat(timespec="seconds"), version=tool_version(),
         verdicts=verdicts, pool_sizes=sizes_by_grouping)
-    data.ll144 = ll144_section(audit, k)
+    data.ll144 = ll144_section(audit, k, distribution_date=settings.distribution_date)
     if settings.compare:
         found = audit.comparison(*settings.compare, (k,))
         data.comparison = {"gaps": found.gaps, "flips": found.flips, "correlation": found.correlation}
@@ -261,8 +273,11 @@ def commands(data: ReportData) -> list[list[str]]:
         out.append(["python -m audit verdict", *source, *picked, "--pool", _quoted(s.design), "--k", str(s.k),
                     *judged, *boot, "--permutations", str(s.n_perm), "--format json"])
     groups = ["--groups", *map(_quoted, s.groups)] if s.groups else []
+    signed = [word for flag, value in (("--auditor", s.auditor), ("--firm", s.firm),
+                                       ("--distribution-date", s.distribution_date)) if value
+              for word in (flag, _quoted(value))]
     out.append(["python -m audit report", *source, *chosen, *groups, *reference, "--k", str(s.k), *options, *boot,
-                *tests, *judged, "--out report.html"])
+                *tests, *judged, "--paper", s.paper, *signed, "--out report.html"])
     if s.compare:
         out.append(["python -m audit compare", *source, "--mode", s.mode, *picked, "--grouping", _quoted(s.grouping),
                     "--pool", _quoted(s.design), *reference, "--a", _quoted(s.compare[0]), "--b",

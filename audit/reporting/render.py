@@ -1,6 +1,6 @@
 """The report as one self-contained HTML document (inline SVG figures, tables, the data as embedded JSON), built
-from :data:`SECTIONS` in order: page 1 says what was audited, the verdict and how sure it is; then the findings, the
-verdict per grouping, the method, the gaps, limitations, reproduce commands and the raw tables in an appendix.
+from :data:`SECTIONS` in order: page 1 (:mod:`audit.reporting.page_one`) gives the verdict, what was audited and the
+sign-off block; then how sure, the verdict per grouping, the findings, the method, the gaps, limitations, reproduce commands and the raw tables in an appendix.
 A new section is a function ``ReportData -> str`` (HTML) added to :data:`SECTIONS`. Every piece of user text (task,
 group, model and subtask names, prompt text) goes through ``html.escape``."""
 from __future__ import annotations
@@ -20,14 +20,17 @@ from audit.present import charts
 from audit.tasks import study
 from audit.present.exports import image_later
 from audit.formatting import correlation_table, estimate, number, pvalue, ratio, subtask_name
-from audit.metrics.verdict import (ADVERSE, BEYOND_REACH, INCONCLUSIVE, MORE_DATA, NO_ESTIMATE, NO_EVIDENCE,
-                                   NOT_COMPARABLE, ON_THRESHOLD, PLAN_REACH, RULES, rule_text, store_line)
+from audit.metrics.verdict import (ADVERSE, BEYOND_REACH, MORE_DATA, NO_ESTIMATE, NO_EVIDENCE, NOT_COMPARABLE,
+                                   ON_THRESHOLD, PLAN_REACH, RULES, rule_text)
 from audit.present.readable import family_words
 from audit.reporting.content import (ReportData, commands, limitations, sample_sizes, settings_record,
                                      shell_text)
 from audit.reporting.findings import SENTENCES_UP_TO, Finding, findings, not_significant
+from audit.reporting import page_one
+from audit.reporting.html import table
+from audit.reporting.page_one import VERDICT_CSS
 from audit.reporting.method import GLOSSARY, method_paragraphs
-from audit.reporting.style import STYLE
+from audit.reporting.style import STYLE, page_style
 from audit.tasks.recorded import mode_name
 
 #: an inconclusive cell's mark where the planner gives no figure (see :func:`_plan_marks`)
@@ -49,24 +52,6 @@ def _legend(threshold: float) -> str:
     return ("<caption>Each cell: the impact ratio, then <b>adverse</b> (adverse impact), <b>no evidence</b> (no "
             "evidence of adverse impact at this sample size) or the planner's answer for an inconclusive cell "
             f"({escape(_plan_marks(threshold))}).</caption>")
-
-
-_CSS_CLASS = {ADVERSE: "v-adverse", NO_EVIDENCE: "v-no-evidence", INCONCLUSIVE: "v-inconclusive"}
-
-
-def table(frame: pd.DataFrame, *, numeric: tuple[str, ...] = (), css: str = "",
-          rows: list[dict[str, str]] | None = None, row_class: str = "", caption: str = "") -> str:
-    """``frame`` (cells already text) as an escaped HTML table; ``numeric`` columns right-aligned and never
-    wrapped; ``rows``: data attributes of each ``<tr>`` (of class ``row_class`` when given)."""
-    head = "".join(f'<th{" class=num" if c in numeric else ""}>{escape(str(c))}</th>' for c in frame.columns)
-    body = []
-    for i, values in enumerate(frame.itertuples(index=False, name=None)):
-        attrs = "".join(f' data-{k}="{escape(str(v))}"' for k, v in (rows[i] if rows else {}).items())
-        cells = "".join(f'<td{" class=num" if c in numeric else ""}>{escape(str(v))}</td>'
-                        for c, v in zip(frame.columns, values))
-        body.append(f"<tr{f' class={row_class}' if row_class else ''}{attrs}>{cells}</tr>")
-    return (f'<table{f" class={css!r}" if css else ""}>{f"<caption>{escape(caption)}</caption>" if caption else ""}'
-            f'<thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>')
 
 
 _drawings: ContextVar[tuple[str, list[Callable[[], str]]] | None] = ContextVar("report_drawings", default=None)
@@ -96,11 +81,11 @@ def _code(text: str) -> str:
     return f'<span class="code">{"<wbr>".join(pieces)}</span>'
 
 
-def _facts(facts: dict[str, str]) -> str:
-    """Named facts two to a row (label, value, label, value)."""
+def _facts(facts: dict[str, str], last: str = "") -> str:
+    """Named facts two to a row (label, value, label, value), then ``last`` (HTML) across the whole last row."""
     cells = [f"<th>{escape(k)}</th><td>{escape(str(v))}</td>" for k, v in facts.items()]
     rows = "".join(f"<tr>{''.join(cells[i:i + 2])}</tr>" for i in range(0, len(cells), 2))
-    return f"<table class='facts small'>{rows}</table>"
+    return f"<table class='facts small'>{rows}{f'<tr><td colspan=4>{last}</td></tr>' if last else ''}</table>"
 
 
 def _plan_mark(plan: str, more: float, threshold: float) -> str:
@@ -128,12 +113,6 @@ def _why(verdicts: pd.DataFrame) -> list[str]:
             for c, top, e in zip(verdicts["category"], verdicts["comparator"], verdicts["evidence"].fillna(""))]
 
 
-def quota_words(data: ReportData) -> str:
-    """``k = 1, the quota of the study's published result``: the report's quota and why."""
-    s = data.settings
-    return f"k = {s.k}, {s.quota_reason}" if s.quota_reason else f"k = {s.k}"
-
-
 def _named(name: str, code: str) -> str:
     """``White men (W_M)``: a name with its code, or the code alone when it has no other name."""
     return code if name == code else f"{name} ({code})"
@@ -155,28 +134,29 @@ def reading_words(data: ReportData) -> str:
 
 
 def audited(data: ReportData) -> str:
-    """Page 1, part 1: the systems (fingerprint, content hash, scoring dates), the data and its hash, the choices."""
+    """Page 1, part 2: the systems (fingerprint, scoring dates), the data and its hash, the choices that scope it."""
     s = data.settings
     data_digest, rows, what = data.data
     facts = {"task": data.task, "subtasks": ", ".join(data.subtasks), "scoring mode": mode_name(data.design, s.mode),
              "design": data.design.kind, "grouping": s.grouping,
              "reference group": _named(data.design.display_name(s.reference, s.grouping), s.reference),
-             "pool design": s.design, "quota k": quota_words(data),
-             "gap intervals": f"{round(s.ci * 100)} % percentile bootstrap, {s.n_boot} replicates, seed {s.seed}",
-             "tests": test_words(data),
-             **({"verdict family": family_words(data.settings.family), "verdict reading": reading_words(data)}
-                if data.verdicts is not None else {}),
-             "tool version": data.version, "generated": data.generated}
-    verb = "recorded" if _recorded(data) else "scored"
+             "pool design": s.design, "quota": f"k = {s.k}", "tool version": data.version, "generated": data.generated}
+    verb = "recorded" if data.recorded else "scored"
     systems = pd.DataFrame({"system": data.models["model"], "fingerprint": data.models["fingerprint"],
                             "precision": data.models["precision"], f"first {verb}": data.models["first scored"],
                             f"last {verb}": data.models["last scored"]})
-    identity = ("a hash of the source its decisions were imported from" if _recorded(data) else
-                "its weights' content hash with its precision and backend")
-    return (f"<h2>What was audited</h2>{table(systems, numeric=(f'first {verb}', f'last {verb}'), css='small')}"
-            f"<p class=muted>The fingerprint identifies a system: {identity} (hashes and sources: Appendix C).</p>"
-            f"<p>Candidate data: {rows:,} {what}, SHA-256 {_code(data_digest)}.</p>"
-            f"{_facts(facts)}")
+    return (f"<h2>What was audited</h2>"
+            f"{table(systems, numeric=(f'first {verb}', f'last {verb}'), css='small wide')}"
+            f"{_facts(facts, f'Candidate data: {rows:,} {escape(what)}, SHA-256 {_code(data_digest)}.')}")
+
+
+def _judged(data: ReportData) -> str:
+    """How the verdicts and gaps were computed: intervals, tests, the verdict's family and reading."""
+    s = data.settings
+    return _facts({"gap intervals": f"{round(s.ci * 100)} % percentile bootstrap, {s.n_boot} replicates, seed {s.seed}",
+                   "tests": test_words(data),
+                   **({"verdict family": family_words(s.family), "verdict reading": reading_words(data)}
+                      if data.verdicts is not None else {})})
 
 
 def _matrix(verdicts: pd.DataFrame, grouping: str, threshold: float) -> str:
@@ -198,7 +178,7 @@ def _matrix(verdicts: pd.DataFrame, grouping: str, threshold: float) -> str:
                 continue
             mark = {ADVERSE: "adverse", NO_EVIDENCE: "no evidence"}.get(row["verdict"], "")
             mark = mark or _plan_mark(row["plan"], row["more_per_group"], threshold)
-            cells.append(f'<td class="v {_CSS_CLASS[row["verdict"]]}" data-model="{escape(model)}" '
+            cells.append(f'<td class="v {VERDICT_CSS[row["verdict"]]}" data-model="{escape(model)}" '
                          f'data-subtask="{escape(subtask)}" data-grouping="{escape(grouping)}" '
                          f'data-category="{escape(category)}" data-verdict="{escape(row["verdict"])}">'
                          f'{ratio(row["impact_ratio"])}<br>{escape(mark)}</td>')
@@ -209,24 +189,11 @@ def _matrix(verdicts: pd.DataFrame, grouping: str, threshold: float) -> str:
 
 
 def verdict(data: ReportData) -> str:
-    """Page 1, part 2: the overall verdict, how sure (the rule), then one verdict table per grouping."""
+    """After page 1: how the verdicts were reached and how sure (the rule), then one verdict table per grouping."""
     s = data.settings
     if data.verdicts is None:
-        return (f"<h2>Verdict</h2><p>Verdicts are defined on pointwise scores; this report reads {escape(s.mode)} "
-                "scores, so it gives gaps (below) but no verdict.</p>")
-    overall = store_line(data.verdicts)
-    cells = data.verdicts["verdict"]
-    counts = (f"{int((cells == ADVERSE).sum())} adverse, {int((cells == INCONCLUSIVE).sum())} inconclusive, "
-              f"{int((cells == NO_EVIDENCE).sum())} no evidence, over {len(data.verdicts)} system × category cells")
-    adverse = data.verdicts[data.verdicts["verdict"] == ADVERSE]
-    named = [f"{r.name} ({r.grouping}) with {r.model} for {r.subtask}" for r in adverse.itertuples(index=False)]
-    carriers = "" if not named else " — " + "; ".join(named[:5]) + (f"; and {len(named) - 5} more" if len(named) > 5
-                                                                     else "")
-    parts = [f"<h2>Verdict at k = {s.k}</h2><p class='quota'>Judged at {escape(quota_words(data))}.</p>"
-             f"<p class='verdict-line'>Overall: {escape(str(overall['summary']))}</p>"
-             f"<p>{escape(counts)}{escape(carriers)}; every adverse-impact verdict is listed under Findings.</p>"
-             f"<p class='family'>Multiple testing: {escape(family_words(data.settings.family))}. Reading: "
-             f"{escape(reading_words(data))}.</p>",
+        return f"<h2 class=pagebreak>How sure</h2>{_judged(data)}"
+    parts = [f"<h2 class=pagebreak>Verdict per grouping at k = {s.k}</h2>{_judged(data)}",
              f"<h3>How sure</h3><p class='rule'>{escape(rule_text(s.threshold, s.ci, s.family, s.rule))} Gaps (ΔDP) are findings only "
              f"when their permutation p-value, {escape(s.adjust)}-adjusted across the groups × subtasks of one system, "
              f"is at most α = {1 - s.ci:.2g}.</p>"]
@@ -288,15 +255,9 @@ def _finding_list(found: list[Finding], ci: float) -> str:
                  row_class="finding", caption=caption)
 
 
-def _recorded(data: ReportData) -> bool:
-    """Every system of the report is imported decisions (nothing was scored: no prompts, label mass or LM
-    diagnostics)."""
-    return bool(len(data.models)) and bool((data.models["backend"] == "imported").all())
-
-
 def method(data: ReportData) -> str:
     s, design = data.settings, data.design
-    recorded = _recorded(data)
+    recorded = data.recorded
     paragraphs = method_paragraphs(pool=s.design, mode=s.mode, k=s.k, reference=design.display_name(
         s.reference, s.grouping), reference_code=s.reference, grouping=s.grouping, labels=design.labels,
         relevance=design.relevance, qualification=design.qualification, recorded=recorded)
@@ -405,7 +366,7 @@ def closing(data: ReportData) -> str:
     explained = ("Label mass: the share of the next-token probability that falls on the answer labels (low mass: "
                  "the model mostly wanted to say something else)." if data.settings.mode == "pointwise" else
                  "Shares of irregular answers, ties and answers that flip with the order of the pair.")
-    diagnosed = ("" if _recorded(data) else  # recorded decisions: no model answered here, nothing to diagnose
+    diagnosed = ("" if data.recorded else  # recorded decisions: no model answered here, nothing to diagnose
                  f"<h2>Diagnostics</h2><p>{explained}</p>"
                  f"{table(diagnostics, numeric=tuple(diagnostics.columns[1:]), css='small')}")
     return (f"<h2>Limitations</h2><ul>{items}</ul>{diagnosed}"
@@ -454,7 +415,10 @@ def appendix(data: ReportData) -> str:
                  + table(shown, numeric=("ΔDP", "adj. p", "ΔEO", "δ", "RABBI"), css="long"))
     sources = "".join(f"<li>{escape(r['model'])}: {escape(_origin(r))}, {_code(r['source'])}; content SHA-256 "
                       f"{_code(r['content hash'])}</li>" for r in data.models.to_dict("records"))
-    parts.append(f"<h3>C. Model sources and content hashes</h3><ul>{sources}</ul>")
+    identity = ("a hash of the source its decisions were imported from" if data.recorded else
+                "its weights' content hash with its precision and backend")
+    parts.append(f"<h3>C. Model sources and content hashes</h3><p class=muted>A system's fingerprint (What was "
+                 f"audited) identifies it: {identity}.</p><ul>{sources}</ul>")
     return "".join(parts)
 
 
@@ -469,7 +433,8 @@ def _origin(system: dict) -> str:
 
 
 #: the report's sections, in order (each ReportData → HTML)
-SECTIONS: list[Callable[[ReportData], str]] = [audited, verdict, findings_section, method, gaps, comparison,
+SECTIONS: list[Callable[[ReportData], str]] = [page_one.headline, audited, page_one.sign_off, verdict,
+                                               findings_section, method, gaps, comparison,
                                                lambda data: data.ll144, closing, appendix]
 
 
@@ -489,6 +454,5 @@ def render_html(data: ReportData, sections: list[Callable[[ReportData], str]] | 
     finally:
         _drawings.reset(writing)
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{escape(title)}</title>"
-            f"<style>{STYLE}</style></head><body><h1>{escape(title)}</h1>"
-            f"<p class=muted>Systems: {escape(', '.join(data.models['model']))}. Generated {escape(data.generated)}."
-            f"</p>{body}<script type='application/json' id='report-data'>{embedded}</script></body></html>")
+            f"<style>{STYLE}{page_style(s.paper)}</style></head><body><h1>{escape(title)}</h1>"
+            f"{body}<script type='application/json' id='report-data'>{embedded}</script></body></html>")

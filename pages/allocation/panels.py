@@ -81,7 +81,7 @@ def report_buttons(view: views.View, k: int, adjust: str = "holm") -> None:
     """HTML and PDF buttons that build the audit report of the current view, each step shown as it runs, then offer
     it for download."""
     st.subheader("Audit report")
-    settings = report_settings(view, k, adjust, verdict_panel.family())
+    settings = report_settings(view, k, adjust, verdict_panel.family(), **sign_off_fields())
     for column, fmt in zip(st.columns(2), ("html", "pdf")):
         if column.button(f"Build the audit report ({fmt.upper()})", key=f"build_report_{fmt}",
                          icon=":material/description:"):
@@ -94,6 +94,18 @@ def report_buttons(view: views.View, k: int, adjust: str = "holm") -> None:
             column.download_button(f"Audit report ({fmt.upper()})", data=done[1], file_name=f"audit-report-k{k}.{fmt}",
                                    mime=exports.MIME[fmt], on_click="ignore", key=f"audit_report_{fmt}",
                                    icon=":material/download:")
+
+
+def sign_off_fields() -> dict[str, str]:
+    """Page 1's sign-off fields and the paper, as the report's settings take them (blank lines where empty)."""
+    left, middle, right, paper = st.columns([3, 3, 2, 2])
+    date = right.date_input("distribution date", value=None, format="YYYY-MM-DD", key="report_distribution_date",
+                            help="the date the report is distributed; printed on page 1 and in the LL144 section")
+    return {"auditor": left.text_input("auditor", key="report_auditor", help="printed in page 1's sign-off block"),
+            "firm": middle.text_input("firm", key="report_firm", help="printed in page 1's sign-off block"),
+            "distribution_date": date.isoformat() if date else "",
+            "paper": paper.radio("paper", ("a4", "letter"), format_func=str.capitalize, key="report_paper",
+                                 horizontal=True, help="paper size of the PDF")}
 
 
 def built_report(settings: ReportSettings, fmt: str) -> bytes | None:

@@ -12,10 +12,13 @@ from audit.reporting import ReportSettings
 from audit.views import View, fingerprints
 
 
-def report_settings(view: View, k: int, adjust: str = "holm", family: str = DEFAULT_FAMILY) -> ReportSettings:
+def report_settings(view: View, k: int, adjust: str = "holm", family: str = DEFAULT_FAMILY, *,
+                    paper: str = "a4", auditor: str = "", firm: str = "", distribution_date: str = "") -> ReportSettings:
     """The report of ``view`` (grouping, reference, models, subtasks, groups, preset, cut-off, intervals) at quota k
-    with p-values adjusted by ``adjust`` and the verdict's multiple-testing ``family``."""
-    return ReportSettings(view.store, replace(view.selection, adjust=adjust, family=family), k=k)
+    with p-values adjusted by ``adjust`` and the verdict's multiple-testing ``family``, on ``paper``, with page 1's
+    sign-off fields (blank lines where empty)."""
+    return ReportSettings(view.store, replace(view.selection, adjust=adjust, family=family), k=k, paper=paper,
+                          auditor=auditor.strip(), firm=firm.strip(), distribution_date=distribution_date)
 
 
 def bundle_settings(view: View, scores: pd.DataFrame, page: str, **settings: object) -> dict:
