@@ -104,9 +104,9 @@ def split_keys(scores: pd.DataFrame, *, reference: str, needs_qualified: bool = 
 
 
 def _value_codes(key_id: np.ndarray, score: np.ndarray, keys: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(each row's distinct score within its key, numbered from 0 in ascending order after the key's first,
-    offset by the key's first; every key's sorted distinct scores one key after another; each key's first
-    position in them, keys + 1 entries): every key's factorisation of its scores at once."""
+    """Every key's scores factorised at once (as ``pd.factorize(sort=True)`` per key): (each row's index into the
+    distinct scores, every key's sorted distinct scores one key after another, where each key's start in them,
+    keys + 1 entries); a row's code within its key is its index less its key's start."""
     by_value = np.lexsort((score, key_id))
     ordered_key, ordered = key_id[by_value], score[by_value]
     new = np.r_[True, (ordered_key[1:] != ordered_key[:-1]) | (ordered[1:] != ordered[:-1])]
