@@ -54,6 +54,7 @@ MAX_LAW_CELLS = 20_000_000
 SAMPLED_DRAWS = 20_000
 _DIRECT_CELLS = 20_000_000  # longer convolutions go through the FFT
 _null_laws = ArrayCache(64 * 2**20)  # null laws by their strata (see null_law)
+_ONE = np.ones(1)
 
 
 @dataclass(frozen=True)
@@ -157,25 +158,53 @@ def shares_a_pool(counts: PoolCounts, a: int, b: int) -> bool:
 def pair_pvalue(counts: PoolCounts, a: int, b: int) -> float:
     """Two-sided exact p-value of equal selection of categories ``a`` and ``b`` within the pools of ``counts`` (see
     the module); 1 when no shared pool informs, NaN when the two never share a pool (not comparable)."""
-    if not shares_a_pool(counts, a, b):
-        return math.nan
+    return float(pair_pvalues(counts, np.zeros(len(counts.members), dtype=np.int64), 1, a, b)[0])
+
+
+def pair_pvalues(counts: PoolCounts, segment: np.ndarray, count: int, a: int, b: int) -> np.ndarray:
+    """(count,): :func:`pair_pvalue` of ``a`` and ``b`` in each segment of the pools of ``counts`` (``segment``:
+    each pool's segment, non-decreasing, 0 … count − 1: e.g. the systems whose pools are stacked), in one pass."""
     n_a, n_b = counts.members[:, a], counts.members[:, b]
+    present = (n_a > 0) & (n_b > 0)
+    out = np.where(np.bincount(segment[present], minlength=count) > 0, 1.0, math.nan)
     certain, tied = counts.certain[:, a] + counts.certain[:, b], counts.tied[:, a] + counts.tied[:, b]
     both = n_a + n_b
-    inform = (n_a > 0) & (n_b > 0) & (certain + tied > 0) & (certain < both) & (tied < both)
+    inform = present & (certain + tied > 0) & (certain < both) & (tied < both)
     if not inform.any():
-        return 1.0
+        return out
     has_lottery = tied[inform] > 0
     numerator = np.where(has_lottery, counts.lottery[inform, 0], 0)
     denominator = np.where(has_lottery, counts.lottery[inform, 1], 1)
-    keys = np.stack([n_a[inform], n_b[inform], certain[inform], tied[inform], numerator, denominator], axis=1)
+    keys = np.stack([segment[inform], n_a[inform], n_b[inform], certain[inform], tied[inform], numerator,
+                     denominator], axis=1)
     rows, times = distinct_rows(keys)
-    strata = tuple((*row, repeats) for row, repeats in zip(rows.tolist(), times.tolist()))
-    scale = math.lcm(*rows[:, 5].tolist())
-    observed = int(round(float(counts.selected[inform, a].sum()) * scale))
-    if law_cells(strata) > MAX_LAW_CELLS:
-        return sampled_pvalue(strata, observed)
-    return two_sided(_null_laws.get(strata, lambda: null_law(strata)), observed)
+    starts = np.flatnonzero(np.r_[True, rows[1:, 0] != rows[:-1, 0]])
+    segments = rows[starts, 0]
+    lottery = np.maximum.reduceat(rows[:, 6], starts) > 1  # else the lattice is the integers (D = 1)
+    plain = 1 + np.add.reduceat(times * np.minimum(rows[:, 1], rows[:, 3]), starts)  # law_cells where D = 1
+    selected = segment_sums(counts.selected[inform, a], segment[inform], count)[segments]
+    ends, strata_rows, times = np.r_[starts[1:], len(rows)].tolist(), rows[:, 1:].tolist(), times.tolist()
+    for s, start, end, lot, cells, x in zip(segments.tolist(), starts.tolist(), ends, lottery.tolist(),
+                                            plain.tolist(), selected.tolist()):
+        strata = tuple((*strata_rows[i], times[i]) for i in range(start, end))
+        scale = math.lcm(*(stratum[5] for stratum in strata)) if lot else 1
+        observed = int(round(x * scale))
+        out[s] = (sampled_pvalue(strata, observed) if (law_cells(strata) if lot else cells) > MAX_LAW_CELLS else
+                  two_sided(_null_laws.get(strata, lambda: null_law(strata)), observed))
+    return out
+
+
+def segment_sums(values: np.ndarray, segment: np.ndarray, count: int) -> np.ndarray:
+    """(count,): the sum of ``values`` within each segment (``segment``: non-decreasing, 0 … count − 1; 0 where
+    empty), each summed as NumPy sums that segment alone (pairwise), so a stacked pass gives every segment's sum to
+    the last bit of its own pass."""
+    lengths = np.bincount(segment, minlength=count)
+    starts = np.cumsum(lengths) - lengths
+    out = np.zeros(count, dtype=values.dtype)
+    for length in np.unique(lengths[lengths > 0]).tolist():
+        chosen = np.flatnonzero(lengths == length)
+        out[chosen] = values[starts[chosen, None] + np.arange(length)].sum(axis=1)
+    return out
 
 
 def distinct_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -241,17 +270,31 @@ def null_law(strata: tuple[tuple[int, ...], ...]) -> np.ndarray:
     the integers and spread onto the lattice once. Quotas, categories and groupings of one audit often share their
     strata, so :func:`pair_pvalue` keeps these laws."""
     scale = math.lcm(*(stratum[5] for stratum in strata))
-    whole, lotteries = np.ones(1), np.ones(1)
+    whole, lotteries = _ONE, _ONE  # the law of no pools (convolving with it changes no bit: skipped)
     for n_a, n_b, certain, tied, numerator, denominator, times in strata:
         if tied == 0:
-            whole = convolve(whole, power(hypergeometric(n_a, n_b, certain), times))
+            law = stratum_power(n_a, n_b, certain, 0, 0, 1, 1, times)
+            whole = law if whole is _ONE else convolve(whole, law)
         else:
-            law = stratum_law(n_a, n_b, certain, tied, numerator, denominator, scale)
-            lotteries = convolve(lotteries, power(law, times))
-    spread = np.zeros((whole.size - 1) * scale + 1)
-    spread[::scale] = whole
+            law = stratum_power(n_a, n_b, certain, tied, numerator, denominator, scale, times)
+            lotteries = law if lotteries is _ONE else convolve(lotteries, law)
+    if scale == 1:
+        spread = whole
+    else:
+        spread = np.zeros((whole.size - 1) * scale + 1)
+        spread[::scale] = whole
     law = convolve(spread, lotteries) if lotteries.size > 1 else spread
     return law / law.sum()
+
+
+@lru_cache(maxsize=16384)
+def stratum_power(n_a: int, n_b: int, certain: int, tied: int, numerator: int, denominator: int, scale: int,
+                  times: int) -> np.ndarray:
+    """The law of ``times`` pools of one stratum on the lattice of multiples of 1/``scale`` (cached: strata recur
+    across the pairs, quotas and systems of an audit; read-only)."""
+    law = power(stratum_law(n_a, n_b, certain, tied, numerator, denominator, scale), times)
+    law.flags.writeable = False
+    return law
 
 
 def sampled_pvalue(strata: tuple[tuple[int, ...], ...], observed: int, draws: int = SAMPLED_DRAWS,
@@ -300,23 +343,57 @@ def two_sided(law: np.ndarray, observed: int) -> float:
     return float(min(1.0, law[law <= law[observed] * (1 + RELATIVE_TOLERANCE)].sum()))
 
 
+@dataclass(frozen=True)
+class PairPools:
+    """Categories a and b per pool: members (``n_a``, ``n_b``, integers) and expected selected (``x_a``, ``x_b``),
+    the pools of ``count`` comparisons stacked, ``segment`` saying whose (non-decreasing, 0 … count − 1)."""
+
+    n_a: np.ndarray
+    n_b: np.ndarray
+    x_a: np.ndarray
+    x_b: np.ndarray
+    segment: np.ndarray
+    count: int
+
+    @classmethod
+    def of(cls, members: np.ndarray, selected: np.ndarray, a: int, b: int) -> "PairPools":
+        """One comparison: columns ``a`` and ``b`` of ``members`` and ``selected`` (pools × groups)."""
+        return cls(members[:, a], members[:, b], selected[:, a], selected[:, b],
+                   np.zeros(len(members), dtype=np.int64), 1)
+
+    def sums(self, values: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+        """(count,): ``values`` (one per pool, or per pool of ``mask``) summed within each comparison."""
+        return segment_sums(values, self.segment if mask is None else self.segment[mask], self.count)
+
+    def pools(self, present: np.ndarray) -> np.ndarray:
+        """(count,): how many pools of each comparison are ``present``."""
+        return np.bincount(self.segment[present], minlength=self.count)
+
+
 def pair_errors(members: np.ndarray, selected: np.ndarray, a: int, b: int) -> tuple[float, float]:
     """(se of p_a − p_b, se of log(p_a / p_b)): pool-robust with two pools or more, binomial (Katz) with one."""
-    n_a, n_b = members[:, a].sum(), members[:, b].sum()
-    if n_a == 0 or n_b == 0:
-        return math.nan, math.nan
-    p_a, p_b = selected[:, a].sum() / n_a, selected[:, b].sum() / n_b
-    pools = int(((members[:, a] > 0) | (members[:, b] > 0)).sum())
+    diff, log = pair_errors_of(PairPools.of(members, selected, a, b))
+    return float(diff[0]), float(log[0])
+
+
+def pair_errors_of(pairs: PairPools) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`pair_errors` of every comparison of ``pairs``: (se of the difference, se of the log ratio), each
+    (count,)."""
+    n_a, n_b = pairs.sums(pairs.n_a), pairs.sums(pairs.n_b)
     with np.errstate(divide="ignore", invalid="ignore"):
-        if pools < 2:
-            var_diff = p_a * (1 - p_a) / n_a + p_b * (1 - p_b) / n_b
-            var_log = (1 - p_a) / (n_a * p_a) + (1 - p_b) / (n_b * p_b)
-        else:
-            da, db = selected[:, a] - p_a * members[:, a], selected[:, b] - p_b * members[:, b]
-            scale = pools / (pools - 1)
-            var_diff = scale * ((da / n_a - db / n_b) ** 2).sum()
-            var_log = scale * ((da / (p_a * n_a) - db / (p_b * n_b)) ** 2).sum()
-    return float(np.sqrt(var_diff)), float(np.sqrt(var_log)) if p_a > 0 and p_b > 0 else math.nan
+        p_a, p_b = pairs.sums(pairs.x_a) / n_a, pairs.sums(pairs.x_b) / n_b
+        pools = pairs.pools((pairs.n_a > 0) | (pairs.n_b > 0))
+        var_diff = p_a * (1 - p_a) / n_a + p_b * (1 - p_b) / n_b
+        var_log = (1 - p_a) / (n_a * p_a) + (1 - p_b) / (n_b * p_b)
+        at = pairs.segment
+        da, db = pairs.x_a - p_a[at] * pairs.n_a, pairs.x_b - p_b[at] * pairs.n_b
+        scale = pools / (pools - 1)
+        pooled = pools >= 2
+        var_diff = np.where(pooled, scale * pairs.sums((da / n_a[at] - db / n_b[at]) ** 2), var_diff)
+        var_log = np.where(pooled, scale * pairs.sums((da / (p_a * n_a)[at] - db / (p_b * n_b)[at]) ** 2), var_log)
+        empty = (n_a == 0) | (n_b == 0)
+        return (np.where(empty, math.nan, np.sqrt(var_diff)),
+                np.where(empty | ~((p_a > 0) & (p_b > 0)), math.nan, np.sqrt(var_log)))
 
 
 def mantel_haenszel(counts: PoolCounts, a: int, b: int, level: float) -> tuple[float, float, float]:
@@ -325,29 +402,57 @@ def mantel_haenszel(counts: PoolCounts, a: int, b: int, level: float) -> tuple[f
     Greenland–Robins variance of log R, Var = Σ (n_a n_b (x_a + x_b) − x_a x_b N)/N² ÷ (Σ x_a n_b/N · Σ x_b n_a/N).
     It compares a and b within the same pools, so a difference in pool make-up between the two does not enter it;
     NaN where the two share no pool or the ratio is 0 or undefined."""
-    n_a, n_b = counts.members[:, a].astype(float), counts.members[:, b].astype(float)
-    x_a, x_b = counts.selected[:, a], counts.selected[:, b]
-    both = (n_a > 0) & (n_b > 0)
-    n_a, n_b, x_a, x_b = n_a[both], n_b[both], x_a[both], x_b[both]
+    return tuple(float(v[0]) for v in mantel_haenszel_of(PairPools.of(counts.members, counts.selected, a, b), level))
+
+
+def mantel_haenszel_of(pairs: PairPools, level: float) -> np.ndarray:
+    """(3, count): :func:`mantel_haenszel`'s (ratio, lower, upper) of every comparison of ``pairs``."""
+    both = (pairs.n_a > 0) & (pairs.n_b > 0)
+    n_a, n_b = pairs.n_a[both].astype(float), pairs.n_b[both].astype(float)
+    x_a, x_b = pairs.x_a[both], pairs.x_b[both]
     total = n_a + n_b
-    top, bottom = float((x_a * n_b / total).sum()), float((x_b * n_a / total).sum())
-    if not both.any() or top <= 0 or bottom <= 0:
-        return math.nan, math.nan, math.nan
-    variance = float(((n_a * n_b * (x_a + x_b) - x_a * x_b * total) / total**2).sum()) / (top * bottom)
-    return (top / bottom, *katz_bounds(top / bottom, math.sqrt(max(variance, 0.0)), level))
+    top, bottom = pairs.sums(x_a * n_b / total, both), pairs.sums(x_b * n_a / total, both)
+    out = np.full((3, pairs.count), math.nan)
+    fine = (pairs.pools(both) > 0) & (top > 0) & (bottom > 0)
+    if not fine.any():
+        return out
+    with np.errstate(divide="ignore", invalid="ignore"):
+        variance = pairs.sums((n_a * n_b * (x_a + x_b) - x_a * x_b * total) / total**2, both) / (top * bottom)
+        ratio = top / bottom
+        out[0, fine] = ratio[fine]
+        out[1:, fine] = katz_bounds_of(ratio[fine], np.sqrt(np.maximum(variance[fine], 0.0)), level)
+    return out
 
 
 def katz_bounds(ratio: float, se_log: float, level: float, upper: float | None = None) -> tuple[float, float]:
     """exp(log ratio ∓ z·se): the log interval of a ratio with standard error ``se_log`` of its log, the upper bound
     at level ``upper`` when given (else ``level``)."""
-    if not (np.isfinite(se_log) and ratio > 0):
-        return math.nan, math.nan
-    z = lambda chosen: float(ndtri(0.5 + chosen / 2)) * se_log
-    return ratio * math.exp(-z(level)), ratio * math.exp(z(level if upper is None else upper))
+    low, high = katz_bounds_of(np.array([ratio], dtype=float), np.array([se_log], dtype=float), level, upper)
+    return float(low[0]), float(high[0])
+
+
+def katz_bounds_of(ratio: np.ndarray, se_log: np.ndarray, level: float, upper: float | None = None) -> np.ndarray:
+    """(2, n): :func:`katz_bounds` of each ratio and its standard error (``math.exp`` per value: NumPy's vectorised
+    exp may differ in the last bit)."""
+    out = np.full((2, ratio.size), math.nan)
+    fine = np.isfinite(se_log) & (ratio > 0)
+    z_low = float(ndtri(0.5 + level / 2)) * se_log[fine]
+    z_high = float(ndtri(0.5 + (level if upper is None else upper) / 2)) * se_log[fine]
+    out[0, fine] = [r * math.exp(-z) for r, z in zip(ratio[fine].tolist(), z_low.tolist())]
+    out[1, fine] = [r * math.exp(z) for r, z in zip(ratio[fine].tolist(), z_high.tolist())]
+    return out
 
 
 def informing_units(members: np.ndarray, a: int, b: int) -> tuple[int, str]:
     """(the sample size the planner scales, its unit): the pools holding a or b (two or more), else the smaller
     category's applicants (one pool: applicants are the units)."""
-    pools = int(((members[:, a] > 0) | (members[:, b] > 0)).sum())
-    return (pools, "pools") if pools >= 2 else (int(min(members[:, a].sum(), members[:, b].sum())), "candidates")
+    units, unit = informing_units_of(PairPools.of(members, members.astype(float), a, b))
+    return int(units[0]), str(unit[0])
+
+
+def informing_units_of(pairs: PairPools) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`informing_units` of every comparison of ``pairs``: (units, unit names), each (count,)."""
+    pools = pairs.pools((pairs.n_a > 0) | (pairs.n_b > 0))
+    smaller = np.minimum(pairs.sums(pairs.n_a), pairs.sums(pairs.n_b))
+    return (np.where(pools >= 2, pools, smaller),
+            np.where(pools >= 2, "pools", "candidates").astype(object))

@@ -88,18 +88,33 @@ def split_keys(scores: pd.DataFrame, *, reference: str, needs_qualified: bool = 
     order = np.lexsort((score, group_code, key_id))
     starts = np.searchsorted(key_id[order], np.arange(len(keys) + 1))
     task_groups = [tuple(group_names[np.unique(group_code[task == t])]) for t in range(task.max() + 1)]
+    value, values, first_value = _value_codes(key_id, score, len(keys))
     out = []
     for i, key in enumerate(keys):
         rows = order[starts[i]:starts[i + 1]]
         groups = task_groups[task[rows[0]]]
-        value, values = pd.factorize(score[rows], sort=True)
         out.append(KeyData(
             key=tuple(key), groups=groups, ref=groups.index(reference), score=score[rows],
             group=np.searchsorted(groups, group_names)[group_code[rows]], qualified=qualified[rows],
-            candidate_code=candidate_code[rows], candidate_names=candidate_names, values=values, value=value,
+            candidate_code=candidate_code[rows], candidate_names=candidate_names,
+            values=values[first_value[i]:first_value[i + 1]], value=value[rows] - first_value[i],
             pool=None if pool is None or (pool[rows] < 0).all() else pool[rows],
         ))
     return out
+
+
+def _value_codes(key_id: np.ndarray, score: np.ndarray, keys: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every key's scores factorised at once (as ``pd.factorize(sort=True)`` per key): (each row's index into the
+    distinct scores, every key's sorted distinct scores one key after another, where each key's start in them,
+    keys + 1 entries); a row's code within its key is its index less its key's start."""
+    by_value = np.lexsort((score, key_id))
+    ordered_key, ordered = key_id[by_value], score[by_value]
+    new = np.r_[True, (ordered_key[1:] != ordered_key[:-1]) | (ordered[1:] != ordered[:-1])]
+    dense = np.cumsum(new) - 1
+    value = np.empty_like(dense)
+    value[by_value] = dense
+    first_value = np.r_[dense[np.searchsorted(ordered_key, np.arange(keys))], new.sum()]
+    return value, ordered[new], first_value
 
 
 #: recorded outcome kinds judged on the decision they record, with no quota: the 0/1 selection, and the score read

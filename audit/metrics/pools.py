@@ -46,12 +46,17 @@ def pool_size(design: PoolDesign, data: KeyData) -> int:
 
 
 def pool_index(data: KeyData) -> np.ndarray:
-    """Each row's recorded pool as 0 … pools − 1 (computed once per key)."""
+    """Each row's recorded pool as 0 … pools − 1, in the order of the pool ids (computed once per key)."""
+    check_pools(data)
+    if "pool_index" not in data.memo:
+        data.memo["pool_index"] = np.unique(data.pool, return_inverse=True)[1]
+    return data.memo["pool_index"]
+
+
+def check_pools(data: KeyData) -> None:
+    """An AuditError when a row of ``data`` has no recorded pool (the ``observed`` design needs one on every row)."""
     if data.pool is None or (data.pool < 0).any():
         raise AuditError(f"pool design 'observed' needs a 'pool' id on every row; missing for {key_label(data.key)}")
-    if "pool_index" not in data.memo:
-        data.memo["pool_index"] = pd.factorize(data.pool, sort=True)[0]
-    return data.memo["pool_index"]
 
 
 def rank_laws(data: KeyData, design: PoolDesign, *, counts: np.ndarray | None = None,
@@ -216,13 +221,18 @@ def _observed_tables(data: KeyData) -> tuple:
     from scipy.sparse import csr_matrix  # imported on use: slow to import
 
     pools, first, ties, size = _pool_ranks(data)
-    n_pools, m = pools.max() + 1, len(data.groups)
+    shape = (int(pools.max()) + 1, len(data.groups), size)
+    return tuple(csr_matrix(rank_tables(pools[mask], data.group[mask], first[mask], ties[mask], shape)
+                            .reshape(shape[0], -1)) for mask in (np.ones_like(data.qualified), data.qualified))
 
-    def table(mask: np.ndarray):
-        cell = (pools[mask] * m + data.group[mask]) * (size + 1)
-        share = 1 / (ties[mask] + 1)
-        steps = (np.bincount(cell + first[mask], share, minlength=n_pools * m * (size + 1))
-                 - np.bincount(cell + first[mask] + ties[mask] + 1, share, minlength=n_pools * m * (size + 1)))
-        return csr_matrix(np.cumsum(steps.reshape(n_pools, m, size + 1), axis=2)[:, :, :size].reshape(n_pools, m * size))
 
-    return table(np.ones_like(data.qualified)), table(data.qualified)
+def rank_tables(pools: np.ndarray, group: np.ndarray, first: np.ndarray, ties: np.ndarray,
+                shape: tuple[int, int, int]) -> np.ndarray:
+    """(pools, groups, L) = ``shape``: how many of each group's members of each pool hold each rank, a member with
+    ``first`` members above it and ``ties`` others tied spread evenly over ranks first … first + ties."""
+    n_pools, m, size = shape
+    cell = (pools * m + group) * (size + 1)
+    share = 1 / (ties + 1)
+    steps = (np.bincount(cell + first, share, minlength=n_pools * m * (size + 1))
+             - np.bincount(cell + first + ties + 1, share, minlength=n_pools * m * (size + 1)))
+    return np.cumsum(steps.reshape(n_pools, m, size + 1), axis=2)[:, :, :size]

@@ -73,15 +73,16 @@ from audit.design import PoolDesign, PoolKind
 from audit.errors import AuditError
 from audit.formatting import ratio as ratio_text
 from audit.metrics.bootstrap import share_draws
-from audit.metrics.exact import (informing_units, katz_bounds, mantel_haenszel, pair_errors, pair_pvalue, pool_tables,
-                                 shares_a_pool)
+from audit.metrics.exact import informing_units_of, katz_bounds_of, mantel_haenszel_of, pair_errors_of
 from audit.metrics.impact import (FOUR_FIFTHS, bootstrap_bounds, comparable, key_impact, known_categories,
                                   most_selected, ratio_level)
 from audit.metrics.inference import adjust, permutation_pvalues, permuted_shares
 from audit.metrics.keys import KeyData, selection_keys
+from audit.metrics.ll144 import MIN_APPLICANTS
 from audit.metrics.pools import pool_size
 from audit.metrics.quota import check_quota
 from audit.metrics.schema import KEY
+from audit.metrics.stacked import Stacked, batches, key_columns
 
 ADVERSE = "adverse impact"
 NO_EVIDENCE = "no evidence of adverse impact at this sample size"
@@ -205,6 +206,8 @@ def measure(scores: pd.DataFrame, *, grouping: str, k: "int | Iterable[int]", po
     design = PoolDesign.parse(pool)
     keys = keys if keys is not None else selection_keys(scores)
     quotas = _check_quotas(keys, k, design, grouping)[0]
+    if design.kind == PoolKind.OBSERVED:
+        return _recorded(keys, quotas, grouping=grouping, ci=ci, excluded=tuple(excluded))
     parts = [_measured(data, design, quotas, grouping=grouping, ci=ci, n_boot=n_boot, n_perm=n_perm, seed=seed,
                        excluded=tuple(excluded)) for data in keys]
     return (pd.concat([rows for rows, _ in parts], ignore_index=True),
@@ -213,66 +216,124 @@ def measure(scores: pd.DataFrame, *, grouping: str, k: "int | Iterable[int]", po
 
 def _measured(data: KeyData, design: PoolDesign, quotas: list[int], *, grouping: str, ci: float, n_boot: int,
               n_perm: int, seed: int, excluded: tuple[str, ...]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """:func:`measure` for one system: its rows (category by category, each at every quota) and its pairs."""
+    """:func:`measure` for one system of a virtual design: its rows (category by category, each at every quota) and
+    its pairs."""
     part = key_impact(data, design, quotas, grouping=grouping, ci=None, n_boot=n_boot, seed=seed)
-    groups, columns = len(data.groups), np.arange(len(quotas))
-    rate = part["selection_rate"].to_numpy().reshape(groups, len(quotas))
-    compared = known_categories(data.groups) & ~np.isin(np.asarray(data.groups, dtype=object), excluded)
+    rate = part["selection_rate"].to_numpy().reshape(len(data.groups), len(quotas))
+    compared = _compared(data.groups, excluded)
     known = np.flatnonzero(compared)
     top = most_selected(rate, comparable(data, compared))  # the comparator, per k
     a, b = (known[i] for i in np.triu_indices(known.size, 1))
     upper = ratio_level(ci, known.size)
-    adjusted = np.full((3, *rate.shape), np.nan)  # the pool-adjusted ratio and its interval (recorded pools)
-    if design.kind == PoolKind.OBSERVED:
-        pair_p, bounds, errors, units = _recorded(data, design, quotas, rate, top, a, b, ci, upper, adjusted)
-    else:
-        pair_p, bounds, errors, units = _virtual(data, design, quotas, rate, top, a, b, ci, upper, n_boot=n_boot,
-                                                 n_perm=n_perm, seed=seed)
+    pair_p, bounds, errors, units = _virtual(data, design, quotas, rate, top, a, b, ci, upper, n_boot=n_boot,
+                                             n_perm=n_perm, seed=seed)
+    adjusted = np.full((3, *rate.shape), np.nan)  # the pool-adjusted ratio: recorded pools only
+    rows, pairs = _frames((data,), quotas, grouping, rate[None], top[None], compared, a, b, pair_p[None],
+                          bounds[:, None], errors[:, None], (units[0][None], units[1][None]), adjusted[:, None],
+                          part["candidates"].to_numpy()[::len(quotas)][None])
+    return rows, pairs
+
+
+def _compared(groups: tuple[str, ...], excluded: tuple[str, ...]) -> np.ndarray:
+    """The categories whose ratios and tests are made: the known ones not ``excluded``."""
+    return known_categories(groups) & ~np.isin(np.asarray(groups, dtype=object), excluded)
+
+
+def _frames(keys: tuple[KeyData, ...], quotas: list[int], grouping: str, rate: np.ndarray, top: np.ndarray,
+            compared: np.ndarray, a: np.ndarray, b: np.ndarray, pair_p: np.ndarray, bounds: np.ndarray,
+            errors: np.ndarray, units: tuple[np.ndarray, np.ndarray], adjusted: np.ndarray,
+            candidates: np.ndarray) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(rows, pairs) of :func:`measure` for ``keys`` sharing their categories: each key's categories, each at every
+    quota, from arrays (keys, groups, quotas) (``bounds``, ``errors``, ``adjusted`` with a leading axis; ``top``
+    keys × quotas; ``pair_p`` keys × pairs × quotas; ``candidates`` keys × groups)."""
+    count, groups, width = rate.shape
+    names = np.asarray(keys[0].groups, dtype=object)
+    at = np.arange(count)[:, None], np.arange(width)[None]
     index = np.full((groups, groups), -1)
     index[a, b] = index[b, a] = np.arange(a.size)
-    at_top = index[:, top]  # (groups, quotas): each category's pair with the comparator (−1: none)
-    p = np.where(at_top >= 0, pair_p[np.maximum(at_top, 0), columns], np.nan)
+    at_top = index[:, top].transpose(1, 0, 2)  # (keys, groups, quotas): each category's pair with the comparator
+    p = (np.where(at_top >= 0, pair_p[at[0][:, None], np.maximum(at_top, 0), at[1][:, None]], np.nan) if a.size
+         else np.full(rate.shape, np.nan))
+    comparator_rate = rate[at[0], top, at[1]][:, None]
     with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = np.where(compared[:, None], rate / rate[top, columns], np.nan)
-    comparator = np.asarray(data.groups, dtype=object)[top]
-    added = {"impact_ratio": ratio, "impact_ratio_lo": bounds[0], "impact_ratio_hi": bounds[1], "p": p,
-             "se_diff": errors[0], "se_log": errors[1], "units": units[0], "unit": units[1],
-             "comparator": np.broadcast_to(comparator, rate.shape),
-             "comparator_rate": np.broadcast_to(rate[top, columns], rate.shape),
-             "pool_adjusted_ratio": adjusted[0], "pool_adjusted_ratio_lo": adjusted[1],
-             "pool_adjusted_ratio_hi": adjusted[2]}
-    part = pd.concat([part.drop(columns=["four_fifths", "impact_ratio"]),  # one construction, not a copy per column
-                      pd.DataFrame({name: np.asarray(values).ravel() for name, values in added.items()})], axis=1)
-    pairs = pd.DataFrame({**dict(zip(KEY, data.key)), "grouping": grouping, "k": np.tile(quotas, a.size),
-                          "a": np.repeat(np.asarray(data.groups, dtype=object)[a], len(quotas)),
-                          "b": np.repeat(np.asarray(data.groups, dtype=object)[b], len(quotas)),
-                          "p": pair_p.ravel()})
-    return part, pairs[list(PAIR_COLUMNS)]
+        ratio = np.where(compared[None, :, None], rate / comparator_rate, np.nan)
+    columns = {**key_columns(keys, KEY, groups * width), "grouping": grouping,
+               "category": np.tile(np.repeat(np.asarray(keys[0].groups), width), count),
+               "k": np.tile(quotas, groups * count), "candidates": np.repeat(candidates.ravel(), width),
+               "selection_rate": rate, "impact_ratio": ratio, "impact_ratio_lo": bounds[0],
+               "impact_ratio_hi": bounds[1], "p": p, "se_diff": errors[0], "se_log": errors[1], "units": units[0],
+               "unit": units[1], "comparator": np.broadcast_to(names[top][:, None], rate.shape),
+               "comparator_rate": np.broadcast_to(comparator_rate, rate.shape), "pool_adjusted_ratio": adjusted[0],
+               "pool_adjusted_ratio_lo": adjusted[1], "pool_adjusted_ratio_hi": adjusted[2]}
+    rows = pd.DataFrame({name: np.asarray(values).ravel() if np.ndim(values) else values
+                         for name, values in columns.items()})
+    pairs = pd.DataFrame({**key_columns(keys, KEY, a.size * width), "grouping": grouping,
+                          "k": np.tile(quotas, a.size * count), "a": np.tile(np.repeat(names[a], width), count),
+                          "b": np.tile(np.repeat(names[b], width), count), "p": pair_p.ravel()})
+    return rows, pairs[list(PAIR_COLUMNS)]
 
 
-def _recorded(data: KeyData, design: PoolDesign, quotas: list[int], rate: np.ndarray, top: np.ndarray,
-              a: np.ndarray, b: np.ndarray, ci: float, upper: float, adjusted: np.ndarray) -> tuple:
-    """Recorded pools: exact stratified p-values (pairs, quotas), Katz bounds with the pool-robust error, the
-    errors (se of the difference, of the log ratio) and units of each category against the comparator; fills
-    ``adjusted`` (3, groups, quotas) with the Mantel–Haenszel ratio to the comparator and its interval."""
-    tables = pool_tables(data, design, quotas)
-    pair_p = np.array([[pair_pvalue(counts, i, h) for counts in tables]
-                       for i, h in zip(a, b)]).reshape(a.size, len(quotas))
+def _recorded(keys: list[KeyData], quotas: list[int], *, grouping: str, ci: float,
+              excluded: tuple[str, ...]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`measure` of recorded pools, every system at once (batches of systems sharing their categories and
+    pool size; :mod:`audit.metrics.stacked`): rates, exact stratified p-values of every pair, and against the
+    comparator the Katz bounds with the pool-robust error, the errors (se of the difference, of the log ratio), the
+    units and the Mantel–Haenszel ratio with its interval."""
+    design = PoolDesign(PoolKind.OBSERVED)
+    parts, order = [], []
+    for batch in batches(keys, [pool_size(design, data) for data in keys]):
+        parts.append(_recorded_batch(Stacked.of([keys[i] for i in batch]), quotas, grouping=grouping, ci=ci,
+                                     excluded=excluded))
+        order.append(np.asarray(batch))
+    rows, pairs = (pd.concat([part[i] for part in parts], ignore_index=True) for i in (0, 1))
+    if len(parts) == 1:
+        return rows, pairs
+    position = np.concatenate(order)  # back to the keys' order
+    each = [len(part[0]) // len(batch) for part, batch in zip(parts, order)]
+    rows = rows.iloc[np.argsort(np.repeat(position, np.repeat(each, [len(b) for b in order])), kind="stable")]
+    each = [len(part[1]) // len(batch) for part, batch in zip(parts, order)]
+    pairs = pairs.iloc[np.argsort(np.repeat(position, np.repeat(each, [len(b) for b in order])), kind="stable")]
+    return rows.reset_index(drop=True), pairs.reset_index(drop=True)
+
+
+def _recorded_batch(stack: Stacked, quotas: list[int], *, grouping: str, ci: float,
+                    excluded: tuple[str, ...]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`_recorded` of one batch of systems."""
+    count, groups = len(stack.keys), stack.groups
+    rate = stack.rates(quotas)
+    compared = _compared(stack.keys[0].groups, excluded)
+    known = np.flatnonzero(compared)
+    enough = compared & (stack.candidates >= MIN_APPLICANTS)
+    choice = np.where(enough.any(axis=1, keepdims=True), enough, compared)  # comparable(): per key
+    top = np.where(choice[:, :, None], rate, -np.inf).argmax(axis=1)  # (keys, quotas): the comparator
+    a, b = (known[i] for i in np.triu_indices(known.size, 1))
+    upper = ratio_level(ci, known.size)
     shape = rate.shape
-    errors, bounds, units = np.full((2, *shape), np.nan), np.full((2, *shape), np.nan), np.zeros(shape)
-    unit = np.full(shape, "", dtype=object)
-    for g, j in np.ndindex(*shape):
-        if g == top[j] or not np.isfinite(rate[g, j]):
-            continue
-        counts = tables[j]
-        if not shares_a_pool(counts, g, top[j]):  # rates from different pools: no within-pool comparison
-            units[g, j], unit[g, j] = np.nan, NOT_COMPARABLE
-            continue
-        adjusted[:, g, j] = mantel_haenszel(counts, g, top[j], ci)
-        errors[:, g, j] = pair_errors(counts.members, counts.selected, g, top[j])
-        bounds[:, g, j] = katz_bounds(rate[g, j] / rate[top[j], j], errors[1, g, j], ci, upper)
-        units[g, j], unit[g, j] = informing_units(counts.members, g, top[j])
-    return pair_p, bounds, errors, (units, unit)
+    pair_p = np.empty((count, a.size, len(quotas)))
+    errors, bounds, adjusted = np.full((2, *shape), np.nan), np.full((2, *shape), np.nan), np.full((3, *shape), np.nan)
+    units, unit = np.zeros(shape), np.full(shape, "", dtype=object)
+    keys_at = np.arange(count)
+    for j, k in enumerate(quotas):
+        counts = stack.counts(k)
+        for i, (first, second) in enumerate(zip(a.tolist(), b.tolist())):
+            pair_p[:, i, j] = stack.pair_pvalues(counts, first, second)
+        against = stack.against(counts, top[:, j])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = rate[:, :, j] / rate[keys_at, top[:, j], j][:, None]
+        judged = (np.arange(groups)[None] != top[:, j][:, None]) & np.isfinite(rate[:, :, j])
+        shared = against.pools((against.n_a > 0) & (against.n_b > 0)).reshape(groups, count).T > 0
+        apart = judged & ~shared
+        units[apart, j], unit[apart, j] = np.nan, NOT_COMPARABLE
+        fine = judged & shared
+        found = mantel_haenszel_of(against, ci).reshape(3, groups, count).transpose(0, 2, 1)
+        adjusted[:, fine, j] = found[:, fine]
+        se = np.stack(pair_errors_of(against)).reshape(2, groups, count).transpose(0, 2, 1)
+        errors[:, fine, j] = se[:, fine]
+        bounds[:, fine, j] = katz_bounds_of(ratio[fine], se[1][fine], ci, upper)
+        found_units, found_unit = (values.reshape(groups, count).T for values in informing_units_of(against))
+        units[fine, j], unit[fine, j] = found_units[fine], found_unit[fine]
+    return _frames(stack.keys, quotas, grouping, rate, top, compared, a, b, pair_p, bounds, errors, (units, unit),
+                   adjusted, stack.candidates)
 
 
 def _virtual(data: KeyData, design: PoolDesign, quotas: list[int], rate: np.ndarray, top: np.ndarray,

@@ -1,0 +1,43 @@
+"""The verdict measures every recorded system of a grouping in one stacked pass (audit/metrics/stacked.py): each
+system's rows and pairs must equal, to the last bit, those of the system measured alone."""
+import numpy as np
+import pandas as pd
+
+from audit.metrics.exact import segment_sums
+from audit.metrics.verdict import measure
+
+
+def system(rng: np.random.Generator, name: str, pools: int, size: int, favoured: str) -> pd.DataFrame:
+    """A rank log of ``pools`` pools of 3 … ``size`` applicants from 4 groups, scores on a coarse grid (ties at the
+    quota: lotteries), the ``favoured`` group a little ahead (so each system has its own comparator)."""
+    sizes = rng.integers(3, size + 1, pools)
+    sizes[0] = size
+    pool = np.repeat(np.arange(pools), sizes)
+    group = rng.choice(list("ABCD"), pool.size)
+    score = np.round(rng.random(pool.size) * 4 + (group == favoured), 0)
+    return pd.DataFrame({"model": name, "task": "t", "subtask": "s", "mode": "pointwise",
+                         "candidate_id": [f"{name}{i}" for i in range(pool.size)], "group": group, "qualified": 1,
+                         "score": score, "pool": pool})
+
+
+def test_a_stacked_pass_gives_each_systems_own_numbers():
+    rng = np.random.default_rng(5)
+    parts = [system(rng, "m1", 40, 6, "A"), system(rng, "m2", 300, 6, "B"), system(rng, "m3", 9, 6, "C"),
+             system(rng, "m4", 60, 5, "D")]
+    rows, pairs = measure(pd.concat(parts, ignore_index=True), grouping="group", k=[1, 2], pool="observed",
+                          n_boot=2, n_perm=1)
+    alone = [measure(part, grouping="group", k=[1, 2], pool="observed", n_boot=2, n_perm=1) for part in parts]
+    pd.testing.assert_frame_equal(rows, pd.concat([r for r, _ in alone], ignore_index=True), check_exact=True)
+    pd.testing.assert_frame_equal(pairs, pd.concat([p for _, p in alone], ignore_index=True), check_exact=True)
+    assert rows["p"].notna().any() and rows["pool_adjusted_ratio"].notna().any()
+    assert rows["comparator"].nunique() > 1
+
+
+def test_segment_sums_are_numpys_sums_of_each_segment():
+    rng = np.random.default_rng(3)
+    lengths = rng.integers(0, 300, 40)
+    values = rng.random(lengths.sum()) / 3
+    segment = np.repeat(np.arange(lengths.size), lengths)
+    found = segment_sums(values, segment, lengths.size)
+    starts = np.cumsum(lengths) - lengths
+    assert [found[i] for i in range(lengths.size)] == [values[s:s + n].sum() for s, n in zip(starts, lengths)]
