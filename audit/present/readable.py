@@ -137,7 +137,7 @@ def named(frame: pd.DataFrame, design: AuditDesign, columns: Iterable[str] = ("g
 def metric_table(rows: pd.DataFrame, design: AuditDesign) -> pd.DataFrame:
     """Metric rows at one k as read on the page: system, subtask, group by name, each gap with its interval and
     adjusted p-value, the bias metrics, and the low-label-mass flag."""
-    out = pd.DataFrame({"system": rows["model"], "subtask": rows["subtask"],
+    out = pd.DataFrame({"system": rows["model"], "subtask": rows["subtask"].map(subtask_name),
                         "group": named(rows, design)["group"]})
     for gap, name in (("dp_gap", "ΔDP"), ("eo_gap", "ΔEO")):
         out[f"{name} [interval]"] = [estimate(v, lo, hi, digits=3) for v, lo, hi in
