@@ -19,6 +19,7 @@ from audit.present.readable import system_verdicts, verdict_words
 from audit.output import csv_text
 from audit.store import Store
 from audit.tasks.designs import declared_design
+from audit.tasks.recorded import shown_modes
 from audit.selection import N_PERM
 from audit.views import StoreTables
 
@@ -63,7 +64,8 @@ def _table(args: argparse.Namespace) -> pd.DataFrame:
             tables = StoreTables.read(store)
     selection = selection_from(args, tables)
     args.k, args.quota_reason = tables.design(selection.task).audited_quota(args.k)
-    return Audit(tables, selection).verdicts((args.k,), tuple(args.grouping or ()), args.threshold)
+    return shown_modes(Audit(tables, selection).verdicts((args.k,), tuple(args.grouping or ()), args.threshold),
+                       tables.designs)
 
 
 def run_verdict(args: argparse.Namespace) -> int:
