@@ -21,7 +21,8 @@ def curves(view: views.View, model: str, subtask: str, gap: str, _table: pd.Data
     """Every k of one (model, subtask) and its gap-against-k figure with bootstrap bands."""
     rows = views.shown(_table[(_table["model"] == model) & (_table["subtask"] == subtask)], view)
     names = common.names(view)
-    title = (f"{charts.GAP_NAMES[gap]} against k: {model}, {subtask_name(subtask)} ({round(view.selection.ci * 100)} % bootstrap "
+    title = (f"{charts.GAP_NAMES[gap]} against k: {model}, {subtask_name(subtask)} "
+             f"({round(view.selection.ci * 100)} % bootstrap "
              "bands, "
              f"reference {names.get(view.selection.reference, view.selection.reference)})")
     return rows, charts.gap_curves(rows, gap=gap, title=title, names=names)

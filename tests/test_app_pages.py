@@ -160,7 +160,8 @@ def test_the_allocation_page_calls_recorded_rankings_by_their_name(monkeypatch):
     """Issue 40: no text or table of the study's Allocation page calls its recorded rankings pointwise."""
     at = app(monkeypatch, DEMO_STORE, task="study-gpt-hiring")
     at.switch_page("pages/allocation_gaps.py").run()
-    assert at.toggle(key="impact_on").label == "impact ratios of the recorded rankings with their intervals, as exported"
+    label = at.toggle(key="impact_on").label
+    assert label == "impact ratios of the recorded rankings with their intervals, as exported"
     at.toggle(key="impact_on").set_value(True).run()
     assert not at.exception and not at.error
     impact = next(frame.value for frame in at.dataframe if "impact_ratio" in frame.value.columns)
@@ -168,6 +169,7 @@ def test_the_allocation_page_calls_recorded_rankings_by_their_name(monkeypatch):
     texts = [e.value for e in [*at.markdown, *at.caption, *at.header, *at.subheader, *at.info]]
     cells = [str(v) for frame in at.dataframe for v in frame.value.astype(str).to_numpy().ravel()]
     assert not [t for t in texts + cells if "pointwise" in t]
+    assert any("◆ marks a gap only where the test of no gap (exact test stratified by pool)" in t for t in texts)
 
 
 def test_paper_settings_switch_the_jsd_estimator_and_leave_out_inconsistent_models(demo):

@@ -87,7 +87,8 @@ def run_verdict(args: argparse.Namespace) -> int:
 
 def _markdown(table: pd.DataFrame, overall: dict[str, object], args: argparse.Namespace) -> str:
     """The Markdown page: the quota, the store-wide line, the rule, one table per system and one per category."""
-    shown = pd.DataFrame({"System": table["model"], "Subtask": table["subtask"].map(subtask_name), "Grouping": table["grouping"],
+    shown = pd.DataFrame({"System": table["model"], "Subtask": table["subtask"].map(subtask_name),
+                          "Grouping": table["grouping"],
                           "Group": table["name"], "Candidates": table["candidates"],
                           "Impact ratio": [ratio(r, lo, hi, args.threshold) for r, lo, hi in
                                            zip(table["impact_ratio"], table["impact_ratio_lo"], table["impact_ratio_hi"])],

@@ -116,7 +116,7 @@ def _uncertainty_hover(table: pd.DataFrame, start: int) -> tuple[list[str], str]
     return columns, "".join(f"<br>{line}" for line in lines)
 
 
-SIGNIFICANCE_RULE = ("◆ marks a gap only where the permutation test of no gap rejects at α = {alpha:g} after the "
+SIGNIFICANCE_RULE = ("◆ marks a gap only where the test of no gap ({test}) rejects at α = {alpha:g} after the "
                      "multiple-comparison adjustment (adjusted p ≤ α); the bootstrap intervals are unadjusted and "
                      "are shown for size, not for significance.")
 
@@ -262,8 +262,8 @@ def bump_chart(rankings: pd.DataFrame, *, gap: str = "dp") -> go.Figure:
     rankings = _escaped(rankings)
     rows = rankings[(rankings["gap"] == gap) & rankings["rank"].notna()]
     subtasks = sorted(rows["subtask"].unique())
-    fig = make_subplots(rows=1, cols=max(1, len(subtasks)), subplot_titles=[subtask_name(s) for s in subtasks], shared_yaxes=True,
-                        horizontal_spacing=0.04)
+    fig = make_subplots(rows=1, cols=max(1, len(subtasks)), subplot_titles=[subtask_name(s) for s in subtasks],
+                        shared_yaxes=True, horizontal_spacing=0.04)
     colours = series_colours(rows["model"].unique())
     order = [METRIC_NAMES["true"]] + [METRIC_NAMES[m] for m, _, _ in PAIRINGS[gap][1]]
     for col, subtask in enumerate(subtasks, start=1):

@@ -221,7 +221,8 @@ def verdict(data: ReportData) -> str:
     counts = (f"{int((cells == ADVERSE).sum())} adverse, {int((cells == INCONCLUSIVE).sum())} inconclusive, "
               f"{int((cells == NO_EVIDENCE).sum())} no evidence, over {len(data.verdicts)} system × category cells")
     adverse = data.verdicts[data.verdicts["verdict"] == ADVERSE]
-    named = [f"{r.name} ({r.grouping}) with {r.model} for {subtask_name(r.subtask)}" for r in adverse.itertuples(index=False)]
+    named = [f"{r.name} ({r.grouping}) with {r.model} for {subtask_name(r.subtask)}"
+             for r in adverse.itertuples(index=False)]
     carriers = "" if not named else " — " + "; ".join(named[:5]) + (f"; and {len(named) - 5} more" if len(named) > 5
                                                                      else "")
     parts = [f"<h2>Verdict at k = {s.k}</h2><p class='quota'>Judged at {escape(quota_words(data))}.</p>"
@@ -230,7 +231,8 @@ def verdict(data: ReportData) -> str:
              f"<p class='family'>Multiple testing: {escape(family_words(data.settings.family))}. Reading: "
              f"{escape(reading_words(data))}.</p>",
              f"<h3>How sure</h3><p class='rule'>{escape(rule_text(s.threshold, s.ci, s.family, s.rule))} Gaps (ΔDP) are findings only "
-             f"when the p-value of their {gap_test(s.design)}, {escape(s.adjust)}-adjusted across the groups × subtasks of one system, "
+             f"when the p-value of their {gap_test(s.design)}, {escape(s.adjust)}-adjusted across the groups × "
+             "subtasks of one system, "
              f"is at most α = {1 - s.ci:.2g}.</p>"]
     for grouping, size in data.pool_sizes.items():
         parts.append(f"<h3>{escape(grouping)} (pools of {size})</h3>")
