@@ -89,10 +89,10 @@ class AuditDesign:
         return "counterfactual" if self.counterfactual else "observational"
 
     def audited_quota(self, chosen: int | None = None) -> tuple[int, str]:
-        """(k, why): the auditor's ``chosen`` k, else the quota the design declares, else 1 (said so)."""
-        if chosen is not None:
-            own = f"; the design's own is k = {self.quota}, {self.quota_reason}" if (
-                self.quota is not None and self.quota != chosen) else ""
+        """(k, why): the auditor's ``chosen`` k, else the quota the design declares, else 1 (said so); a chosen k
+        equal to the declared quota reads as the design's quota."""
+        if chosen is not None and chosen != self.quota:
+            own = f"; the design's own is k = {self.quota}, {self.quota_reason}" if self.quota is not None else ""
             return int(chosen), f"chosen by the auditor{own}"
         if self.quota is not None:
             return self.quota, self.quota_reason or "the quota the design declares"

@@ -105,27 +105,40 @@ _ACRONYMS = frozenset({"hr", "it", "ai", "ml", "qa", "ux", "ceo", "cfo", "cto"})
 
 
 def subtask_name(subtask: object) -> str:
-    """A subtask as people read it: ``financial_analyst`` → ``Financial analyst``, ``hr_specialist`` → ``HR
-    specialist`` (known acronyms upper-cased), ``HR specialist`` unchanged."""
-    words = [w.upper() if w.lower() in _ACRONYMS else w for w in str(subtask).replace("_", " ").split()]
-    text = " ".join(words)
-    return text[:1].upper() + text[1:]
+    """A subtask as people read it, the one spelling of every page, table and report: ``financial_analyst`` →
+    ``financial analyst``, ``hr_specialist`` → ``HR specialist`` (known acronyms upper-cased), ``HR specialist`` and
+    ``financial analyst`` unchanged."""
+    return " ".join(w.upper() if w.lower() in _ACRONYMS else w for w in str(subtask).replace("_", " ").split())
 
 
 def ratio(value: object, low: object = None, high: object = None, threshold: float = 0.8) -> str:
-    """An impact ratio to three decimals (``0.796 [0.702, 0.899]``), more where three would put a number on the
-    other side of ``threshold`` than it is (a true 0.79963 reads ``0.7996``, never ``0.800``): a flag read against the
-    threshold never contradicts the shown value."""
+    """An impact ratio with its interval to three decimals (``0.796 [0.702, 0.899]``), more where three would put the
+    ratio or a bound on a side of ``threshold`` it is not on, or on the threshold itself (a true 0.79963 reads
+    ``0.7996``, a bound of 0.80011 ``0.8001``, never ``0.800``): a verdict read against the threshold never contradicts
+    the shown values."""
     if _missing(value):
         return "n/a"
-    digits = max(_digits(v, threshold) for v in (value, low, high) if not _missing(v))
-    return estimate(value, low, high, digits=digits)
+    return estimate(value, low, high, digits=threshold_digits((value, low, high), threshold))
 
 
-def _digits(value: object, threshold: float, least: int = 3, most: int = 6) -> int:
-    """The fewest decimals (``least`` … ``most``) at which ``value`` rounds to the same side of ``threshold``."""
-    x = float(value)
+def bound(value: object, threshold: float = 0.8) -> str:
+    """One ratio or interval bound alone, with the decimals :func:`ratio` gives it (``n/a`` when missing)."""
+    return "n/a" if _missing(value) else _fixed(value, threshold_digits((value,), threshold))
+
+
+#: a value this close to the threshold is read as on it (the verdict's planner reads a ratio on it the same way)
+ON_THRESHOLD = 1e-9
+
+
+def _side(x: float, threshold: float) -> int:
+    return 0 if abs(x - threshold) <= ON_THRESHOLD else (1 if x > threshold else -1)
+
+
+def threshold_digits(values: "tuple[object, ...]", threshold: float, least: int = 3, most: int = 6) -> int:
+    """The fewest decimals (``least`` … ``most``) at which every present value of ``values`` rounds to its own side of
+    ``threshold``: below, above or (only when it is on it) equal."""
+    present = [float(v) for v in values if not _missing(v)]
     for digits in range(least, most + 1):
-        if (round(x, digits) < threshold) == (x < threshold):
+        if all(_side(round(x, digits), threshold) == _side(x, threshold) for x in present):
             return digits
     return most

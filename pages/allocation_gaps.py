@@ -6,7 +6,10 @@ import streamlit as st
 
 from audit import views
 from audit.present import charts, readable
+from audit.present.tooltips import TOOLTIPS
 from audit.errors import AuditError
+from audit.formatting import subtask_name
+from audit.tasks.recorded import shown_modes
 from audit.metrics.inference import METHODS
 from pages.allocation.panels import bundle_tables, impact_section, planner_panel, report_buttons
 from pages.shared import common, verdict_panel
@@ -18,7 +21,8 @@ def curves(view: views.View, model: str, subtask: str, gap: str, _table: pd.Data
     """Every k of one (model, subtask) and its gap-against-k figure with bootstrap bands."""
     rows = views.shown(_table[(_table["model"] == model) & (_table["subtask"] == subtask)], view)
     names = common.names(view)
-    title = (f"{charts.GAP_NAMES[gap]} against k: {model}, {subtask} ({round(view.selection.ci * 100)} % bootstrap "
+    title = (f"{charts.GAP_NAMES[gap]} against k: {model}, {subtask_name(subtask)} "
+             f"({round(view.selection.ci * 100)} % bootstrap "
              "bands, "
              f"reference {names.get(view.selection.reference, view.selection.reference)})")
     return rows, charts.gap_curves(rows, gap=gap, title=title, names=names)
@@ -46,7 +50,8 @@ verdict_panel.verdict(current, k, impact=True)
 st.header(f"Bias metrics against allocation gaps at k = {k}")
 st.caption(f"One point per (model, subtask, group). Pools follow the design {common.audit(current).pool}; the k best-scored are "
            "selected. Gaps are signed against the reference group; JSD and EMD have no sign and face |gap|.")
-method = st.radio("multiple comparisons", list(METHODS), format_func=METHODS.get, key="p_adjust", horizontal=True)
+method = st.radio("multiple comparisons", list(METHODS), format_func=METHODS.get, key="p_adjust", horizontal=True,
+                  help=TOOLTIPS["p_adjust"])
 try:
     quota = common.at_quota(current, k, method)
 except AuditError as exc:
@@ -60,12 +65,13 @@ st.caption(quota.caption())
 scatter = scatter_of(current, k, method)
 common.chart(scatter, at_k, f"gaps_k{k}")
 st.dataframe(read_table(current, k, method), hide_index=True, width="stretch", key="gap_table_read")
+exported = shown_modes(at_k, common.tables(current).designs)  # as `metrics` exports them: recorded systems by name
 with st.expander("every column, with group codes (as in the CSV export)"):
-    st.dataframe(at_k, hide_index=True, width="stretch", key="gap_table")
+    st.dataframe(exported, hide_index=True, width="stretch", key="gap_table")
 
 st.header("Gaps against the quota k")
 keys = at_k[["model", "subtask"]].drop_duplicates()
-labels = [f"{m} · {s}" for m, s in keys.itertuples(index=False)]
+labels = [f"{m} · {subtask_name(s)}" for m, s in keys.itertuples(index=False)]
 left, right = st.columns([3, 1])
 choice = left.selectbox("model · subtask", labels, key="curve_key")
 gap = right.radio("gap", list(charts.GAP_NAMES), format_func=charts.GAP_NAMES.get, key="curve_gap", horizontal=True)
@@ -75,7 +81,7 @@ common.chart(curve, rows, f"{gap}_curves_{model}_{subtask}")
 planner = planner_panel(current, model, subtask, k)
 common.bundle_button("allocation_gaps", {f"gaps_k{k}": scatter, f"{gap}_curves": curve,
                                          **({"planner": planner} if planner else {})},
-                     {f"gaps_k{k}": at_k, "correlations": overall, f"{gap}_curves": rows}, current,
+                     {f"gaps_k{k}": exported, "correlations": overall, f"{gap}_curves": rows}, current,
                      more=lambda: bundle_tables(current, k), k=k, curve_model=model, curve_subtask=subtask,
                      p_adjust=method)  # the verdict and impact tables at k: built on the click
 impact_section(current, k)

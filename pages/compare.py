@@ -38,8 +38,7 @@ a = left.selectbox("system A", models, index=first, key="compare_a")
 b = right.selectbox("system B", models, index=second, key="compare_b")
 try:
     audit = common.audit(current)
-    k = common.quota_slider(audit.pool_sizes[audit.grouping], "compare_k",
-                            default=common.design(current).audited_quota()[0])
+    k = common.quota_slider(audit.pool_sizes[audit.grouping], "compare_k", current)
     with st.spinner("Comparing…"):
         found = audit.comparison(a, b, (k,))  # the computation of ``compare --db`` and the report
     gaps, flips, correlation = found.gaps, found.flips, found.correlation

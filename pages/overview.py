@@ -3,6 +3,7 @@ import streamlit as st
 
 from audit import views
 from audit.present import charts, readable
+from audit.present.tooltips import TOOLTIPS
 from audit.errors import AuditError
 from audit.formatting import md_text
 from audit.metrics.shape import score_shape
@@ -25,10 +26,9 @@ else:
     top = max(sizes.values()) - 1
     k = own if top <= 1 else st.slider("quota k of this verdict", 1, top, min(own, top),
                                        key=f"overview_k_{current.selection.task}",
-                                       help="Starts at the quota the audit's design declares; the verdict at every "
-                                            "k is in the row below.")
+                                       help=TOOLTIPS["overview_k"])
     verdict_panel.family_choice()
-    st.markdown(f"**Judged at k = {k}, {design.audited_quota(k if k != own else None)[1]}.**")
+    st.markdown(f"**Judged at k = {k}, {design.audited_quota(k)[1]}.**")
     verdict_panel.verdict(current, k)
     verdict_panel.every_quota_row(current)
 

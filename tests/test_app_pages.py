@@ -156,6 +156,22 @@ def test_allocation_page_shows_impact_ratios(demo):
     assert (impact["four_fifths"] == (impact["impact_ratio"] < 0.8)).all()
 
 
+def test_the_allocation_page_calls_recorded_rankings_by_their_name(monkeypatch):
+    """Issue 40: no text or table of the study's Allocation page calls its recorded rankings pointwise."""
+    at = app(monkeypatch, DEMO_STORE, task="study-gpt-hiring")
+    at.switch_page("pages/allocation_gaps.py").run()
+    label = at.toggle(key="impact_on").label
+    assert label == "impact ratios of the recorded rankings with their intervals, as exported"
+    at.toggle(key="impact_on").set_value(True).run()
+    assert not at.exception and not at.error
+    impact = next(frame.value for frame in at.dataframe if "impact_ratio" in frame.value.columns)
+    assert set(impact["mode"]) == {"recorded ranking"}
+    texts = [e.value for e in [*at.markdown, *at.caption, *at.header, *at.subheader, *at.info]]
+    cells = [str(v) for frame in at.dataframe for v in frame.value.astype(str).to_numpy().ravel()]
+    assert not [t for t in texts + cells if "pointwise" in t]
+    assert any("◆ marks a gap only where the test of no gap (exact test stratified by pool)" in t for t in texts)
+
+
 def test_paper_settings_switch_the_jsd_estimator_and_leave_out_inconsistent_models(demo):
     demo.switch_page("pages/allocation_gaps.py").run()
     before = gap_table(demo)
@@ -196,6 +212,36 @@ def test_compare_page_compares_recorded_systems_unpaired(demo):
     assert any("unpaired" in c.value for c in demo.caption)
     assert demo.slider(key="compare_k").max == 7
     assert not any("selected_b" in frame.value.columns for frame in demo.dataframe)
+
+
+def test_each_task_opens_at_its_own_quota_and_the_address_keeps_task_and_k(monkeypatch):
+    """Issue 40: the Allocation page's k follows the task (the study's k = 1, the pilot's k = 2, a k chosen on a task
+    comes back with it), and the task and k go into the page address, so a reload opens where the auditor was."""
+    monkeypatch.setenv("AUDIT_DB", str(DEMO_STORE))
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.run()
+    at.switch_page("pages/allocation_gaps.py").run()
+
+    def shown() -> tuple[str, int, str, str]:
+        assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
+        return (at.sidebar.selectbox(key="task").value, at.slider(key="k_gaps").value, at.query_params["task"],
+                at.query_params["k"])
+
+    assert shown() == ("study-gpt-hiring", 1, "study-gpt-hiring", "1")
+    at.sidebar.selectbox(key="task").set_value("resume").run()
+    assert shown() == ("resume", 2, "resume", "2")  # the pilot's own quota, not the study's k = 1
+    assert at.header[0].value == "Verdict and impact ratios at k = 2"
+    at.slider(key="k_gaps").set_value(4).run()
+    at.sidebar.selectbox(key="task").set_value("study-gpt-hiring").run()
+    assert shown() == ("study-gpt-hiring", 1, "study-gpt-hiring", "1")
+    at.sidebar.selectbox(key="task").set_value("resume").run()
+    assert shown() == ("resume", 4, "resume", "4")
+
+    at = AppTest.from_file(APP, default_timeout=300)  # a reload: a new session on the address above
+    at.query_params.update(task="resume", k="4")
+    at.switch_page("pages/allocation_gaps.py").run()
+    assert shown() == ("resume", 4, "resume", "4")
+    assert at.header[0].value == "Verdict and impact ratios at k = 4"
 
 
 def test_overview_judges_the_study_at_its_own_quota_and_shows_every_k(monkeypatch):

@@ -51,7 +51,7 @@ def test_empty_store_summary(tmp_path):
 
 def test_readable_tables_name_groups_and_say_not_defined_at_the_pool_size():
     from audit.design import AuditDesign, PoolDesign
-    from audit.present.readable import category_verdicts, group_names, impact_by_grouping, system_verdicts
+    from audit.present.readable import category_verdicts, deciding, group_names, impact_by_grouping, system_verdicts
 
     design = AuditDesign("t", "s", "W_M", PoolDesign.parse("per-group"), ("Yes", "No"), (1.0, 0.0), "everyone",
                          groupings=split_groupings(("race", "gender")),
@@ -66,8 +66,10 @@ def test_readable_tables_name_groups_and_say_not_defined_at_the_pool_size():
                           "more_per_group": [None, 1236.0], "plan": ["", "more data"],
                           "plan_note": ["", "about 1,236 more candidates per group needed"]})
     rows = category_verdicts(table)
-    assert rows["verdict"].tolist() == ["adverse impact",
-                                        "inconclusive — about 1,236 more candidates per group needed"]
+    assert rows["verdict"].tolist() == ["adverse impact", "inconclusive"]
+    assert rows["plan"].tolist() == ["", "about 1,236 more candidates per group needed"]
+    assert list(deciding(rows).columns) == ["system", "subtask", "grouping", "group", "verdict",
+                                            "impact ratio [interval]", "plan"]
     assert rows["adjusted p"].tolist() == ["4.0e-04", "most selected"]
     assert rows["impact ratio [interval]"].tolist() == ["0.333 [0.000, 0.900]", "1.000 [1.000, 1.000]"]
     assert system_verdicts(table).loc[0, "groups carrying the verdict"] == "race: Black"
@@ -97,3 +99,22 @@ def test_page_glue_stays_small_and_the_library_never_imports_streamlit():
     assert sum(len(p.read_text("utf-8").splitlines()) for p in (root / "pages" / "shared").glob("*.py")) < 400
     for path in (root / "audit").rglob("*.py"):
         assert "import streamlit" not in path.read_text("utf-8"), path
+
+
+def test_each_task_keeps_its_own_quota_and_the_opening_address_names_one():
+    from pages.view_models.address import OPENED, keep_quota, opened_task, start_quota
+
+    state: dict = {OPENED: {"task": "pilot", "k": "9"}}
+    params: dict = {}
+    assert opened_task(state, ["study", "pilot"]) == "pilot" and opened_task(state, ["study"]) is None
+    start_quota(state, "k_gaps", "pilot", default=2, top=7)
+    assert state["k_gaps"] == 7  # the address's k, kept below the pool size
+    keep_quota(state, params, "pilot", 4)
+    start_quota(state, "k_gaps", "study", default=1, top=7)
+    assert state["k_gaps"] == 1 and params == {"k": "4"}  # a task switch: the study's own quota, not the pilot's k
+    keep_quota(state, params, "study", 1)
+    start_quota(state, "k_gaps", "pilot", default=2, top=7)
+    assert state["k_gaps"] == 4  # back on the pilot: the k chosen there
+    state["k_gaps"] = 5  # the slider moved: a rerun on the same task keeps it
+    start_quota(state, "k_gaps", "pilot", default=2, top=7)
+    assert state["k_gaps"] == 5

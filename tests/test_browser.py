@@ -148,3 +148,38 @@ def test_verdict_comes_first_and_groups_read_by_name(server_url, browser):
             assert "Asian women" in legend and not {"A_W", "W_M"} & set(legend), (path, legend)
     finally:
         page.close()
+
+
+#: each table's header cells and whether it scrolls sideways (glide's scroller wider than its view)
+TABLES = """() => [...document.querySelectorAll('[data-testid="stDataFrame"]')].map(frame => {
+    const scroller = frame.querySelector('.dvn-scroller');
+    return {columns: [...frame.querySelectorAll('th')].map(th => th.innerText.trim()),
+            scrolls: scroller ? scroller.scrollWidth > scroller.clientWidth + 1 : null};
+})"""
+
+
+@pytest.mark.parametrize("task, k", [("study-gpt-hiring", 1), ("resume", 3)])
+def test_deciding_verdict_columns_fit_1500_px_and_the_address_keeps_task_and_k(server_url, browser, task, k):
+    """Issue 40: opened from an address naming the task and k (a reload), the Allocation page shows that task at that
+    k; at 1,500 px its verdict tables show the deciding columns without sideways scrolling, the rest on demand."""
+    page = browser.new_page()
+    try:
+        page.set_viewport_size({"width": 1500, "height": 1200})
+        page.goto(f"{server_url}/allocation_gaps?task={task}&k={k}", wait_until="domcontentloaded")
+        page.wait_for_selector(f"text=Verdict and impact ratios at k = {k}", timeout=240_000)
+        page.wait_for_selector("text=Bias metrics against", timeout=240_000)
+        settle(page)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / f"allocation_gaps_1500px_{task}.png"))
+        assert f"task={task}" in page.url and f"k={k}" in page.url
+        tables = page.evaluate(TABLES)
+        systems = [t for t in tables if t["columns"][:3] == ["system", "subtask", "verdict"]]
+        deciding = [t for t in tables if "plan" in t["columns"] and "adjusted p" not in t["columns"]]
+        assert len(systems) == 1 and deciding, tables
+        assert all(t["columns"] == ["system", "subtask", "group", "verdict", "impact ratio [interval]", "plan"]
+                   for t in deciding), deciding
+        assert not any(t["scrolls"] for t in systems + deciding), tables
+        page.get_by_text("every column of these verdicts").click()  # the rest, on demand (glide draws the columns
+        page.wait_for_function(f"({TABLES})().some(t => t.columns.includes('grouping'))", timeout=60_000)  # in view)
+    finally:
+        page.close()

@@ -90,7 +90,7 @@ def test_switching_task_changes_groups_groupings_and_subtasks(dashboard):
                       at.sidebar.multiselect(key=f"subtasks_{task}_{mode}").options)
     assert seen["resume"][:2] == (["race × gender", "race", "gender"], "W_M")
     assert seen["essay"][:2] == (["L1"], "ENS") and "CHN" in seen["essay"][2] and "W_M" not in seen["essay"][2]
-    assert seen["essay"][3] == ["ptj"] and "software_engineer" in seen["resume"][3]
+    assert seen["essay"][3] == ["ptj"] and "software engineer" in seen["resume"][3]  # shown by subtask_name
     assert seen["loan"][:3] == (["group"], "Green", ["Blue", "Green"])
 
 

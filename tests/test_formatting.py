@@ -2,8 +2,9 @@
 import math
 
 import pandas as pd
+from hypothesis import given, settings, strategies as st
 
-from audit.formatting import correlation_table, estimate, interval, markdown_table, number, pvalue
+from audit.formatting import (bound, correlation_table, estimate, interval, markdown_table, number, pvalue, ratio)
 
 
 def test_pvalues_intervals_and_numbers():
@@ -29,3 +30,28 @@ def test_correlation_table_blanks_r_and_p_where_they_mean_nothing():
 def test_markdown_table_escapes_pipes():
     text = markdown_table(pd.DataFrame({"a": ["x|y"], "b": [None]}))
     assert text.splitlines() == ["| a | b |", "|---|---|", "| x\\|y |  |"]
+
+
+def test_bounds_that_a_verdict_reads_get_the_decimals_that_separate_them_from_the_threshold():
+    # the demo store's cases: GPT-3.5 HR specialist, Hispanic men at k = 3; software engineer, Asian women at k = 2
+    assert ratio(0.8952164, 0.80010950, 1.0444271) == "0.8952 [0.8001, 1.0444]"
+    assert ratio(0.9, 0.800269, 1.01) == "0.9000 [0.8003, 1.0100]"
+    assert bound(0.80011) == "0.8001" and bound(0.79996) == "0.79996" and bound(0.8) == "0.800"
+    assert ratio(0.7, 0.6, 0.7999999) == "0.700000 [0.600000, 0.800000]"  # as close as six decimals can tell
+    assert ratio(0.76, 0.70, 0.90, threshold=0.75) == "0.760 [0.700, 0.900]"
+    assert ratio(0.75004, threshold=0.75) == "0.75004" and ratio(0.75004) == "0.750"
+
+
+@settings(max_examples=500, deadline=None)
+@given(value=st.floats(0, 1.5), threshold=st.sampled_from([0.8, 0.75, 0.5, 0.9, 0.8125, 1.0]))
+def test_a_shown_value_lies_on_its_own_side_of_the_threshold(value, threshold):
+    shown = float(bound(value, threshold))
+    distance = abs(value - threshold)
+    if distance > 0.5e-6 * (1 + 1e-9):  # six decimals can tell it from the threshold
+        assert (shown > threshold) == (value > threshold) and shown != threshold
+    if distance > 0.5e-3 * (1 + 1e-9) + 1e-12:  # far from it: three decimals, no more
+        assert len(bound(value, threshold).split(".")[1]) == 3
+    low, high = sorted((value, threshold + (value - threshold) / 2))
+    text = ratio(value, low, high, threshold)
+    assert all(len(part.split(".")[1]) == len(text.split()[0].split(".")[1])
+               for part in text.replace("[", "").replace("]", "").replace(",", "").split())

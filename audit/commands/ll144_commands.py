@@ -14,7 +14,7 @@ import pandas as pd
 from audit.commands.io import emit, emit_table
 from audit.commands.options import add_output, add_verdict_rule, check_date
 from audit.errors import AuditError
-from audit.formatting import md_text
+from audit.formatting import md_text, ratio, subtask_name
 from audit.audit import Audit
 from audit.selection import Selection
 from audit.store import Store
@@ -109,20 +109,19 @@ def markdown(table: pd.DataFrame) -> str:
             meaning += f", {first['score_median']:.4g}"
         dates = (f"recorded {first['first_date']} to {first['last_date']}" if first["first_date"]
                  else "decision dates not recorded")
-        lines += [f"## {md_text(model)}: {md_text(task)} / {md_text(subtask)} ({meaning})", "",
+        lines += [f"## {md_text(model)}: {md_text(task)} / {md_text(subtask_name(subtask))} ({meaning})", "",
                   f"Data: {md_text(first['source'])} (sha256 {first['source_sha256'][:12]}…), {dates}; audit date "
                   f"{first['audit_date']}; distribution date "
                   f"{md_text(first['distribution_date']) or '(not given)'}.", ""]
         for grouping, rows in part.groupby("grouping", sort=False):
-            lines += [f"### {md_text(grouping)}", "", "| category | applicants | selection rate | impact ratio (CI) | "
+            lines += [f"### {md_text(grouping)}", "", "| category | applicants | selection rate | impact ratio [CI] | "
                       "p (Holm) | note |", "|---|---:|---:|---:|---:|---|"]
             for _, r in rows.iterrows():
                 rate = "" if pd.isna(r["selection_rate"]) else f"{r['selection_rate']:.3f}"
-                ratio = "" if pd.isna(r["impact_ratio"]) else f"{r['impact_ratio']:.3f}"
-                if not pd.isna(r["impact_ratio_lo"]):
-                    ratio += f" ({r['impact_ratio_lo']:.3f}–{r['impact_ratio_hi']:.3f})"
+                shown = "" if pd.isna(r["impact_ratio"]) else md_text(ratio(r["impact_ratio"], r["impact_ratio_lo"],
+                                                                            r["impact_ratio_hi"]))
                 p = "" if pd.isna(r["p_holm"]) else f"{r['p_holm']:.3g}"
-                lines.append(f"| {md_text(r['category'])} | {r['applicants']} | {rate} | {ratio} | {p} | "
+                lines.append(f"| {md_text(r['category'])} | {r['applicants']} | {rate} | {shown} | {p} | "
                              f"{md_text(r['note'])} |")
             lines.append("")
     return "\n".join(lines)

@@ -14,6 +14,7 @@ from audit.errors import AuditError
 from audit.metrics.schema import is_pairwise
 from audit.metrics.shape import score_shape
 from audit.store import Store
+from audit.tasks.recorded import shown_modes
 from audit.views import MODES, StoreTables
 
 
@@ -106,10 +107,11 @@ def audits(args: argparse.Namespace, *, keep_draws: bool = False, **options) -> 
 
 def run_metrics(args: argparse.Namespace) -> int:
     """Handler of ``metrics``."""
-    table = pd.concat([result.table for result in audits(args)], ignore_index=True)
+    results = audits(args)
+    table = pd.concat([result.table for result in results], ignore_index=True)
     if args.scores is not None:  # a file's rows in key order, as one table
         table = table.sort_values(["model", "task", "subtask", "mode"], kind="stable", ignore_index=True)
-    emit_table(table, args.format, args.out)
+    emit_table(shown_modes(table, results[0].tables.designs) if results else table, args.format, args.out)
     return 0
 
 

@@ -14,7 +14,7 @@ import pandas as pd
 from audit.audit import Audit
 from audit.design import AuditDesign, PoolDesign
 from audit.errors import AuditError
-from audit.formatting import md_text
+from audit.formatting import bound, md_text
 from audit.commands.io import emit, read_table_file, records
 from audit.commands.options import (add_adjust, add_bootstrap, add_selection, add_verdict_rule, check_date,
                                     selection_from)
@@ -25,6 +25,7 @@ from audit.selection import N_PERM, Selection
 from audit.store import Store
 from audit.tasks import study
 from audit.tasks.designs import declared_design
+from audit.tasks.recorded import shown_modes
 from audit.views import StoreTables
 
 if TYPE_CHECKING:
@@ -97,9 +98,16 @@ def _tables(args: argparse.Namespace) -> StoreTables:
     return StoreTables.from_scores(scores, designs)
 
 
+#: columns read against the four-fifths threshold: printed with the decimals that show their side of it
+_RATIOS = ("impact_ratio", "impact_ratio_lo", "impact_ratio_hi")
+
+
 def markdown(table: pd.DataFrame) -> str:
-    """A DataFrame as a GitHub-flavoured Markdown table (floats to 4 decimals, text through :func:`md_text`)."""
-    cells = [[f"{v:.4f}" if isinstance(v, float) else md_text(v) for v in row] for row in table.itertuples(index=False)]
+    """A DataFrame as a GitHub-flavoured Markdown table (impact ratios and their bounds by
+    :func:`audit.formatting.bound`, other floats to 4 decimals, text through :func:`md_text`)."""
+    ratios = {table.columns.get_loc(c) for c in _RATIOS if c in table}
+    cells = [[bound(v) if i in ratios else f"{v:.4f}" if isinstance(v, float) else md_text(v)
+              for i, v in enumerate(row)] for row in table.itertuples(index=False)]
     lines = [[md_text(c) for c in table.columns], ["---"] * len(table.columns), *cells]
     return "".join("| " + " | ".join(line) + " |\n" for line in lines)
 
@@ -118,7 +126,7 @@ def run_impact(args: argparse.Namespace) -> int:
     """Handler of ``impact``: per grouping, the impact ratios of the selection's :class:`audit.audit.Audit`."""
     tables = _tables(args)
     selection = selection_from(args, tables)
-    table = _store_impact(args, tables, selection)
+    table = shown_modes(_store_impact(args, tables, selection), tables.designs)
     text = {"csv": lambda: csv_text(table), "md": lambda: markdown(named(table, tables.design(selection.task))),
             "json": lambda: json.dumps(records(table), indent=1) + "\n"}[args.format]()
     emit(text, args.out)

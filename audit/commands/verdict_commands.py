@@ -11,7 +11,7 @@ from audit.commands.io import emit, read_table_file, records
 from audit.audit import Audit
 from audit.commands.options import add_bootstrap, add_output, add_selection, add_verdict_rule, selection_from
 from audit.errors import AuditError
-from audit.formatting import markdown_table, pvalue, ratio
+from audit.formatting import markdown_table, pvalue, ratio, subtask_name
 from audit.metrics.impact import FOUR_FIFTHS
 from audit.design import WHOLE, PoolDesign
 from audit.metrics.verdict import rollup, rule_text, store_line
@@ -19,6 +19,7 @@ from audit.present.readable import system_verdicts, verdict_words
 from audit.output import csv_text
 from audit.store import Store
 from audit.tasks.designs import declared_design
+from audit.tasks.recorded import shown_modes
 from audit.selection import N_PERM
 from audit.views import StoreTables
 
@@ -63,7 +64,8 @@ def _table(args: argparse.Namespace) -> pd.DataFrame:
             tables = StoreTables.read(store)
     selection = selection_from(args, tables)
     args.k, args.quota_reason = tables.design(selection.task).audited_quota(args.k)
-    return Audit(tables, selection).verdicts((args.k,), tuple(args.grouping or ()), args.threshold)
+    return shown_modes(Audit(tables, selection).verdicts((args.k,), tuple(args.grouping or ()), args.threshold),
+                       tables.designs)
 
 
 def run_verdict(args: argparse.Namespace) -> int:
@@ -85,9 +87,10 @@ def run_verdict(args: argparse.Namespace) -> int:
 
 def _markdown(table: pd.DataFrame, overall: dict[str, object], args: argparse.Namespace) -> str:
     """The Markdown page: the quota, the store-wide line, the rule, one table per system and one per category."""
-    shown = pd.DataFrame({"System": table["model"], "Subtask": table["subtask"], "Grouping": table["grouping"],
+    shown = pd.DataFrame({"System": table["model"], "Subtask": table["subtask"].map(subtask_name),
+                          "Grouping": table["grouping"],
                           "Group": table["name"], "Candidates": table["candidates"],
-                          "Impact ratio": [ratio(r, lo, hi) for r, lo, hi in
+                          "Impact ratio": [ratio(r, lo, hi, args.threshold) for r, lo, hi in
                                            zip(table["impact_ratio"], table["impact_ratio_lo"], table["impact_ratio_hi"])],
                           "p": table["p"].map(pvalue), "Adjusted p": table["p_adj"].map(pvalue),
                           "Verdict": table.apply(verdict_words, axis=1), "Why": table["evidence"]})

@@ -167,6 +167,13 @@ def gap_pvalues(scores: pd.DataFrame, *, reference: str, pool: "str | PoolDesign
     return pd.concat(frames, ignore_index=True)
 
 
+def gap_test(pool: "str | PoolDesign") -> str:
+    """The test behind the gaps' p-values under ``pool``, in words: recorded pools use the exact test stratified by
+    pool (:func:`audit.metrics.exact.gap_pvalues`), other designs label permutations."""
+    return ("exact test stratified by pool" if PoolDesign.parse(pool).kind == PoolKind.OBSERVED
+            else "permutation test")
+
+
 def adjust(pvalues: Sequence[float] | np.ndarray, method: str = "holm") -> np.ndarray:
     """Adjusted p-values of one family: ``holm`` (step-down, controls the family-wise error) or ``bh``
     (Benjamini–Hochberg step-up, controls the false discovery rate). NaNs stay NaN and do not count."""

@@ -501,7 +501,8 @@ def _plan_note(status: str, ratio: float, more: float, units: float, unit: str, 
 
 def rollup(table: pd.DataFrame, by: list[str] | tuple[str, ...] = KEY) -> pd.DataFrame:
     """The strongest verdict of each ``by`` group (adverse > inconclusive > no evidence), with counts of each and
-    the categories that carry it; rows sorted strongest first. ``by=[]`` rolls the whole audit into one row (a
+    the categories that carry it (``race × gender: Asian men, Black men; race: Black``); rows sorted strongest
+    first. ``by=[]`` rolls the whole audit into one row (a
     store-wide verdict only means something under the ``audit`` family: see :func:`store_line`)."""
     rank = {name: i for i, name in enumerate(STRENGTH)}
     counted = [f"n_{short}" for short in _SHORT]
@@ -512,8 +513,12 @@ def rollup(table: pd.DataFrame, by: list[str] | tuple[str, ...] = KEY) -> pd.Dat
     out = grouped[counted].sum()
     out["_rank"] = grouped["_rank"].min()
     carriers = keyed[keyed["_rank"] == grouped["_rank"].transform("min")]
-    names = carriers["grouping"].astype(str) + ": " + carriers.get("name", carriers["category"]).astype(str)
-    out["categories"] = names.groupby([carriers[c] for c in columns], sort=False, observed=True).agg(", ".join)
+    keys = [carriers[c] for c in columns]
+    names = carriers.get("name", carriers["category"]).astype(str)
+    per_grouping = names.groupby([*keys, carriers["grouping"].astype(str)], sort=False, observed=True).agg(", ".join)
+    listed = per_grouping.index.get_level_values(-1) + ": " + per_grouping.to_numpy()
+    out["categories"] = pd.Series(listed, index=per_grouping.index.droplevel(-1)).groupby(
+        level=list(range(len(keys))), sort=False).agg("; ".join)
     out["verdict"] = [STRENGTH[r] for r in out["_rank"]]
     out = out.reset_index()[[*columns, "verdict", *counted, "categories", "_rank"]]
     out = out.sort_values("_rank", kind="stable").drop(columns="_rank")

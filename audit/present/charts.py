@@ -15,6 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from audit.formatting import subtask_name
 from audit.metrics.validity import PAIRINGS
 from audit.tasks import GROUP_COLOURS, GROUP_NAME_COLOURS
 
@@ -115,7 +116,7 @@ def _uncertainty_hover(table: pd.DataFrame, start: int) -> tuple[list[str], str]
     return columns, "".join(f"<br>{line}" for line in lines)
 
 
-SIGNIFICANCE_RULE = ("◆ marks a gap only where the permutation test of no gap rejects at α = {alpha:g} after the "
+SIGNIFICANCE_RULE = ("◆ marks a gap only where the test of no gap ({test}) rejects at α = {alpha:g} after the "
                      "multiple-comparison adjustment (adjusted p ≤ α); the bootstrap intervals are unadjusted and "
                      "are shown for size, not for significance.")
 
@@ -261,8 +262,8 @@ def bump_chart(rankings: pd.DataFrame, *, gap: str = "dp") -> go.Figure:
     rankings = _escaped(rankings)
     rows = rankings[(rankings["gap"] == gap) & rankings["rank"].notna()]
     subtasks = sorted(rows["subtask"].unique())
-    fig = make_subplots(rows=1, cols=max(1, len(subtasks)), subplot_titles=subtasks, shared_yaxes=True,
-                        horizontal_spacing=0.04)
+    fig = make_subplots(rows=1, cols=max(1, len(subtasks)), subplot_titles=[subtask_name(s) for s in subtasks],
+                        shared_yaxes=True, horizontal_spacing=0.04)
     colours = series_colours(rows["model"].unique())
     order = [METRIC_NAMES["true"]] + [METRIC_NAMES[m] for m, _, _ in PAIRINGS[gap][1]]
     for col, subtask in enumerate(subtasks, start=1):
@@ -427,7 +428,7 @@ def comparison_dots(gaps: pd.DataFrame, *, gap: str = "dp", title: str = "", nam
     fig = go.Figure()
     for subtask, part in gaps.groupby("subtask", sort=True, observed=True):
         fig.add_trace(go.Scatter(
-            x=part["group"], y=part[column], mode="markers", name=str(subtask), marker=dict(size=9,
+            x=part["group"], y=part[column], mode="markers", name=subtask_name(subtask), marker=dict(size=9,
                                                                                              color=colours[subtask]),
             error_y=dict(type="data", symmetric=False, array=part[f"{column}_hi"] - part[column],
                          arrayminus=part[column] - part[f"{column}_lo"]),

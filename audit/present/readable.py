@@ -13,8 +13,8 @@ from audit.design import AuditDesign
 from audit.formatting import estimate, number, pvalue, ratio, subtask_name
 from audit.views import LOW_LABEL_MASS, View
 from audit.metrics.impact import FOUR_FIFTHS
-from audit.metrics.verdict import (ADVERSE, DEFAULT_FAMILY, FAMILIES, INCONCLUSIVE, NO_EVIDENCE, rollup, rule_text,
-                                   store_line)
+from audit.metrics.verdict import (ADVERSE, BEYOND_REACH, DEFAULT_FAMILY, FAMILIES, INCONCLUSIVE, MORE_DATA,
+                                   NO_EVIDENCE, PLAN_REACH, rollup, rule_text, store_line)
 
 if TYPE_CHECKING:  # the scoring module loads the model backends: not needed to read a table
     from audit.scoring import RunSummary
@@ -39,6 +39,10 @@ def overall_line(table: pd.DataFrame, k: int) -> str:
     return f"**Overall at k = {k}:** {store_line(table)['summary']}."
 
 
+#: the per-system table's widest column (pages keep it to a width that leaves the deciding ones in view)
+CARRYING = "groups carrying the verdict"
+
+
 def system_verdicts(table: pd.DataFrame) -> pd.DataFrame:
     """One row per system and subtask: its strongest verdict, the counts of each, the groups that carry it ("all N"
     when every group has the same verdict)."""
@@ -49,25 +53,54 @@ def system_verdicts(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"system": systems["model"], "subtask": systems["subtask"].map(subtask_name),
                          "verdict": systems["verdict"],
                          "adverse": systems["n_adverse"], "inconclusive": systems["n_inconclusive"],
-                         "no evidence": systems["n_no_evidence"], "groups carrying the verdict": carrying})
+                         "no evidence": systems["n_no_evidence"], CARRYING: carrying})
+
+
+def plan_words(row: pd.Series) -> str:
+    """The planner's answer for an inconclusive cell in a few words (the number of more pools or candidates per
+    group, or why more data of this kind will not settle it); empty for decided cells."""
+    plan = row.get("plan") or ""
+    if plan == MORE_DATA or not plan:
+        return str(row.get("plan_note") or "")
+    return f"beyond reach (over {PLAN_REACH}× the sample)" if plan == BEYOND_REACH else str(plan)
+
+
+#: the columns of :func:`category_verdicts` that decide a verdict, shown first; the others on demand
+DECIDING = ("system", "subtask", "grouping", "group", "verdict", "impact ratio [interval]", "plan")
 
 
 def category_verdicts(table: pd.DataFrame, *, with_grouping: bool = True) -> pd.DataFrame:
-    """One row per system, subtask, grouping and group: the verdict in words, the impact ratio with its interval, the
-    four-fifths flag, the adjusted p-value ("most selected" for the category compared against), selection rate and
-    candidates."""
+    """One row per system, subtask, grouping and group: first the columns that decide (:data:`DECIDING`: the
+    verdict, the impact ratio with its interval, the planner's answer), then the four-fifths flag, p and the adjusted
+    p-value ("most selected" for the category compared against), family, evidence, the planner's note in full,
+    selection rate and candidates."""
     out = pd.DataFrame({
         "system": table["model"], "subtask": table["subtask"].map(subtask_name), "grouping": table["grouping"],
-        "group": table["name"], "verdict": table.apply(verdict_words, axis=1),
+        "group": table["name"], "verdict": table["verdict"],
         "impact ratio [interval]": [ratio(r, lo, hi) for r, lo, hi in
                                     zip(table["impact_ratio"], table["impact_ratio_lo"], table["impact_ratio_hi"])],
+        "plan": [plan_words(row) for _, row in table.iterrows()],
         f"below {FOUR_FIFTHS:g}": (table["impact_ratio"] < FOUR_FIFTHS).map({True: "yes", False: "no"}),
         **({"p": [pvalue(p) if pd.notna(p) else "" for p in table["p"]]} if "p" in table else {}),
         "adjusted p": [pvalue(p) if pd.notna(p) else "most selected" for p in table["p_adj"]],
         **({"family": table["family"]} if "family" in table else {}),
         **({"evidence": table["evidence"].fillna("")} if "evidence" in table else {}),
+        **({"planner's note": table["plan_note"].fillna("")} if "plan_note" in table else {}),
         "selection rate": table["selection_rate"].map(number), "candidates": table["candidates"]})
     return out if with_grouping else out.drop(columns="grouping")
+
+
+#: a verdict in the deciding tables' words (:data:`DECIDING_NOTE` says what "no evidence" stands for)
+_SHORT = {NO_EVIDENCE: "no evidence"}
+DECIDING_NOTE = (f"no evidence: {NO_EVIDENCE}; plan: what an inconclusive cell would need to be settled. Every other "
+                 "column (p, adjusted p, family, evidence) is one click away.")
+
+
+def deciding(shown: pd.DataFrame) -> pd.DataFrame:
+    """The deciding columns (:data:`DECIDING`) of a :func:`category_verdicts` table, verdicts in short words, the
+    rest left for on demand: a table that fits a 1,500 px window beside the sidebar."""
+    out = shown[[c for c in DECIDING if c in shown]]
+    return out.assign(verdict=out["verdict"].replace(_SHORT))
 
 
 def quota_strip(table: pd.DataFrame) -> pd.DataFrame:
@@ -137,7 +170,7 @@ def named(frame: pd.DataFrame, design: AuditDesign, columns: Iterable[str] = ("g
 def metric_table(rows: pd.DataFrame, design: AuditDesign) -> pd.DataFrame:
     """Metric rows at one k as read on the page: system, subtask, group by name, each gap with its interval and
     adjusted p-value, the bias metrics, and the low-label-mass flag."""
-    out = pd.DataFrame({"system": rows["model"], "subtask": rows["subtask"],
+    out = pd.DataFrame({"system": rows["model"], "subtask": rows["subtask"].map(subtask_name),
                         "group": named(rows, design)["group"]})
     for gap, name in (("dp_gap", "ΔDP"), ("eo_gap", "ΔEO")):
         out[f"{name} [interval]"] = [estimate(v, lo, hi, digits=3) for v, lo, hi in
@@ -161,8 +194,10 @@ def group_names(design: AuditDesign, codes: Iterable[str]) -> dict[str, str]:
 
 
 def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
-    """The store summary of one task (:func:`audit.views.store_summary`), system first, without the task column."""
-    return summary.drop(columns=["task"]).rename(columns={"model": "system"})
+    """The store summary of one task (:func:`audit.views.store_summary`), system first, without the task column,
+    subtasks by :func:`audit.formatting.subtask_name`."""
+    return summary.drop(columns=["task"]).rename(columns={"model": "system"}).assign(
+        subtask=summary["subtask"].map(subtask_name))
 
 
 def json_text(text: str, keys: Sequence[str] = ()) -> str:

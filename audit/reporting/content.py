@@ -20,6 +20,7 @@ from audit.metrics.schema import is_pairwise
 from audit.reporting import provenance
 from audit.reporting.ll144_section import ll144_section
 from audit.store_tables import answer_table, pair_table
+from audit.tasks.recorded import mode_name
 from audit.selection import Selection
 from audit.store import Store
 from audit.views import StoreTables, regroup
@@ -259,7 +260,9 @@ def commands(data: ReportData) -> list[list[str]]:
     source = ["--db", _quoted(provenance.portable_path(s.store)), "--task", _quoted(data.task)]
     picked = (["--models", *map(_quoted, s.models)] if s.models else []) + (
         ["--subtasks", *map(_quoted, s.subtasks)] if s.subtasks else [])
-    chosen = ["--mode", s.mode, *picked, "--grouping", _quoted(s.grouping), "--pool", _quoted(s.design)]
+    # a recorded system's rows are read by the default mode: no "--mode pointwise" for a ranking no model scored
+    mode = [] if mode_name(data.design, s.mode) != s.mode else ["--mode", s.mode]
+    chosen = [*mode, *picked, "--grouping", _quoted(s.grouping), "--pool", _quoted(s.design)]
     reference = ["--reference", _quoted(s.reference)]
     options = ["--preset", s.preset] + (["--max-inconsistent", str(s.max_inconsistent)] if s.max_inconsistent else [])
     boot = ["--ci", str(s.ci), "--bootstrap", str(s.n_boot), "--seed", str(s.seed)]
@@ -279,7 +282,7 @@ def commands(data: ReportData) -> list[list[str]]:
     out.append(["python -m audit report", *source, *chosen, *groups, *reference, "--k", str(s.k), *options, *boot,
                 *tests, *judged, "--paper", s.paper, *signed, "--out report.html"])
     if s.compare:
-        out.append(["python -m audit compare", *source, "--mode", s.mode, *picked, "--grouping", _quoted(s.grouping),
+        out.append(["python -m audit compare", *source, *mode, *picked, "--grouping", _quoted(s.grouping),
                     "--pool", _quoted(s.design), *reference, "--a", _quoted(s.compare[0]), "--b",
                     _quoted(s.compare[1]), "--k", str(s.k), *boot])
     return out

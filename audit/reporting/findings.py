@@ -1,5 +1,6 @@
 """Findings in plain sentences, each significant by the report's one rule (:mod:`audit.metrics.verdict`): a gap
-is listed only when its permutation p-value, adjusted across the groups × subtasks of its system, is at most
+is listed only when its p-value (the exact test stratified by pool for recorded pools, else a permutation test; each
+finding names its test), adjusted across the groups × subtasks of its system, is at most
 α = 1 − ci; an impact ratio only when its verdict is *adverse impact* (below the threshold and the Holm-adjusted test
 rejects). Every finding is listed (the report shows a compact table when there are many); everything else is
 inconclusive at this sample size and is counted, not listed."""
@@ -40,21 +41,24 @@ class Finding:
     p_value: float  # the adjusted p that makes it a finding
     grouping: str = ""
     name: str = ""  # the group's display name
+    test: str = ""  # the test behind a gap's p-value (:func:`audit.metrics.inference.gap_test`)
 
     @property
     def text(self) -> str:
-        return self.sentence.replace("{p}", f"; adjusted p = {pvalue(self.p_value)}")
+        test = f", {self.test}" if self.test else ""
+        return self.sentence.replace("{p}", f"; adjusted p = {pvalue(self.p_value)}{test}")
 
 
 def significant(at_k: pd.DataFrame, alpha: float) -> pd.Series:
-    """Which metric rows' ΔDP the adjusted permutation test rejects at ``alpha`` (none without p-values)."""
+    """Which metric rows' ΔDP the adjusted test rejects at ``alpha`` (none without p-values)."""
     if P_COLUMN not in at_k:
         return pd.Series(False, index=at_k.index)
     return at_k[P_COLUMN].notna() & (at_k[P_COLUMN] <= alpha)
 
 
-def gap_findings(at_k: pd.DataFrame, *, reference: str, ci: float, name: Namer = str) -> list[Finding]:
-    """One finding per ΔDP the adjusted test rejects at α = 1 − ci, in points of selection rate."""
+def gap_findings(at_k: pd.DataFrame, *, reference: str, ci: float, name: Namer = str,
+                 test: str = "permutation test") -> list[Finding]:
+    """One finding per ΔDP the adjusted ``test`` rejects at α = 1 − ci, in points of selection rate."""
     rows = at_k[significant(at_k, round(1 - ci, 6))]
     out = []
     for row in rows.itertuples(index=False):
@@ -63,10 +67,10 @@ def gap_findings(at_k: pd.DataFrame, *, reference: str, ci: float, name: Namer =
         low, high = min(low, high), max(low, high)
         direction = "more" if sign > 0 else "less"
         sentence = (f"At k = {row.k}, {name(row.group)} are selected {value:.1f} points {direction} "
-                    f"often than {name(reference)} by {row.model} for {row.subtask} "
+                    f"often than {name(reference)} by {row.model} for {subtask_name(row.subtask)} "
                     f"({round(ci * 100)} % CI {low:.1f} to {high:.1f}{{p}}).")
         out.append(Finding("gap", row.model, row.subtask, row.group, int(row.k), value, low, high, abs(row.dp_gap),
-                           sentence, float(getattr(row, P_COLUMN)), name=name(row.group)))
+                           sentence, float(getattr(row, P_COLUMN)), name=name(row.group), test=test))
     return out
 
 
@@ -89,11 +93,11 @@ def impact_findings(verdicts: pd.DataFrame | None, *, ci: float, threshold: floa
 
 
 def findings(at_k: pd.DataFrame, verdicts: pd.DataFrame | None, *, reference: str, ci: float,
-             threshold: float, name: Namer = str) -> list[Finding]:
+             threshold: float, name: Namer = str, test: str = "permutation test") -> list[Finding]:
     """The report's findings, all of them: every adverse-impact verdict (lowest ratio first), then every significant
-    gap (largest first)."""
+    gap (largest first, each naming ``test``, the test behind its p-value)."""
     flags = sorted(impact_findings(verdicts, ci=ci, threshold=threshold), key=lambda f: -f.size)
-    gaps = sorted(gap_findings(at_k, reference=reference, ci=ci, name=name), key=lambda f: -f.size)
+    gaps = sorted(gap_findings(at_k, reference=reference, ci=ci, name=name, test=test), key=lambda f: -f.size)
     return flags + gaps
 
 

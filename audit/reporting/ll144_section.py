@@ -17,6 +17,8 @@ from html import escape
 import pandas as pd
 
 from audit.audit import Audit
+from audit.formatting import ratio, subtask_name
+from audit.reporting.provenance import RECORDED_HASHES
 from audit.metrics.ll144 import MIN_APPLICANTS, SMALL_SHARE, UNKNOWN
 from audit.views import StoreTables
 
@@ -46,14 +48,13 @@ def _rows(part: pd.DataFrame) -> str:
                        "counted, not in the rates or ratios</td></tr>")
             continue
         insufficient = r.note == "insufficient evidence"
-        ratio = "insufficient evidence" if insufficient else _cell(r.impact_ratio)
-        if not insufficient and not pd.isna(r.impact_ratio_lo):
-            ratio += f" [{_cell(r.impact_ratio_lo)}, {_cell(r.impact_ratio_hi)}]"
+        shown = "insufficient evidence" if insufficient else "" if pd.isna(r.impact_ratio) else ratio(
+            r.impact_ratio, r.impact_ratio_lo, r.impact_ratio_hi)
         p = "" if pd.isna(r.p_holm) else f"{r.p_holm:.2g}"
         flag = f"<span class='flag'>under {SMALL_SHARE:.0%}</span>" if r.small else ""
         note = "" if r.note in ("", "insufficient evidence", f"under {SMALL_SHARE:.0%} of applicants") else r.note
         out.append(f"<tr><td>{escape(r.name)} ({escape(str(r.category))})</td><td>{r.applicants}</td>"
-                   f"<td>{_cell(r.selection_rate)}</td><td>{escape(ratio)}</td><td>{p}</td><td>{flag}</td>"
+                   f"<td>{_cell(r.selection_rate)}</td><td>{escape(shown)}</td><td>{p}</td><td>{flag}</td>"
                    f"<td>{escape(note)}</td></tr>")
     return "".join(out)
 
@@ -85,9 +86,10 @@ def ll144_section(audit: Audit, k: int, *, distribution_date: str = "", exclude_
              f"category (missing or unknown values) is counted and left out of that grouping's rates.</p>"
              f"<table class='scope'><tr><th>audit date</th><td>{date.today().isoformat()}</td></tr>"
              f"<tr><th>distribution date</th><td>{escape(distribution_date) or '(to be filled in by the employer)'}"
-             f"</td></tr></table><p>Data sources:</p><ul>{sources}</ul>"]
+             f"</td></tr></table><p>Data sources:</p><ul>{sources}</ul>"
+             f"<p class=muted>{escape(RECORDED_HASHES)}</p>"]
     for (model, subtask), rows in summary.groupby(["model", "subtask"], sort=True):
-        parts.append(f"<h3>{escape(str(model))} · {escape(str(subtask))}</h3>")
+        parts.append(f"<h3>{escape(str(model))} · {escape(subtask_name(subtask))}</h3>")
         for grouping, part in rows.groupby("grouping", sort=False):
             parts.append(f"<div class=keep><h4>{escape(str(grouping))}</h4><table class='ll144'>{HEADER}{_rows(part)}"
                          "</table></div>")

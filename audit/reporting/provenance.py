@@ -15,6 +15,13 @@ from audit.store import Store
 _RESULTS = {"pointwise": ("label_results", "pointwise_plan", "r.labels = p.labels"),
             "pairwise": ("choice_results", "pairwise_plan", "r.method = p.method")}
 
+#: what each of a system's two hashes covers, said wherever both are printed (Appendix C, the LL144 sources)
+RECORDED_HASHES = ("The content SHA-256 covers the whole imported source (every system recorded in it), so systems "
+                   "imported from one source share it; the fingerprint hashes it with the system's own name, so each "
+                   "system has its own.")
+SCORED_HASHES = ("The content SHA-256 covers a model's weights; the fingerprint hashes it with the precision and "
+                 "backend, so one model at two precisions has two fingerprints.")
+
 
 def _date(seconds: float | None) -> str:
     if seconds is None:

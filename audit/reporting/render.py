@@ -20,6 +20,7 @@ from audit.present import charts
 from audit.tasks import study
 from audit.present.exports import image_later
 from audit.formatting import correlation_table, estimate, number, pvalue, ratio, subtask_name
+from audit.metrics.inference import gap_test
 from audit.metrics.verdict import (ADVERSE, BEYOND_REACH, MORE_DATA, NO_ESTIMATE, NO_EVIDENCE, NOT_COMPARABLE,
                                    ON_THRESHOLD, PLAN_REACH, RULES, rule_text)
 from audit.present.readable import family_words
@@ -30,6 +31,7 @@ from audit.reporting import page_one
 from audit.reporting.html import table
 from audit.reporting.page_one import VERDICT_CSS
 from audit.reporting.method import GLOSSARY, method_paragraphs
+from audit.reporting.provenance import RECORDED_HASHES, SCORED_HASHES
 from audit.reporting.style import STYLE, page_style
 from audit.tasks.recorded import mode_name
 
@@ -181,7 +183,7 @@ def _matrix(verdicts: pd.DataFrame, grouping: str, threshold: float) -> str:
             cells.append(f'<td class="v {VERDICT_CSS[row["verdict"]]}" data-model="{escape(model)}" '
                          f'data-subtask="{escape(subtask)}" data-grouping="{escape(grouping)}" '
                          f'data-category="{escape(category)}" data-verdict="{escape(row["verdict"])}">'
-                         f'{ratio(row["impact_ratio"])}<br>{escape(mark)}</td>')
+                         f'{ratio(row["impact_ratio"], threshold=threshold)}<br>{escape(mark)}</td>')
         body.append(f"<tr><td>{escape(model)}<br><span class=muted>{escape(subtask_name(subtask))}</span></td>"
                     f"{''.join(cells)}</tr>")
     return (f"<table class='matrix small'>{_legend(threshold)}<thead><tr><th>system<br>subtask</th>{head}</tr></thead>"
@@ -195,7 +197,8 @@ def verdict(data: ReportData) -> str:
         return f"<h2 class=pagebreak>How sure</h2>{_judged(data)}"
     parts = [f"<h2 class=pagebreak>Verdict per grouping at k = {s.k}</h2>{_judged(data)}",
              f"<h3>How sure</h3><p class='rule'>{escape(rule_text(s.threshold, s.ci, s.family, s.rule))} Gaps (ΔDP) are findings only "
-             f"when their permutation p-value, {escape(s.adjust)}-adjusted across the groups × subtasks of one system, "
+             f"when the p-value of their {gap_test(s.design)}, {escape(s.adjust)}-adjusted across the groups × "
+             "subtasks of one system, "
              f"is at most α = {1 - s.ci:.2g}.</p>"]
     for grouping, size in data.pool_sizes.items():
         parts.append(f"<h3>{escape(grouping)} (pools of {size})</h3>")
@@ -210,7 +213,7 @@ def verdict(data: ReportData) -> str:
 def findings_section(data: ReportData) -> str:
     s = data.settings
     found = findings(data.at_k, data.verdicts, reference=s.reference, ci=s.ci, threshold=s.threshold,
-                     name=lambda code: data.design.display_name(code, s.grouping))
+                     name=lambda code: data.design.display_name(code, s.grouping), test=gap_test(s.design))
     missed = not_significant(data.at_k, s.ci)
     note = (f"<p class='muted'>{missed} further gap{'s' if missed != 1 else ''} of this grouping "
             f"{'have' if missed != 1 else 'has'} a 95 % interval excluding 0 before adjustment but "
@@ -222,7 +225,7 @@ def findings_section(data: ReportData) -> str:
                 f"{judged}no gap is rejected after adjustment.</p>{note}</div>")
     flags = [f for f in found if f.kind == "impact"]
     gaps = [f for f in found if f.kind == "gap"]
-    listed = [_finding_list(part, s.ci) for part in (flags, gaps) if part]
+    listed = [_finding_list(part, s.ci, s.threshold) for part in (flags, gaps) if part]
     counts = (f"All {len(flags)} adverse-impact verdict{'s' if len(flags) != 1 else ''} (lowest ratio first) and "
               f"all {len(gaps)} significant gap{'s' if len(gaps) != 1 else ''} (largest first) are listed.")
     return (f"<h2>Findings</h2><p>Every item is significant by the rule above; gaps are ΔDP in "
@@ -230,7 +233,7 @@ def findings_section(data: ReportData) -> str:
             f"{escape(counts)}</p>{note}{''.join(listed)}")
 
 
-def _finding_list(found: list[Finding], ci: float) -> str:
+def _finding_list(found: list[Finding], ci: float, threshold: float) -> str:
     """Findings of one kind as numbered sentences, or, when there are many, as one compact table (a row each)."""
     attrs = [{"kind": f.kind, "model": f.model, "subtask": f.subtask, "grouping": f.grouping, "group": f.group}
              for f in found]
@@ -246,12 +249,13 @@ def _finding_list(found: list[Finding], ci: float) -> str:
                           "subtask": [subtask_name(f.subtask) for f in found],
                           **({"grouping": [f.grouping for f in found]} if impact else {}),
                           "group": [f.name or f.group for f in found],
-                          f"{value} [{round(ci * 100)} % CI]": [ratio(f.value, f.low, f.high) if impact else
+                          f"{value} [{round(ci * 100)} % CI]": [ratio(f.value, f.low, f.high, threshold) if impact else
                                                                 estimate(f.value, f.low, f.high, digits) for f in found],
-                          "adj. p": [pvalue(f.p_value) for f in found]})
+                          "adj. p": [pvalue(f.p_value) for f in found],
+                          **({} if impact else {"test": [f.test for f in found]})})
     caption = ("Adverse impact: ratio below the threshold and the adjusted test rejects." if impact else
-               "Significant gaps: the adjusted permutation test rejects.")
-    return table(shown, numeric=("#", shown.columns[-2], "adj. p"), css="long findings", rows=attrs,
+               "Significant gaps: the adjusted test named in each row rejects.")
+    return table(shown, numeric=("#", f"{value} [{round(ci * 100)} % CI]", "adj. p"), css="long findings", rows=attrs,
                  row_class="finding", caption=caption)
 
 
@@ -389,7 +393,7 @@ def appendix(data: ReportData) -> str:
                                   "group": v["name"],
                                   "code": v["category"], "n": v["candidates"].astype(str),
                                   "rate": v["selection_rate"].map(lambda x: number(x, 2)),
-                                  "impact ratio": [ratio(r, lo, hi) for r, lo, hi in
+                                  "impact ratio": [ratio(r, lo, hi, s.threshold) for r, lo, hi in
                                                    zip(v["impact_ratio"], v["impact_ratio_lo"], v["impact_ratio_hi"])],
                                   "adj. p": v["p_adj"].map(pvalue),
                                   "verdict": [_short(a, b, c, s.threshold) for a, b, c in
@@ -415,10 +419,11 @@ def appendix(data: ReportData) -> str:
                  + table(shown, numeric=("ΔDP", "adj. p", "ΔEO", "δ", "RABBI"), css="long"))
     sources = "".join(f"<li>{escape(r['model'])}: {escape(_origin(r))}, {_code(r['source'])}; content SHA-256 "
                       f"{_code(r['content hash'])}</li>" for r in data.models.to_dict("records"))
-    identity = ("a hash of the source its decisions were imported from" if data.recorded else
+    identity = ("a hash of the source its decisions were imported from and its name" if data.recorded else
                 "its weights' content hash with its precision and backend")
+    hashes = RECORDED_HASHES if data.recorded else SCORED_HASHES
     parts.append(f"<h3>C. Model sources and content hashes</h3><p class=muted>A system's fingerprint (What was "
-                 f"audited) identifies it: {identity}.</p><ul>{sources}</ul>")
+                 f"audited) identifies it: {identity}.</p><ul>{sources}</ul><p class=muted>{escape(hashes)}</p>")
     return "".join(parts)
 
 
@@ -441,9 +446,13 @@ SECTIONS: list[Callable[[ReportData], str]] = [page_one.headline, audited, page_
 def render_html(data: ReportData, sections: list[Callable[[ReportData], str]] | None = None) -> str:
     """The whole report as an HTML string."""
     s = data.settings
-    payload = {"settings": settings_record(s), "impact": data.impact.to_dict("records"),
-               "gaps_at_k": data.at_k.to_dict("records"),
-               "verdicts": [] if data.verdicts is None else data.verdicts.to_dict("records")}
+    def records(frame: pd.DataFrame) -> list[dict]:  # a recorded system's mode by its name, as exports call it
+        return (frame.assign(mode=[mode_name(data.design, m) for m in frame["mode"]]) if "mode" in frame
+                else frame).to_dict("records")
+
+    payload = {"settings": {**settings_record(s), "mode": mode_name(data.design, s.mode)},
+               "impact": records(data.impact), "gaps_at_k": records(data.at_k),
+               "verdicts": [] if data.verdicts is None else records(data.verdicts)}
     embedded = json.dumps(payload, default=str).replace("<", "\\u003c")  # no "</script>" can end the element
     title = f"Allocation audit: {data.task}, k = {s.k}"
     nonce, pending = secrets.token_hex(8), []

@@ -12,6 +12,7 @@ from audit.errors import AuditError
 from audit.metrics.planner import plan_at
 from audit.metrics.schema import is_pairwise
 from audit.reporting import ReportSettings, build_report, report_steps
+from audit.tasks.recorded import mode_name, shown_modes
 from pages.view_models.report_view import report_settings
 from pages.shared import common, verdict_panel
 
@@ -55,7 +56,7 @@ def bundle_tables(view: views.View, k: int) -> dict[str, pd.DataFrame]:
     out = {}
     for name, build in ((f"verdict_k{k}", verdict_panel.rows_at), (f"impact_k{k}", impact)):
         try:
-            out[name] = build(view, k)
+            out[name] = shown_modes(build(view, k), common.tables(view).designs)
         except AuditError:
             continue
     return out
@@ -63,15 +64,18 @@ def bundle_tables(view: views.View, k: int) -> dict[str, pd.DataFrame]:
 
 def impact_section(view: views.View, k: int) -> None:
     """The impact ratios of the view's scoring mode at quota k, as exported (codes, every interval bound)."""
-    if not st.toggle(f"impact ratios of the {view.selection.mode} scores with their intervals, as exported",
-                     key="impact_on"):
+    mode = view.selection.mode
+    shown = mode_name(common.design(view), mode)
+    if not st.toggle(f"impact ratios of the {shown if shown != mode else mode + ' score'}s with their intervals, "
+                     "as exported", key="impact_on"):
         return  # on demand: keeps cold start
     try:
         ratios = impact(view, k)
     except AuditError as exc:
         common.error("No impact ratios for this selection:", exc)
         return
-    st.dataframe(ratios, hide_index=True, width="stretch", key="impact_table")
+    st.dataframe(shown_modes(ratios, common.tables(view).designs), hide_index=True, width="stretch",
+                 key="impact_table")
     for grouping in common.tables(view).design(view.selection.task).groupings:
         if grouping not in set(ratios["grouping"]):
             st.caption(readable.not_defined(grouping, None, k))

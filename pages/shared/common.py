@@ -11,9 +11,12 @@ import streamlit as st
 
 from audit import views
 from audit.present import exports, readable
+from audit.present.tooltips import TOOLTIPS
 from audit.audit import Audit
+from pages.view_models import address
 from pages.view_models.quota_view import Quota
 from audit.errors import AuditError
+from audit.formatting import subtask_name
 from audit.metrics.presets import PRESETS
 from audit.store_files import default_store, is_demo, store_version, user_store
 from audit.selection import N_BOOT, Selection
@@ -21,7 +24,6 @@ from audit.store import Store
 from audit.tasks.recorded import mode_name
 from pages.view_models.report_view import bundle_settings
 
-DEFAULT_K = 2
 _SIDEBAR_DONE = "_sidebar_rendered"
 NEXT = "_next_"  # prefix of a widget value to set before the widget is drawn on the next run (e.g. after a run)
 
@@ -99,7 +101,7 @@ def metric_view(slider_key: str) -> tuple[views.View, pd.DataFrame, int]:
     if note:
         st.info(note)
     pool = int(found.table["k"].max())
-    return current, found.table, quota_slider(pool, key=slider_key, default=design(current).audited_quota()[0])
+    return current, found.table, quota_slider(pool, slider_key, current)
 
 
 def error(title: str, exc: Exception, box: Callable[[str], Any] = st.error) -> None:
@@ -109,21 +111,17 @@ def error(title: str, exc: Exception, box: Callable[[str], Any] = st.error) -> N
     st.code(str(exc), language=None, wrap_lines=True)
 
 
-def quota_slider(pool: int, key: str, default: int = DEFAULT_K) -> int:
+def quota_slider(pool: int, key: str, view: views.View) -> int:
     """The quota k slider, 1 … pool size − 1 (at k = pool size everyone is selected and every gap is 0 by
-    construction), starting at ``default`` (the design's quota); its value is shared by every page through
-    ``quota``."""
+    construction). Each task of ``view`` keeps its own k, shared by every page: it opens at the page address's ``k``
+    when the address names the task, else at the design's quota, and goes back into the address."""
     top = max(1, pool - 1)
-    value = max(1, min(st.session_state.get("quota", default), top))
     if top == 1:
         st.caption(f"quota k = 1: the only meaningful quota with pools of {pool} candidates")
-        k = 1
-    else:
-        k = st.slider("quota k (candidates selected per pool)", 1, top, value, key=key,
-                      help=f"Pools of {pool} candidates follow the task's design (shown in the sidebar); the k "
-                           "best-scored of each pool are selected. k stops below the pool size: selecting everyone "
-                           "leaves no gap to measure.")
-    st.session_state["quota"] = k
+        return 1
+    address.start_quota(st.session_state, key, view.selection.task, design(view).audited_quota()[0], top)
+    k = st.slider("quota k (candidates selected per pool)", 1, top, key=key, help=TOOLTIPS["k"].format(pool=pool))
+    address.keep_quota(st.session_state, st.query_params, view.selection.task, k)
     return k
 
 
@@ -174,6 +172,7 @@ def sidebar() -> None:
 
 def store_input() -> str:
     """The store path widget; its value survives a reload as the ``store`` query parameter."""
+    st.session_state.setdefault(address.OPENED, st.query_params.to_dict())
     if NEXT + "task" in st.session_state:
         st.session_state["task"] = st.session_state.pop(NEXT + "task")
     st.session_state["store_path"] = (st.session_state.pop(NEXT + "store_path", None)
@@ -190,34 +189,38 @@ def store_input() -> str:
 
 def view_inputs(path: str, stored: views.StoreTables) -> views.View:
     """Task, mode, grouping, reference, filters and bootstrap settings; every choice comes from the task's design."""
-    if st.session_state.get("task") not in stored.tasks():  # e.g. another store was opened: start on its first task
-        st.session_state.pop("task", None)
+    if st.session_state.get("task") not in stored.tasks():  # a reload: the address's task; another store: its first
+        st.session_state["task"] = address.opened_task(st.session_state, stored.tasks()) or stored.tasks()[0]
     task = st.selectbox("task", stored.tasks(), key="task",
                         help="Each task is audited with its own stored design; a store opens on its recorded systems.")
+    st.query_params["task"] = task
     design = stored.design(task)
     rows = stored.scores[stored.scores["task"] == task]
     present = set(rows["mode"].unique())
     mode = st.selectbox("scoring mode", [m for m in views.MODES if m in present], key=f"mode_{task}",
                         format_func=lambda m: mode_name(design, m))
     rows = rows[rows["mode"] == mode]
-    grouping = st.radio("grouping", list(design.groupings), key=f"grouping_{task}", horizontal=True)
+    grouping = st.radio("grouping", list(design.groupings), key=f"grouping_{task}", horizontal=True,
+                        help=TOOLTIPS["grouping"])
     groups = sorted({design.category(c, grouping) for c in rows["group"].unique()})
     stored_ref = design.category(design.reference, grouping)
     reference = st.selectbox("reference group", groups, index=groups.index(stored_ref) if stored_ref in groups else 0,
                              key=f"ref_{task}_{grouping}", format_func=design.display_name,
-                             help=f"The task's stored reference group is {design.display_name(stored_ref)}.")
+                             help=TOOLTIPS["reference"].format(stored=design.display_name(stored_ref)))
     pool = views.pool_of(design, mode)
     st.caption(f"pool design: {pool} · qualified: {design.qualification}")
     models, subtasks = sorted(rows["model"].unique()), sorted(rows["subtask"].unique())
-    chosen_models = st.multiselect("models", models, default=models, key=f"models_{task}_{mode}")
-    chosen_subtasks = st.multiselect("subtasks", subtasks, default=subtasks, key=f"subtasks_{task}_{mode}")
+    chosen_models = st.multiselect("models", models, default=models, key=f"models_{task}_{mode}",
+                                   help=TOOLTIPS["models"])
+    chosen_subtasks = st.multiselect("subtasks", subtasks, default=subtasks, key=f"subtasks_{task}_{mode}",
+                                     format_func=subtask_name, help=TOOLTIPS["subtasks"])
     others = [g for g in groups if g != reference]
     chosen_groups = st.multiselect("groups shown", others, default=others, key=f"groups_{task}_{grouping}_{reference}",
                                    format_func=design.display_name)
     with st.expander("confidence bands"):
-        ci = st.select_slider("level", [0.8, 0.9, 0.95, 0.99], value=0.95, key="ci")
+        ci = st.select_slider("level", [0.8, 0.9, 0.95, 0.99], value=0.95, key="ci", help=TOOLTIPS["ci"])
         n_boot = st.select_slider("bootstrap replicates", [100, 200, 500, 1000], value=N_BOOT, key="n_boot",
-                                  help=f"{N_BOOT} by default, as in the command line and the report.")
+                                  help=TOOLTIPS["n_boot"].format(n_boot=N_BOOT))
     with st.expander("paper settings"):
         preset = st.radio("estimators", list(PRESETS), key="preset", horizontal=True,
                           help="; ".join(f"{p.name}: {p.description}" for p in PRESETS.values()))

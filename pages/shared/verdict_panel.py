@@ -10,6 +10,7 @@ import streamlit as st
 
 from audit import views
 from audit.present import readable
+from audit.present.tooltips import TOOLTIPS
 from audit.errors import AuditError
 from audit.metrics.verdict import DEFAULT_FAMILY, FAMILIES
 from audit.selection import Selection
@@ -30,8 +31,7 @@ def family_choice() -> str:
     names = tuple(FAMILIES)
     chosen = st.selectbox("multiple-testing family of the verdict", names, index=names.index(family()),
                           format_func=lambda f: f"{f}: {FAMILIES[f]}", key="overview_family",
-                          help="Holm's adjustment runs over every pairwise comparison of categories within the "
-                               "family: a larger family asks more of each comparison, so it keeps fewer verdicts.")
+                          help=TOOLTIPS["family"])
     st.session_state[_FAMILY] = chosen
     return chosen
 
@@ -79,16 +79,18 @@ def verdict(view: views.View, k: int, *, impact: bool = False) -> None:
         return
     st.markdown(found.overall)
     st.caption(f"Multiple testing: {readable.family_words(selection.family)}.")
-    st.dataframe(found.systems, hide_index=True, width="stretch", key=f"verdict_systems_{impact}")
+    st.dataframe(found.systems, hide_index=True, width="stretch", key=f"verdict_systems_{impact}",
+                 column_config={readable.CARRYING: st.column_config.TextColumn(width="large")})
     if impact:
+        st.caption(readable.DECIDING_NOTE)
         for grouping, shown in found.impact.items():
             st.markdown(f"**Impact ratios by {grouping} at k = {k}**")
             if isinstance(shown, str):
                 st.caption(shown)
             else:
-                st.dataframe(shown, hide_index=True, width="stretch", key=f"verdict_impact_{grouping}")
-    else:
-        with st.expander("per system, grouping and group"):
-            st.dataframe(found.categories, hide_index=True, width="stretch")
+                st.dataframe(readable.deciding(shown), hide_index=True, width="stretch",
+                             key=f"verdict_impact_{grouping}")
+    with st.expander("every column of these verdicts (p, adjusted p, family, evidence, …)"):
+        st.dataframe(found.categories, hide_index=True, width="stretch", key=f"verdict_every_column_{impact}")
     st.caption(found.note + (f" The verdict reads the pointwise scores; the charts below show {view.selection.mode}."
                              if view.selection.mode != "pointwise" else ""))

@@ -9,7 +9,7 @@ import pandas as pd
 
 from audit.audit import Audit
 from audit.present.charts import SIGNIFICANCE_RULE, excludes_zero
-from audit.metrics.inference import METHODS
+from audit.metrics.inference import METHODS, gap_test
 from audit.views import label_mass
 
 
@@ -61,4 +61,5 @@ class Quota:
                    f"permutation test of no gap ({selection.n_perm or 0:,} shuffles of the group labels within each "
                    "model · subtask, exact gaps)")
                 + f", adjusted by {METHODS[selection.adjust]} across the {family} groups × subtasks shown "
-                f"per model and k. " + SIGNIFICANCE_RULE.format(alpha=round(1 - ci, 6)))
+                f"per model and k. "
+                + SIGNIFICANCE_RULE.format(alpha=round(1 - ci, 6), test=gap_test(self.result.pool)))
