@@ -71,7 +71,8 @@ def check_replicates(args: argparse.Namespace) -> None:
 LEVELS = {"ci": (0.0, 1.0, False, "a confidence level strictly between 0 and 1, e.g. 0.95"),
           "threshold": (0.0, 1.0, True, "an impact-ratio threshold above 0 and at most 1, e.g. 0.8"),
           "max_inconsistent": (0.0, 1.0, True, "a rate from 0 to 1"),
-          "target": (0.0, math.inf, False, "a positive half-width, e.g. 0.05")}
+          "target": (0.0, math.inf, False, "a positive half-width, e.g. 0.05"),
+          "deadline": (0.0, 7 * 24 * 3600.0, True, "seconds above 0 and at most 604800 (a week)")}
 
 
 def check_levels(args: argparse.Namespace) -> None:
