@@ -53,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     except AuditError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: one line, no traceback (every batch written so far is committed)
+        print("interrupted", file=sys.stderr)
+        return 130
 
 
 def check_replicates(args: argparse.Namespace) -> None:

@@ -31,7 +31,7 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from audit.backend.sources import ModelRef
@@ -141,7 +141,7 @@ class ApiClient:
         if key_env and not os.environ.get(key_env):
             raise AuditError(f"--api-key-env {key_env}: that environment variable is not set")
 
-    def _stop(self, failure: AuditError) -> AuditError:
+    def stop(self, failure: AuditError) -> AuditError:
         """Remember the first failure, cut every call in flight and refuse every later one; the failure to raise."""
         with self._lock:
             if self._failure is None:
@@ -173,7 +173,7 @@ class ApiClient:
         try:
             return self._call(path, body)
         except AuditError as exc:
-            raise self._stop(exc) from None
+            raise self.stop(exc) from None
 
     def _call(self, path: str, body: dict | None) -> dict:
         ends = self._ends()
@@ -414,8 +414,17 @@ class ApiBackend:
                                 run_until=run_until)
 
     def _map(self, body: Any, prompts: Sequence[ChatPrompt]) -> list[dict]:
+        return self._pooled(lambda p: self.client.call("/chat/completions", body(p)), prompts)
+
+    def _pooled(self, one: Callable[[Any], Any], items: Sequence[Any]) -> list:
+        """``one`` of every item, :attr:`concurrency` at a time; an interruption (Ctrl-C) cuts the calls in flight
+        and sends no more, so the pool closes at once instead of at the calls' deadline."""
         with ThreadPoolExecutor(self.concurrency) as pool:
-            return list(pool.map(lambda p: self.client.call("/chat/completions", body(p)), prompts))
+            try:
+                return list(pool.map(one, items))
+            except BaseException:
+                self.client.stop(AuditError("interrupted"))
+                raise
 
     def label_probabilities(self, prompts: Sequence[ChatPrompt], labels: Sequence[str]) -> list[LabelScores]:
         """P(y) for each label y summed over its single-token spellings among the top tokens, normalised."""
@@ -459,5 +468,4 @@ class ApiBackend:
             except (KeyError, IndexError, TypeError, AttributeError):
                 raise AuditError(f"{self.ref.location}/completions answered without choices[0].text") from None
 
-        with ThreadPoolExecutor(self.concurrency) as pool:
-            return list(pool.map(one, zip(prompts, seeds)))
+        return self._pooled(one, list(zip(prompts, seeds)))
