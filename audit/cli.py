@@ -9,6 +9,7 @@ import math
 import sys
 
 from audit.errors import AuditError
+from audit.prompts import check_new_tokens
 
 MAX_REPLICATES = 100_000
 """Most bootstrap replicates or permutations a command may ask for (each costs memory per row of the table)."""
@@ -59,8 +60,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def check_replicates(args: argparse.Namespace) -> None:
-    """``--bootstrap`` and ``--permutations`` between 1 and :data:`MAX_REPLICATES`, and ``--seed`` at least 0,
-    whichever command names them."""
+    """``--bootstrap`` and ``--permutations`` between 1 and :data:`MAX_REPLICATES`, ``--seed`` at least 0 and token
+    counts within :data:`audit.prompts.MAX_NEW_TOKENS`, whichever command names them."""
     for name in ("bootstrap", "permutations"):
         value = getattr(args, name, None)
         if value is not None and not 1 <= value <= MAX_REPLICATES:
@@ -68,6 +69,9 @@ def check_replicates(args: argparse.Namespace) -> None:
     seed = getattr(args, "seed", None)
     if seed is not None and seed < 0:
         raise AuditError(f"--seed {seed}: give a seed of 0 or more")
+    for name in ("max_tokens", "max_new_tokens"):  # before a model is loaded or an endpoint probed
+        if getattr(args, name, None) is not None:
+            check_new_tokens(getattr(args, name), "--" + name.replace("_", "-"))
 
 
 #: option → (lowest, highest, whether the highest is allowed, what it is): each checked here for every command

@@ -36,7 +36,7 @@ from audit.backend.causal_lm import CausalLM
 from audit.backend.protocol import require
 from audit.design import AuditDesign, PoolDesign, split_groupings
 from audit.errors import AuditError
-from audit.prompts import ChatPrompt
+from audit.prompts import ChatPrompt, check_new_tokens
 from audit.recorded.ranking_runs import read_order
 from audit.cached import CachedBackend, Executor, InProcess, Progress
 from audit.scoring import RunSummary, check_rows
@@ -157,8 +157,7 @@ class ListwiseRun:
     def __post_init__(self) -> None:
         if self.reading not in READINGS:
             raise AuditError(f"unknown reading {self.reading!r}; choose one of {list(READINGS)}")
-        if self.max_tokens < 1:
-            raise AuditError(f"--max-tokens must be positive, got {self.max_tokens}")
+        check_new_tokens(self.max_tokens, "--max-tokens")
         reading = ({**study.SAMPLING, "max_tokens": self.max_tokens} if self.reading == "generate"
                    else {"order": FULL_ORDER})
         self.settings = {"protocol": study.PROTOCOL, "reading": self.reading, "seed": self.seed, **reading}

@@ -157,6 +157,14 @@ CASES = [
     Case("listwise --rankings 1,000,001", lambda d: ["score", "--task", "study-gpt-hiring", "--mode", "listwise",
                                                    "--subtask", "retail", "--rankings", "1000001", "--db", store(d)],
          r"--rankings 1000001: give at most 1,000,000 rankings per job"),
+    *[Case(f"listwise --max-tokens {n}", lambda d, n=n: [
+        "score", "--task", "study-gpt-hiring", "--mode", "listwise", "--subtask", "retail", "--max-tokens", n,
+        "--model", "openai:x", "--base-url", "http://127.0.0.1:9/v1", "--db", store(d)],
+        rf"--max-tokens {n}: give 1 to 4,096 tokens") for n in ("999999999999", "4097", "0")],
+    Case("cairo run --max-new-tokens 999999999999", lambda d: [
+        "cairo", "run", "--db", store(d), "--prompts", str(d / "p"), "--models", "m", "--max-new-tokens",
+        "999999999999"],
+        r"--max-new-tokens 999999999999: give 1 to 4,096 tokens"),
     *[Case(f"{command} --seed -1", lambda d, argv=argv: [*argv(d), "--seed", "-1"],
            r"--seed -1: give a seed of 0 or more") for command, argv in (
         ("impact", lambda d: ["impact", "--db", store(d), "--task", "resume", "--k", "2"]),
