@@ -11,6 +11,8 @@ import sys
 from audit.errors import AuditError
 from audit.prompts import check_new_tokens
 
+INTERRUPTED = 130
+"""Exit status of a command ended by Ctrl-C (128 + SIGINT, as a shell reports it)."""
 MAX_REPLICATES = 100_000
 """Most bootstrap replicates or permutations a command may ask for (each costs memory per row of the table)."""
 
@@ -56,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:  # Ctrl-C: one line, no traceback (every batch written so far is committed)
         print("interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPTED
 
 
 def check_replicates(args: argparse.Namespace) -> None:

@@ -15,9 +15,9 @@ socket operation times out after :data:`SOCKET_TIMEOUT`, a body is read in piece
 :data:`MAX_BODY`, and redirects are followed only within the same origin, so the key never reaches another host. A
 request budget caps the total. The first call that fails (its deadline spent, say) stops the client: the other calls
 in flight are cut at once and queued ones are not sent, so a run ends within one deadline, not one per call; an
-optional run deadline (``--deadline``) bounds every call of the run together. The API key is read from the environment variable the
-user names, at request time only: it is never stored, logged or shown. The base URL is recorded without
-credentials, query or fragment.
+optional run deadline (``--deadline``) bounds every call of the run together. The API key is read from the
+environment variable the user names, at request time only: it is never stored, logged or shown. The base URL is
+recorded without credentials, query or fragment.
 """
 from __future__ import annotations
 
@@ -221,6 +221,8 @@ class ApiClient:
         _calls.sockets = sockets
         call = (sockets, fired)
         with self._lock:
+            if self._failure is not None:  # stopped since this call's last look
+                raise self._failure
             self._in_flight.append(call)
         timer = threading.Timer(max(0.0, ends - time.monotonic()), _shut, (sockets, fired))
         timer.daemon = True

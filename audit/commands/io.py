@@ -60,8 +60,8 @@ def read_table_file(path: str, what: str) -> pd.DataFrame:
         check_text(raw, Path(path))
         check_columns(raw, Path(path), suffix)
         check_line_rows(raw, Path(path), MAX_TABLE_ROWS, header=True)
-        return read_as_pointwise(needed(restore(pd.read_csv(io.BytesIO(raw), dtype={column: str for column in _TEXT})),
-                                        path, what))
+        frame = restore(pd.read_csv(io.BytesIO(raw), dtype={column: str for column in _TEXT}))
+        return read_as_pointwise(needed(frame, path, what))
     except AuditError as exc:
         raise AuditError(f"cannot read {what} {exc}") from None
     except (ValueError, UnicodeDecodeError) as exc:

@@ -5,14 +5,13 @@ import argparse
 import sys
 
 from audit.backend.api import PREFIX
+from audit.cli import INTERRUPTED
 from audit.commands.run_options import backend_and_executor, check_scale_options, checked_label
 from audit.errors import AuditError
 from audit.listwise import MAX_RANKINGS, READINGS, ListwiseRun, check_sizes, run_listwise
 from audit.store import CHOICE_RESULTS, Store
 from audit.study_plan import plan_line
 from audit.tasks import study
-
-INTERRUPTED = 130  # the exit status of a command ended by Ctrl-C (128 + SIGINT), as a shell reports it
 
 
 def add_listwise_arguments(score: argparse.ArgumentParser) -> None:
