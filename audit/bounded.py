@@ -127,8 +127,8 @@ def check_text(raw: bytes, path: Path) -> None:
     at = raw.find(b"\0")
     if at >= 0:
         line = raw.count(b"\n", 0, at) + 1
-        raise AuditError(f"{path}, line {line:,}: a NUL byte (offset {at:,}); a CSV or JSON-lines file is text "
-                         "(is it a binary file?)")
+        raise AuditError(f"{path}, line {line:,}: a NUL byte (offset {at:,}), so not UTF-8 text (a UTF-16 or binary "
+                         "file?); save the file as UTF-8 CSV or JSON lines")
 
 
 def check_columns(raw: bytes, path: Path, suffix: str, limit: int = MAX_COLUMNS) -> None:

@@ -302,7 +302,7 @@ def measured(argv: list[str]) -> tuple[int, float, str]:
     ("252 MiB JSONL of 11 M rows", lambda d: log(d, b'{"id":1,"sex":"F","race":"W","req":"p","rank":1}\n' * 5_000_000,
                                                  "log.jsonl"), r"log\.jsonl, row 2,000,001: more than 2,000,000", 256),
     ("200 MiB of NUL bytes as a decision log", lambda d: decisions(d, nul(d / "log.csv", 200 * 2**20)),
-     r"log\.csv, line 1: a NUL byte \(offset 0\); a CSV or JSON-lines file is text", 256),
+     r"log\.csv, line 1: a NUL byte \(offset 0\), so not UTF-8 text", 256),
     ("Parquet log decoding to 2 GiB", lambda d: decisions(d, string_bomb(
         d, "log.parquet", 10**6, 2048, id=range(10**6))), r"once decoded", 1024),
     ("1.6 KB candidates Parquet decoding to 2.6 GB", lambda d: custom(d, string_bomb(
