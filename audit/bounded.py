@@ -42,7 +42,7 @@ schema before a row is parsed (a table of the tool's formats needs a few dozen).
 MAX_HEADER_BYTES = 2**20
 """Longest CSV header line (1 MiB: 10,000 columns of 100-byte names)."""
 _BATCH_ROWS = 65_536
-_CSV_LIMIT = threading.Lock()  # one parse at a time changes the csv module's process-wide field limit
+_CSV_LIMIT = threading.RLock()  # one parse at a time changes the csv module's process-wide field limit
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _CSV_QUOTED = re.compile(rb'"[^"]*"')
 _LEADING = re.compile(rb"(?:\xef\xbb\xbf)?\s*")
