@@ -5,21 +5,27 @@
   ``limit`` bytes.
 * :func:`check_line_rows`: CSV / JSON-lines rows counted on the raw bytes, before a frame or a row list is built.
 * :func:`check_columns`: CSV / JSON-lines columns counted on the header line or the first record alone, before a row
-  is parsed (Parquet's are counted from its schema by :func:`read_parquet`).
+  is parsed (Parquet's are counted from its schema by :func:`read_parquet`); a CSV header line is at most
+  :data:`MAX_HEADER_BYTES`.
+* :func:`check_text`: a CSV / JSON-lines file holds no NUL byte (a binary file, or a sparse one, is refused from one
+  scan of its bytes before it is decoded).
+* :func:`csv_fields`: the csv module's field limit raised for one parse and restored after it (never process-wide).
 * :func:`check_json_depth`: bracket nesting scanned on the raw bytes, before a recursive parser sees them.
 * :func:`read_parquet`: Parquet bounded by its row count and by the true decoded size of its columns, read batch by
   batch with text kept dictionary-encoded, so a small file of repeated long strings is refused at the cap.
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import os
 import re
 import stat
+import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
@@ -33,7 +39,10 @@ MAX_DEPTH = 64
 MAX_COLUMNS = 10_000
 """Most columns a table file (CSV, JSON lines, Parquet) may hold: counted on its header line, first record or
 schema before a row is parsed (a table of the tool's formats needs a few dozen)."""
+MAX_HEADER_BYTES = 2**20
+"""Longest CSV header line (1 MiB: 10,000 columns of 100-byte names)."""
 _BATCH_ROWS = 65_536
+_CSV_LIMIT = threading.RLock()  # one parse at a time changes the csv module's process-wide field limit
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _CSV_QUOTED = re.compile(rb'"[^"]*"')
 _LEADING = re.compile(rb"(?:\xef\xbb\xbf)?\s*")
@@ -90,10 +99,36 @@ def check_line_rows(raw: bytes, path: Path, limit: int, *, header: bool) -> None
     lines = io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8", errors="replace", newline="")
     rows = csv.reader(lines) if header else (line for line in lines if line.strip())
     count = -1 if header else 0
-    for fields in rows:
-        count += bool(fields)
-        if count > limit:
-            raise AuditError(f"{path}, row {count:,}: more than {limit:,} rows; the limit is {limit:,}")
+    with csv_fields(len(raw)):
+        try:
+            for fields in rows:
+                count += bool(fields)
+                if count > limit:
+                    raise AuditError(f"{path}, row {count:,}: more than {limit:,} rows; the limit is {limit:,}")
+        except csv.Error as exc:
+            raise AuditError(f"{path}, row {count + 2:,}: not valid CSV ({exc})") from None
+
+
+@contextlib.contextmanager
+def csv_fields(limit: int) -> Iterator[None]:
+    """The csv module reads fields of up to ``limit`` characters inside the block (its default is 128 KiB), and its
+    limit is what it was after it: the limit is process-wide, so parses that change it take turns."""
+    with _CSV_LIMIT:
+        before = csv.field_size_limit(max(limit, 1))
+        try:
+            yield
+        finally:
+            csv.field_size_limit(before)
+
+
+def check_text(raw: bytes, path: Path) -> None:
+    """Refuse a CSV / JSON-lines ``raw`` holding a NUL byte: a binary (or sparse) file, not a text table. One scan of
+    the bytes, no copy."""
+    at = raw.find(b"\0")
+    if at >= 0:
+        line = raw.count(b"\n", 0, at) + 1
+        raise AuditError(f"{path}, line {line:,}: a NUL byte (offset {at:,}), so not UTF-8 text (a UTF-16 or binary "
+                         "file?); save the file as UTF-8 CSV or JSON lines")
 
 
 def check_columns(raw: bytes, path: Path, suffix: str, limit: int = MAX_COLUMNS) -> None:
@@ -111,6 +146,18 @@ def check_columns(raw: bytes, path: Path, suffix: str, limit: int = MAX_COLUMNS)
         count, where = (len(record) if isinstance(record, dict) else 0), "row 1"
     if count > limit:
         raise AuditError(f"{path}, {where}: {count:,} columns; the limit is {limit:,}")
+    if suffix == ".csv" and first[1] - first[0] > MAX_HEADER_BYTES:
+        raise AuditError(f"{path}, header row: {(first[1] - first[0]) / 2**20:.1f} MiB long; the limit is "
+                         f"{_size(MAX_HEADER_BYTES)}")
+
+
+def column_list(columns: list[str]) -> str:
+    """The header's names for an error line (``columns: [...]``), or only their count where the header does not look
+    like one (a single field, a name over 64 characters or holding control characters): the first line of a file
+    that is not a table (``/proc/self/maps``, a key file) is never echoed."""
+    if len(columns) > 1 and all(len(name) <= 64 and name.isprintable() for name in columns):
+        return f"columns: {columns}"
+    return f"its first line is {len(columns)} field(s) that do not look like column names (is it a CSV file?)"
 
 
 def _first_line(raw: bytes) -> tuple[int, int]:

@@ -9,7 +9,10 @@ import math
 import sys
 
 from audit.errors import AuditError
+from audit.prompts import check_new_tokens
 
+INTERRUPTED = 130
+"""Exit status of a command ended by Ctrl-C (128 + SIGINT, as a shell reports it)."""
 MAX_REPLICATES = 100_000
 """Most bootstrap replicates or permutations a command may ask for (each costs memory per row of the table)."""
 
@@ -53,11 +56,14 @@ def main(argv: list[str] | None = None) -> int:
     except AuditError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: one line, no traceback (every batch written so far is committed)
+        print("interrupted", file=sys.stderr)
+        return INTERRUPTED
 
 
 def check_replicates(args: argparse.Namespace) -> None:
-    """``--bootstrap`` and ``--permutations`` between 1 and :data:`MAX_REPLICATES`, and ``--seed`` at least 0,
-    whichever command names them."""
+    """``--bootstrap`` and ``--permutations`` between 1 and :data:`MAX_REPLICATES`, ``--seed`` at least 0 and token
+    counts within :data:`audit.prompts.MAX_NEW_TOKENS`, whichever command names them."""
     for name in ("bootstrap", "permutations"):
         value = getattr(args, name, None)
         if value is not None and not 1 <= value <= MAX_REPLICATES:
@@ -65,13 +71,17 @@ def check_replicates(args: argparse.Namespace) -> None:
     seed = getattr(args, "seed", None)
     if seed is not None and seed < 0:
         raise AuditError(f"--seed {seed}: give a seed of 0 or more")
+    for name in ("max_tokens", "max_new_tokens"):  # before a model is loaded or an endpoint probed
+        if getattr(args, name, None) is not None:
+            check_new_tokens(getattr(args, name), "--" + name.replace("_", "-"))
 
 
 #: option → (lowest, highest, whether the highest is allowed, what it is): each checked here for every command
 LEVELS = {"ci": (0.0, 1.0, False, "a confidence level strictly between 0 and 1, e.g. 0.95"),
           "threshold": (0.0, 1.0, True, "an impact-ratio threshold above 0 and at most 1, e.g. 0.8"),
           "max_inconsistent": (0.0, 1.0, True, "a rate from 0 to 1"),
-          "target": (0.0, math.inf, False, "a positive half-width, e.g. 0.05")}
+          "target": (0.0, math.inf, False, "a positive half-width, e.g. 0.05"),
+          "deadline": (0.0, 7 * 24 * 3600.0, True, "seconds above 0 and at most 604800 (a week)")}
 
 
 def check_levels(args: argparse.Namespace) -> None:

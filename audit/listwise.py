@@ -7,7 +7,9 @@ run's fingerprint, so an interrupted run resumes where it stopped. Two readings:
   sample seeded per ranking), read by the import's parser (:func:`audit.recorded.ranking_runs.read_order`); a local
   model's reply stops once it names every name (the parser reads first mentions). A reply naming some but not all
   names is *partial* and kept, as the study keeps it; one naming none is *unreadable*, counted, listed and left out
-  of the rankings.
+  of the rankings (a run whose every reply is unreadable is an error: nothing to audit). A reply over
+  :data:`KEPT_BYTES` is stored as its first :data:`KEPT_BYTES`, its size and SHA-256 and the order read from all
+  of it (:func:`kept_reply`); shorter replies are stored as they are, as before.
 - ``likelihood``: log P(name | prompt) of each name as the first tokens of the answer, normalised over the eight
   names: each name's probability of being ranked first. From the same KV cache, the full order: at each place the
   most likely of the names left (normalised over them), the answer so far written one name a line; the ranking is
@@ -34,11 +36,11 @@ from audit.backend.causal_lm import CausalLM
 from audit.backend.protocol import require
 from audit.design import AuditDesign, PoolDesign, split_groupings
 from audit.errors import AuditError
-from audit.prompts import ChatPrompt
+from audit.prompts import ChatPrompt, check_new_tokens
 from audit.recorded.ranking_runs import read_order
 from audit.cached import CachedBackend, Executor, InProcess, Progress
 from audit.scoring import RunSummary, check_rows
-from audit.store import CHOICE_RESULTS, SAVE_DESIGN, Store, save_recorded
+from audit.store import CHOICE_RESULTS, SAVE_DESIGN, Store, save_recorded, storable
 from audit.tasks import study
 from audit.tasks.recorded import RANKING_RUN_GROUPINGS, RANKING_RUN_NAMES, RANKING_RUN_REFERENCE
 
@@ -51,6 +53,9 @@ MAX_RANKINGS = 1_000_000
 DRAW_BATCH = 1_024
 """Rankings drawn, requested and stored at a time, so memory before the first request does not grow with
 ``--rankings``."""
+KEPT_BYTES = 64 * 1024
+"""Most bytes of a generate reply stored as text; a longer one keeps its head, size, SHA-256 and parsed order."""
+KEPT_KEYS = {"reply", "bytes", "sha256", "order"}
 
 
 @dataclass(frozen=True)
@@ -72,7 +77,8 @@ class ListwiseJob:
             answers = require(backend, ["sampling"]).sample(
                 prompts, seeds, max_new_tokens=self.max_tokens, min_new_tokens=1,
                 temperature=study.SAMPLING["temperature"], top_p=study.SAMPLING["top_p"], **stop)
-            return [(k, a, reply_status(a, p.options), None, None) for k, a, p in zip(keys, answers, prompts)]
+            return [(k, kept_reply(a, p.options), reply_status(a, p.options), None, None)
+                    for k, a, p in zip(keys, answers, prompts)]
         if not isinstance(backend, CausalLM):
             raise AuditError("--reading likelihood needs a local transformers or GGUF model; use --reading generate")
         return [(k, json.dumps(likelihood_answer(backend.sequential_logprobs(p, picks=len(p.options) - 1), k)),
@@ -107,6 +113,30 @@ def top1_probabilities(logps: Sequence[float], key: str = "") -> list[float]:
     return [w / sum(weights) for w in weights]
 
 
+def kept_reply(reply: str, names: Sequence[str]) -> str:
+    """What the store keeps of a generate reply: the reply itself up to :data:`KEPT_BYTES` (UTF-8), else the JSON of
+    its first :data:`KEPT_BYTES` (``reply``), its size (``bytes``), the SHA-256 of all of it (``sha256``) and the
+    order read from all of it (``order``, as :func:`audit.recorded.ranking_runs.read_order` reads it)."""
+    raw = storable(reply).encode()  # an unpaired surrogate as U+FFFD, as the store keeps it
+    if len(raw) <= KEPT_BYTES:
+        return reply
+    return json.dumps({"reply": raw[:KEPT_BYTES].decode("utf-8", "ignore"), "bytes": len(raw),
+                       "sha256": hashlib.sha256(raw).hexdigest(), "order": read_order(reply, list(names))})
+
+
+def stored_order(answer: str, names: Sequence[str]) -> list[int]:
+    """The ranked order of a stored generate reply: the order :func:`kept_reply` kept with a cut reply, else the
+    order read from the reply (every store before the cut, and every short reply)."""
+    if answer.startswith("{") and len(answer.encode("utf-8", "surrogatepass")) > KEPT_BYTES:
+        try:
+            kept = json.loads(answer)
+        except ValueError:
+            kept = None
+        if isinstance(kept, dict) and set(kept) == KEPT_KEYS and sorted(kept["order"]) == list(range(len(names))):
+            return kept["order"]
+    return read_order(answer, list(names))
+
+
 def reply_status(reply: str, names: Sequence[str]) -> str:
     """``parsed`` (every name mentioned), ``partial`` (some) or ``unreadable`` (none), as the import reads it."""
     mentioned = sum(name.lower() in reply.lower() for name in names)
@@ -127,8 +157,7 @@ class ListwiseRun:
     def __post_init__(self) -> None:
         if self.reading not in READINGS:
             raise AuditError(f"unknown reading {self.reading!r}; choose one of {list(READINGS)}")
-        if self.max_tokens < 1:
-            raise AuditError(f"--max-tokens must be positive, got {self.max_tokens}")
+        check_new_tokens(self.max_tokens, "--max-tokens")
         reading = ({**study.SAMPLING, "max_tokens": self.max_tokens} if self.reading == "generate"
                    else {"order": FULL_ORDER})
         self.settings = {"protocol": study.PROTOCOL, "reading": self.reading, "seed": self.seed, **reading}
@@ -156,6 +185,11 @@ class ListwiseOutcome:
     rankings: int
     unreadable: list[int]
     likelihood: list[dict[str, Any]]
+
+    @property
+    def nothing_readable(self) -> bool:
+        """Whether every reply was unreadable (generate): the run left nothing to audit."""
+        return self.summary.quality.get(UNREADABLE) == 1.0
 
     def lines(self) -> list[str]:
         """The summary line, then the unreadable replies (generate) or the top-1 and full-order figures."""
@@ -261,7 +295,7 @@ def ranked_rows(run: ListwiseRun, lot: Lot, answers: dict[str, tuple[str, str]])
         if status == UNREADABLE:
             continue
         if run.reading == "generate":
-            order = read_order(answer, list(ranking.names))
+            order = stored_order(answer, ranking.names)
         else:
             order = json.loads(answer)["order"]
         for rank, position in enumerate(order, start=1):

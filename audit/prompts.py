@@ -9,6 +9,19 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
+from audit.errors import AuditError
+
+MAX_NEW_TOKENS = 4_096
+"""Most tokens one generated answer may ask for (``--max-tokens``, ``--max-new-tokens``): 8× the listwise study's
+500, and a bound on what a server is asked to produce per request."""
+
+
+def check_new_tokens(value: int, flag: str) -> int:
+    """``value`` if it is 1 … :data:`MAX_NEW_TOKENS`; else one clear error naming ``flag``."""
+    if not 1 <= value <= MAX_NEW_TOKENS:
+        raise AuditError(f"{flag} {value}: give 1 to {MAX_NEW_TOKENS:,} tokens")
+    return value
+
 
 @dataclass(frozen=True)
 class ChatPrompt:

@@ -305,6 +305,14 @@ class Store:
                     found[item] = tuple(row[width:])
         return found
 
+    def count_results(self, table: ResultTable, scope: Sequence) -> int:
+        """How many results ``table`` holds under ``scope``."""
+        where = " AND ".join(f"{column} = ?" for column in table.scope)
+        try:
+            return self.db.execute(f"SELECT COUNT(*) FROM {table.name} WHERE {where}", tuple(scope)).fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            raise AuditError(f"result store {self.path} cannot be read: {exc}") from None
+
     def save_results(self, table: ResultTable, scope: Sequence, rows: Sequence[tuple]) -> None:
         """One batch of results ``(item, *values)`` under ``scope``, atomically; a sequence value is stored as JSON.
         A result already stored is kept as it was (results never change)."""

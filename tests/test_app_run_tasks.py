@@ -74,6 +74,9 @@ def test_uploaded_yaml_spec_names_the_task(run_page):
     (b"words,group\nhello,Blue\n", "missing column(s) ['text']"),
     (b"text,group\nhello,Blue\nhi,Green\n", "reference group 'Red' is not a group"),
     (b"text,group\n\xff\xfe,Blue\n", "not UTF-8"),
+    (b"text,group\nhello,Bl\x00ue\nhi,Red\n", "line 2: a NUL byte (offset 19)"),
+    (b"text,group\nhello,Bl\x1bue\nhi,Red\n", "row 1, column 'group': group name 'Bl\\x1bue' holds a control "
+                                               "character (U+001B)"),
     (",".join(f"c{i}" for i in range(200_000)).encode() + b"\n" + b"x," * 199_999 + b"x\n",
      "header row: 200,000 columns; the limit is 10,000"),
 ])
@@ -90,6 +93,17 @@ def test_bad_upload_is_named_and_nothing_is_written(run_page, content, message, 
     assert at.button(key="run_start").disabled
     assert not store.exists()
     assert not any((tmp_path / "cache" / "uploads").glob("*")), "a refused upload is not kept"
+
+
+def test_a_typed_reference_group_with_a_control_character_is_one_message(run_page):
+    at, store = run_page
+    at.selectbox(key="run_task").set_value("custom").run()
+    at.file_uploader(key="run_candidates").set_value(("loans.csv", CSV, "text/csv")).run()
+    at.text_input(key="spec_reference").set_value("Blue\x00").run()
+    assert not at.exception
+    shown = " ".join(c.value for c in (*at.code, *at.error))
+    assert "key 'reference_group': group name 'Blue\\x00' holds a control character (U+0000)" in shown, shown
+    assert at.button(key="run_start").disabled and not store.exists()
 
 
 def test_every_uploaded_row_is_scored_unless_told_and_the_count_is_said(run_page):

@@ -102,7 +102,7 @@ def test_cli_run_twice_then_combos_needs_three_models(tmp_path):
 @pytest.mark.parametrize("change,expected", [
     ({"--models": "no-such-model"}, "unknown model 'no-such-model'"),
     ({"--prompts": "missing.json"}, "missing.json does not exist"),
-    ({"--max-new-tokens": "0"}, "--max-new-tokens ≥ 1"),
+    ({"--max-new-tokens": "0"}, "--max-new-tokens 0: give 1 to 4,096 tokens"),
     ({"--toxicity": "nowhere"}, "unknown toxicity scorer 'nowhere'"),
     ({"--dimensions": "race"}, "no prompts for dimension(s) ['race']"),
 ])

@@ -61,6 +61,13 @@ def decisions(folder: Path, path: str) -> list[str]:
             "--db", store(folder), "--task", "hiring"]
 
 
+def log_spec(folder: Path, path: str, extra: str) -> list[str]:
+    """``import --format decisions`` of ``path`` with :data:`LOG_SPEC` plus ``extra``."""
+    argv = decisions(folder, path)
+    (folder / "log.yaml").write_text(LOG_SPEC + extra)
+    return argv
+
+
 def log(folder: Path, text: bytes, name: str = "log.csv") -> list[str]:
     (folder / name).write_bytes(text)
     return decisions(folder, str(folder / name))
@@ -92,6 +99,18 @@ def wide(folder: Path, name: str, columns: int, rows: int = 2) -> str:
     return table(folder, ",".join(names) + "\n" + ("x," * (columns - 1) + "x\n") * rows, name)
 
 
+def maps(parent: Path, name: str) -> str:
+    """``name``, a link to ``/proc/self/maps`` (a text file whose first line is a memory mapping), in a folder beside
+    ``parent`` (the case's folder is compared before and after, and that file changes with every read)."""
+    links = parent.parent / f"{parent.name}-links"
+    links.mkdir(exist_ok=True)
+    (links / name).symlink_to("/proc/self/maps")
+    return str(links / name)
+
+
+QUIET = r"^(?!.*(r-xp|r--p|rw-p|/usr/|/lib)).*"  # an error line that echoes no line of /proc/self/maps
+
+
 def folder(parent: Path, name: str) -> str:
     (parent / name).mkdir()
     return str(parent / name)
@@ -105,6 +124,12 @@ def fifo(folder: Path, name: str) -> str:
 def sparse(path: Path, size: int) -> None:
     with path.open("wb") as handle:
         handle.truncate(size)
+
+
+def nul(path: Path, size: int) -> str:
+    """A sparse file of ``size`` NUL bytes at ``path``."""
+    sparse(path, size)
+    return str(path)
 
 
 @dataclass(frozen=True)
@@ -157,6 +182,14 @@ CASES = [
     Case("listwise --rankings 1,000,001", lambda d: ["score", "--task", "study-gpt-hiring", "--mode", "listwise",
                                                    "--subtask", "retail", "--rankings", "1000001", "--db", store(d)],
          r"--rankings 1000001: give at most 1,000,000 rankings per job"),
+    *[Case(f"listwise --max-tokens {n}", lambda d, n=n: [
+        "score", "--task", "study-gpt-hiring", "--mode", "listwise", "--subtask", "retail", "--max-tokens", n,
+        "--model", "openai:x", "--base-url", "http://127.0.0.1:9/v1", "--db", store(d)],
+        rf"--max-tokens {n}: give 1 to 4,096 tokens") for n in ("999999999999", "4097", "0")],
+    Case("cairo run --max-new-tokens 999999999999", lambda d: [
+        "cairo", "run", "--db", store(d), "--prompts", str(d / "p"), "--models", "m", "--max-new-tokens",
+        "999999999999"],
+        r"--max-new-tokens 999999999999: give 1 to 4,096 tokens"),
     *[Case(f"{command} --seed -1", lambda d, argv=argv: [*argv(d), "--seed", "-1"],
            r"--seed -1: give a seed of 0 or more") for command, argv in (
         ("impact", lambda d: ["impact", "--db", store(d), "--task", "resume", "--k", "2"]),
@@ -165,6 +198,15 @@ CASES = [
         ("report", lambda d: ["report", "--db", store(d), "--task", "resume", "--k", "2", "--out",
                               str(d / "report.html")]),
         ("verdict", lambda d: ["verdict", "--db", store(d), "--task", "resume", "--k", "2"]))],
+    Case("decision log linked to /proc/self/maps", lambda d: log_spec(d, maps(d, "log.csv"), "outcome: {rank: rank}\n"),
+         QUIET + r"log\.csv, header row, column 'rank'.*do not look like column names \(is it a CSV file\?\)$"),
+    Case("candidates file linked to /proc/self/maps", lambda d: custom(d, maps(d, "cands.csv")),
+         QUIET + r"cands\.csv: missing column\(s\) \['text', 'group'\].*do not look like column names"),
+    Case("score table linked to /proc/self/maps", lambda d: ["metrics", "--scores", maps(d, "s.csv"), "--reference",
+                                                            "A", "--k", "1"],
+         QUIET + r"s\.csv: no column\(s\) \['model', 'task', 'subtask', 'group', 'score'\]; a score table needs"),
+    Case("decision log whose header is one 2 MiB name", lambda d: log(d, b"x" * 2**21 + b",rank\n1,2\n"),
+         r"log\.csv, header row: 2\.0 MiB long; the limit is 1 MiB"),
     Case("decision log that is a folder named log.csv", lambda d: decisions(d, folder(d, "log.csv")),
          r"log\.csv: is a folder, not a file"),
     Case("candidates file that is a folder named cands.parquet", lambda d: custom(d, folder(d, "cands.parquet")),
@@ -259,6 +301,8 @@ def measured(argv: list[str]) -> tuple[int, float, str]:
      r"log\.csv, row 2,000,001: more than 2,000,000 rows", 256),
     ("252 MiB JSONL of 11 M rows", lambda d: log(d, b'{"id":1,"sex":"F","race":"W","req":"p","rank":1}\n' * 5_000_000,
                                                  "log.jsonl"), r"log\.jsonl, row 2,000,001: more than 2,000,000", 256),
+    ("200 MiB of NUL bytes as a decision log", lambda d: decisions(d, nul(d / "log.csv", 200 * 2**20)),
+     r"log\.csv, line 1: a NUL byte \(offset 0\), so not UTF-8 text", 256),
     ("Parquet log decoding to 2 GiB", lambda d: decisions(d, string_bomb(
         d, "log.parquet", 10**6, 2048, id=range(10**6))), r"once decoded", 1024),
     ("1.6 KB candidates Parquet decoding to 2.6 GB", lambda d: custom(d, string_bomb(
@@ -550,3 +594,12 @@ def test_a_reply_with_an_unpaired_surrogate_is_stored_with_a_replacement_charact
     with sqlite3.connect(tmp_path / "store.db") as db:
         answers = [a for (a,) in db.execute("SELECT answer FROM choice_results WHERE method = 'listwise-generate'")]
     assert len(answers) >= 4 and sum(a.endswith(" \ufffd") for a in answers) == 4
+
+
+def test_a_csv_read_leaves_the_csv_field_limit_as_it_was(tmp_path):
+    """The candidates reader takes fields as long as the file, but only for its own parse."""
+    import csv
+
+    before = csv.field_size_limit()
+    rows = read_rows(Path(table(tmp_path, "text,group\n" + "x" * 200_000 + ",A\n")))
+    assert len(rows[0]["text"]) == 200_000 and csv.field_size_limit() == before

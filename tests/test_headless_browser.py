@@ -5,12 +5,18 @@ reading local files; and a browser that is missing or never answers: one error, 
 failing at once."""
 from __future__ import annotations
 
+import base64
+import http.server
+import os
 import re
 import shutil
 import struct
 import subprocess
+import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import plotly.graph_objects as go
 import plotly.io as pio
@@ -19,6 +25,8 @@ import pytest
 from audit.errors import AuditError
 from helpers import running_with
 from audit.present import browser
+
+ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.skipif(not (shutil.which("chromium") or shutil.which("chromium-browser")),
                                 reason="needs Chromium (make chromium)")
@@ -111,3 +119,68 @@ def test_a_missing_browser_is_one_error_naming_where_it_was_looked_for(no_browse
     no_browser_yet.setenv("BROWSER_PATH", str(tmp_path / "no-chrome"))
     with pytest.raises(AuditError, match=r"needs a working Chrome/Chromium .*Browser not found.*no-chrome"):
         browser.evaluate_in(b"<html></html>", "1")
+
+
+def test_a_printed_page_loads_nothing_but_itself_and_data_uris(tmp_path):
+    """Raw hostile HTML (as if an escaping slip let it through): frames and an object onto local files, an image, a
+    style sheet and a script from a server on 127.0.0.1. The PDF holds none of the files and the server hears nothing;
+    the page's own text and a ``data:`` image are there."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET-LOCAL-FILE")
+    heard: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            heard.append(self.path)
+            self.send_response(404)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    near = f"http://127.0.0.1:{server.server_address[1]}"
+    dot = base64.b64encode(b"<svg xmlns='http://www.w3.org/2000/svg' width='20' height='20'/>").decode()
+    html = (f"<!DOCTYPE html><html><head><link rel='stylesheet' href='{near}/style.css'>"
+            f"<script src='{near}/script.js'></script></head><body><p>the page's own text</p>"
+            "<iframe src='file:///etc/passwd' width=600 height=300></iframe>"
+            f"<object data='{secret.as_uri()}' type='text/plain' width=600 height=100></object>"
+            f"<iframe src='{secret.as_uri()}'></iframe><img src='{near}/pixel.png'>"
+            f"<img id=dot src='data:image/svg+xml;base64,{dot}'></body></html>").encode()
+    try:
+        pdf = tmp_path / "page.pdf"
+        pdf.write_bytes(browser.print_pdf(html))
+        text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+        assert "the page's own text" in text
+        assert "root:" not in text and "/bin/" not in text and "TOP-SECRET" not in text, text
+        assert browser.evaluate_in(html, "document.getElementById('dot').naturalWidth") == 20
+        assert heard == []
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+KILLED = """
+import os, signal, threading
+from audit.errors import AuditError
+from audit.present import browser
+browser.print_pdf(b"<html><body>started</body></html>")
+pid = browser._session.browser.subprocess.pid
+threading.Timer(0.3, lambda: os.killpg(pid, signal.SIGKILL)).start()
+page = "<section style='break-after:page'>" + "word " * 3000 + "</section>"
+try:
+    browser.print_pdf(("<!DOCTYPE html><html><body>" + page * 400 + "</body></html>").encode())
+except AuditError as error:
+    print(error)
+"""
+
+
+def test_a_browser_killed_mid_print_is_one_line():
+    """Its process group killed while it prints a long document: one error saying so (not "invalid state",
+    "Executor is closed." or "CancelledError")."""
+    done = subprocess.run([sys.executable, "-c", KILLED], capture_output=True, text=True, timeout=120,
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["the headless browser ended while it worked (exit status -9: killed or "
+                                        "crashed); run the command again"], done.stdout

@@ -68,9 +68,9 @@ def test_vllm_serve_through_the_api_runs_the_generate_reading(tmp_path: Path) ->
         code, out, err = cli("score", "--task", study.TASK, "--mode", "listwise", "--model", f"openai:{SERVED}",
                              "--base-url", url, "--rankings", "2", "--max-tokens", "48", "--subtask", "retail",
                              "--db", str(db))
-    assert code == 0, err
-    assert "2 prompts, 2 scored" in out
+    assert "2 prompts, 2 scored" in out, err
     unreadable = int(out.split("(no name mentioned; left out): ")[1].split(" of")[0])
+    assert code == (2 if unreadable == 2 else 0), err  # every reply unreadable: nothing to audit, an error
     with Store(db, create=False) as store:
         systems = store.recorded_systems()
         replies = store.query("SELECT answer FROM choice_results WHERE method = 'listwise-generate'")

@@ -13,9 +13,11 @@ exponential back-off (or the server's ``Retry-After``) within one deadline per c
 by shutting the call's sockets when it passes, so a server drip-feeding its headers or body is cut on time): every
 socket operation times out after :data:`SOCKET_TIMEOUT`, a body is read in pieces under the deadline and capped at
 :data:`MAX_BODY`, and redirects are followed only within the same origin, so the key never reaches another host. A
-request budget caps the total. The API key is read from the environment variable the
-user names, at request time only: it is never stored, logged or shown. The base URL is recorded without
-credentials, query or fragment.
+request budget caps the total. The first call that fails (its deadline spent, say) stops the client: the other calls
+in flight are cut at once and queued ones are not sent, so a run ends within one deadline, not one per call; an
+optional run deadline (``--deadline``) bounds every call of the run together. The API key is read from the
+environment variable the user names, at request time only: it is never stored, logged or shown. The base URL is
+recorded without credentials, query or fragment.
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from audit.backend.sources import ModelRef
@@ -124,20 +126,62 @@ class ApiClient:
     """JSON over HTTP with retries, back-off and a request budget; thread-safe."""
 
     def __init__(self, base_url: str, key_env: str | None, *, retries: int = 4, backoff: float = 0.5,
-                 timeout: float = SOCKET_TIMEOUT, max_requests: int | None = None, deadline: float = CALL_DEADLINE):
+                 timeout: float = SOCKET_TIMEOUT, max_requests: int | None = None, deadline: float | None = None,
+                 run_until: float | None = None):
         self.base_url = clean_url(base_url)
         self.key_env = key_env
         self.retries, self.backoff, self.timeout, self.max_requests = retries, backoff, timeout, max_requests
-        self.deadline = deadline
+        self.deadline = CALL_DEADLINE if deadline is None else deadline  # read when built, so tests can shorten it
+        self.run_until = run_until  # time.time() at which the whole run must end (--deadline), or None
         self.sent = 0
         self._lock = threading.Lock()
+        self._halt = threading.Event()  # set by the first failing call: every other call ends at once
+        self._failure: AuditError | None = None
+        self._in_flight: list[tuple[list[socket.socket], list[bool]]] = []
         if key_env and not os.environ.get(key_env):
             raise AuditError(f"--api-key-env {key_env}: that environment variable is not set")
 
-    def call(self, path: str, body: dict | None = None) -> dict:
-        """GET (no body) or POST ``path``; the decoded JSON answer, or one clear AuditError (within the deadline)."""
+    def stop(self, failure: AuditError) -> AuditError:
+        """Remember the first failure, cut every call in flight and refuse every later one; the failure to raise."""
+        with self._lock:
+            if self._failure is None:
+                self._failure = failure
+            cut, self._in_flight = self._in_flight, []
+        self._halt.set()
+        for sockets, fired in cut:
+            _shut(sockets, fired)
+        return self._failure
+
+    def _ends(self) -> float:
+        """The monotonic time the next call must end by: its own deadline or the run's, whichever comes first."""
         ends = time.monotonic() + self.deadline
+        if self.run_until is not None:
+            ends = min(ends, time.monotonic() + self.run_until - time.time())
+        return ends
+
+    def _late(self, path: str, problem: str) -> AuditError:
+        """The error of a call past its deadline (the run's, when that came first)."""
+        if self.run_until is not None and time.time() >= self.run_until - 0.05:
+            return AuditError(f"{self.base_url}{path}: the run's deadline (--deadline) passed ({problem}); finished "
+                              "batches are stored, rerun to continue")
+        return AuditError(f"{self.base_url}{path}: no answer within {self.deadline:g} s (the call's deadline, "
+                          f"{problem}); finished batches are stored, rerun to continue")
+
+    def call(self, path: str, body: dict | None = None) -> dict:
+        """GET (no body) or POST ``path``; the decoded JSON answer, or one clear AuditError (within the deadline).
+        The first call that fails stops this client: later and concurrent calls raise the same error at once."""
+        try:
+            return self._call(path, body)
+        except AuditError as exc:
+            raise self.stop(exc) from None
+
+    def _call(self, path: str, body: dict | None) -> dict:
+        ends = self._ends()
         for attempt in range(self.retries + 1):
+            if self._failure is not None:
+                raise self._failure
+            if time.monotonic() >= ends:
+                raise self._late(path, f"{attempt} tries")
             self._spend()
             wait = self.backoff * 2 ** attempt
             try:
@@ -153,9 +197,9 @@ class ApiClient:
                 if attempt == self.retries:
                     raise AuditError(f"cannot reach {self.base_url}{path} after {attempt + 1} tries: {problem}") from None
             if time.monotonic() + wait > ends:
-                raise AuditError(f"{self.base_url}{path}: no answer within {self.deadline:.0f} s "
-                                 f"({attempt + 1} tries, last: {problem})")
-            time.sleep(wait)
+                raise self._late(path, f"{attempt + 1} tries, last: {problem}")
+            if self._halt.wait(wait) and self._failure is not None:
+                raise self._failure
         raise AssertionError("unreachable")  # the loop returns or raises
 
     def _spend(self) -> None:
@@ -172,8 +216,14 @@ class ApiClient:
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self.base_url + path, data=data, headers=headers)
         timeout = max(0.1, min(self.timeout, ends - time.monotonic()))
-        sockets, fired = [], []
+        sockets: list[socket.socket] = []
+        fired: list[bool] = []
         _calls.sockets = sockets
+        call = (sockets, fired)
+        with self._lock:
+            if self._failure is not None:  # stopped since this call's last look
+                raise self._failure
+            self._in_flight.append(call)
         timer = threading.Timer(max(0.0, ends - time.monotonic()), _shut, (sockets, fired))
         timer.daemon = True
         timer.start()
@@ -181,18 +231,22 @@ class ApiClient:
             with _OPENER.open(request, timeout=timeout) as answer:
                 raw = read_within(answer, ends, f"{self.base_url}{path}")
         except (OSError, http.client.HTTPException, AuditError):
+            if self._failure is not None:  # another call failed and cut this one
+                raise self._failure from None
             if fired:  # the deadline cut the socket: say so, whatever the cut surfaced as
-                raise AuditError(f"{self.base_url}{path}: no answer within {self.deadline:g} s (the call's "
-                                 "deadline, a slow answer included)") from None
+                raise self._late(path, "a slow answer included") from None
             raise
         except ValueError as exc:  # urllib parsing a redirect's Location: a port out of range, a bracket left open
             raise AuditError(f"{self.base_url}{path} redirected to a URL that is not valid ({exc}); refused") from None
         finally:
             timer.cancel()
             _calls.sockets = []
+            with self._lock:
+                self._in_flight = [other for other in self._in_flight if other is not call]
+        if self._failure is not None:
+            raise self._failure
         if fired:
-            raise AuditError(f"{self.base_url}{path}: no answer within {self.deadline:g} s (the call's deadline, a "
-                             "slow answer included)")
+            raise self._late(path, "a slow answer included")
         try:
             decoded = json.loads(raw)
         except ValueError:
@@ -315,7 +369,7 @@ def check_alternatives(where: str, top: object) -> None:
 
 
 def api_ref(model: str, base_url: str | None, key_env: str | None = None, *, need_logprobs: bool = True,
-            client: ApiClient | None = None) -> ModelRef:
+            client: ApiClient | None = None, run_until: float | None = None) -> ModelRef:
     """Check that the endpoint serves ``openai:NAME`` (and returns log-probabilities when pointwise needs them);
     the reference keyed by endpoint + served model id + the server's reported fingerprint."""
     name = model.removeprefix(PREFIX)
@@ -323,7 +377,7 @@ def api_ref(model: str, base_url: str | None, key_env: str | None = None, *, nee
         raise AuditError(f"--model {PREFIX}{name} needs --base-url (e.g. http://127.0.0.1:8000/v1)")
     if not name:
         raise AuditError(f"--model {PREFIX}NAME needs the served model's name")
-    client = client or ApiClient(base_url, key_env, retries=1)
+    client = client or ApiClient(base_url, key_env, retries=1, run_until=run_until)
     served = served_models(client)
     if name not in served:
         raise AuditError(f"{client.base_url} does not serve {name!r}; it serves {served}")
@@ -351,18 +405,28 @@ class ApiBackend:
     :class:`~audit.backend.protocol.Tokenizing`."""
 
     def __init__(self, ref: ModelRef, key_env: str | None = None, *, concurrency: int = 4, retries: int = 4,
-                 max_requests: int | None = None, backoff: float = 0.5):
+                 max_requests: int | None = None, backoff: float = 0.5, run_until: float | None = None):
         if concurrency < 1:
             raise AuditError(f"--concurrency must be positive, got {concurrency}")
         self.ref = ref
         self.name = ref.label.removeprefix(PREFIX)
         self.concurrency = concurrency
         self.tokenizer = None  # no local tokenizer: prompts go as chat messages
-        self.client = ApiClient(ref.location, key_env, retries=retries, max_requests=max_requests, backoff=backoff)
+        self.client = ApiClient(ref.location, key_env, retries=retries, max_requests=max_requests, backoff=backoff,
+                                run_until=run_until)
 
     def _map(self, body: Any, prompts: Sequence[ChatPrompt]) -> list[dict]:
+        return self._pooled(lambda p: self.client.call("/chat/completions", body(p)), prompts)
+
+    def _pooled(self, one: Callable[[Any], Any], items: Sequence[Any]) -> list:
+        """``one`` of every item, :attr:`concurrency` at a time; an interruption (Ctrl-C) cuts the calls in flight
+        and sends no more, so the pool closes at once instead of at the calls' deadline."""
         with ThreadPoolExecutor(self.concurrency) as pool:
-            return list(pool.map(lambda p: self.client.call("/chat/completions", body(p)), prompts))
+            try:
+                return list(pool.map(one, items))
+            except BaseException:
+                self.client.stop(AuditError("interrupted"))
+                raise
 
     def label_probabilities(self, prompts: Sequence[ChatPrompt], labels: Sequence[str]) -> list[LabelScores]:
         """P(y) for each label y summed over its single-token spellings among the top tokens, normalised."""
@@ -406,5 +470,4 @@ class ApiBackend:
             except (KeyError, IndexError, TypeError, AttributeError):
                 raise AuditError(f"{self.ref.location}/completions answered without choices[0].text") from None
 
-        with ThreadPoolExecutor(self.concurrency) as pool:
-            return list(pool.map(one, zip(prompts, seeds)))
+        return self._pooled(one, list(zip(prompts, seeds)))

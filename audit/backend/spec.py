@@ -8,6 +8,7 @@ implements :class:`~audit.backend.protocol.Backend` and is loaded through :func:
 """
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Sequence
@@ -32,6 +33,7 @@ class BackendSpec:
     api_key_env: str | None = None  # openai: the variable holding the key (the key itself never travels)
     concurrency: int = 4  # openai: requests in flight
     max_requests: int | None = None  # openai: request budget (None: no cap)
+    run_until: float | None = None  # openai: time.time() by which every call of the run ends (--deadline)
 
     def __post_init__(self) -> None:
         if self.runtime not in BACKENDS:
@@ -55,6 +57,7 @@ class ModelOptions:
     api_key_env: str | None = None
     concurrency: int = 4
     max_requests: int | None = None
+    deadline: float | None = None  # openai: seconds the whole run may take, its probe included (None: no bound)
     need_logprobs: bool = False  # openai: refuse an endpoint without log-probabilities (pointwise scoring)
     needs: tuple[str, ...] = ()  # capabilities the run needs (audit.backend.protocol.CAPABILITIES)
     purpose: str = "this command"  # what needs them, as the refusal names it (e.g. "--pairwise-mode likelihood")
@@ -108,11 +111,14 @@ def spec_for(name: str, options: ModelOptions = ModelOptions()) -> BackendSpec:
         for flag, value in (("concurrency", options.concurrency), ("max-requests", options.max_requests)):
             if value is not None and value < 1:
                 raise AuditError(f"--{flag} must be positive, got {value}")
-        ref = api_ref(name, options.base_url, options.api_key_env, need_logprobs=options.need_logprobs)
+        run_until = None if options.deadline is None else time.time() + options.deadline
+        ref = api_ref(name, options.base_url, options.api_key_env, need_logprobs=options.need_logprobs,
+                      run_until=run_until)
         return BackendSpec(ref, "openai", options.batch_size, api_key_env=options.api_key_env,
-                           concurrency=options.concurrency, max_requests=options.max_requests)
-    if options.base_url:
-        raise AuditError(f"--base-url applies only to --model {API_PREFIX}NAME")
+                           concurrency=options.concurrency, max_requests=options.max_requests, run_until=run_until)
+    for flag, value in (("base-url", options.base_url), ("deadline", options.deadline)):
+        if value is not None:
+            raise AuditError(f"--{flag} applies only to --model {API_PREFIX}NAME")
     ref = resolve(name, quant=options.quant, revision=options.revision, device=options.device)
     if options.backend == "vllm":
         from audit.backend.vllm_backend import vllm_ref
@@ -134,7 +140,8 @@ def load_backend(spec: BackendSpec, needs: Sequence[str] = (), purpose: str = "t
         from audit.backend.api import ApiBackend
 
         return require(ApiBackend(spec.ref, spec.api_key_env, concurrency=spec.concurrency,
-                                  max_requests=spec.max_requests), needs, purpose, offered_by())
+                                  max_requests=spec.max_requests, run_until=spec.run_until), needs, purpose,
+                       offered_by())
     if spec not in _LOADED:
         if spec.runtime == "vllm":
             from audit.backend.vllm_backend import VLLMBackend

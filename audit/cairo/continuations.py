@@ -19,6 +19,7 @@ from audit.cairo.prompts import PromptSets
 from audit.cached import CachedBackend, InProcess
 from audit.cairo.toxicity import ToxicityScorer
 from audit.errors import AuditError
+from audit.prompts import check_new_tokens
 from audit.store import CONTINUATIONS, Store
 
 Progress = Callable[[int, int], None]
@@ -36,7 +37,8 @@ class Decoding:
     samples: int = 1
 
     def __post_init__(self) -> None:
-        if not 1 <= self.max_new_tokens or not 0 <= self.min_new_tokens <= self.max_new_tokens:
+        check_new_tokens(self.max_new_tokens, "--max-new-tokens")
+        if not 0 <= self.min_new_tokens <= self.max_new_tokens:
             raise AuditError(f"need 0 ≤ --min-new-tokens ≤ --max-new-tokens and --max-new-tokens ≥ 1, got "
                              f"{self.min_new_tokens} and {self.max_new_tokens}")
         if self.temperature <= 0 or not 0 < self.top_p <= 1 or self.samples < 1:

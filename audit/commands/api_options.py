@@ -13,6 +13,8 @@ def add_api_arguments(parser: argparse.ArgumentParser) -> None:
                                               "(the key is never stored or shown)")
     parser.add_argument("--concurrency", type=int, default=4, help=f"with {PREFIX}: requests in flight (default 4)")
     parser.add_argument("--max-requests", type=int, help=f"with {PREFIX}: request budget for this run (default: none)")
+    parser.add_argument("--deadline", type=float, help=f"with {PREFIX}: seconds the whole run may take (default: none; "
+                                                       "each call has its own 300 s either way)")
 
 
 def model_options(args: argparse.Namespace, *, need_logprobs: bool = False) -> ModelOptions:
@@ -21,4 +23,5 @@ def model_options(args: argparse.Namespace, *, need_logprobs: bool = False) -> M
                         backend=getattr(args, "backend", "transformers"), batch_size=args.batch_size,
                         trust_remote_code=getattr(args, "trust_remote_code", False), base_url=args.base_url,
                         api_key_env=args.api_key_env, concurrency=args.concurrency, max_requests=args.max_requests,
+                        deadline=getattr(args, "deadline", None),
                         need_logprobs=need_logprobs)

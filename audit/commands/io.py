@@ -13,7 +13,7 @@ import pandas as pd
 
 from audit.errors import AuditError
 from audit.output import csv_text, restore, write_atomic
-from audit.bounded import check_columns, check_line_rows, read_bytes, read_parquet
+from audit.bounded import check_columns, check_line_rows, check_text, read_bytes, read_parquet
 from audit.tasks.recorded import read_as_pointwise
 
 MAX_TABLE_ROWS = 5_000_000
@@ -55,15 +55,30 @@ def read_table_file(path: str, what: str) -> pd.DataFrame:
     try:
         raw = read_bytes(Path(path), MAX_TABLE_BYTES)
         if suffix != ".csv":
-            return read_as_pointwise(read_parquet(raw, Path(path), max_rows=MAX_TABLE_ROWS,
-                                                  max_decoded=MAX_TABLE_BYTES))
+            return read_as_pointwise(needed(read_parquet(raw, Path(path), max_rows=MAX_TABLE_ROWS,
+                                                         max_decoded=MAX_TABLE_BYTES), path, what))
+        check_text(raw, Path(path))
         check_columns(raw, Path(path), suffix)
         check_line_rows(raw, Path(path), MAX_TABLE_ROWS, header=True)
-        return read_as_pointwise(restore(pd.read_csv(io.BytesIO(raw), dtype={column: str for column in _TEXT})))
+        frame = restore(pd.read_csv(io.BytesIO(raw), dtype={column: str for column in _TEXT}))
+        return read_as_pointwise(needed(frame, path, what))
     except AuditError as exc:
         raise AuditError(f"cannot read {what} {exc}") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise AuditError(f"cannot read {what} {path}: {exc}") from None
+
+
+SCORE_NEEDS = ("model", "task", "subtask", "group", "score")
+"""Columns every score table holds (the others, e.g. ``mode``, ``qualified``, ``pool``, have defaults)."""
+
+
+def needed(frame: pd.DataFrame, path: str, what: str) -> pd.DataFrame:
+    """``frame`` if it holds the columns a ``what`` needs (a score table: :data:`SCORE_NEEDS`); else one error that
+    names the missing ones (never the file's own header, which may not be a header at all)."""
+    missing = [c for c in SCORE_NEEDS if c not in frame.columns] if what == "score table" else []
+    if missing:
+        raise AuditError(f"{path}: no column(s) {missing}; a score table needs {list(SCORE_NEEDS)}")
+    return frame
 
 
 def _plain(value: object) -> object:

@@ -5,10 +5,11 @@ import argparse
 import sys
 
 from audit.backend.api import PREFIX
+from audit.cli import INTERRUPTED
 from audit.commands.run_options import backend_and_executor, check_scale_options, checked_label
 from audit.errors import AuditError
 from audit.listwise import MAX_RANKINGS, READINGS, ListwiseRun, check_sizes, run_listwise
-from audit.store import Store
+from audit.store import CHOICE_RESULTS, Store
 from audit.study_plan import plan_line
 from audit.tasks import study
 
@@ -43,6 +44,7 @@ def run_listwise_score(args: argparse.Namespace) -> int:
     spec, executor = backend_and_executor(args)
     run = ListwiseRun(spec.ref, args.reading, args.seed, args.max_tokens,
                       checked_label(args.label) if args.label is not None else None)
+    empty = []
     with Store(args.db) as store:
         try:
             for job in jobs:
@@ -53,8 +55,16 @@ def run_listwise_score(args: argparse.Namespace) -> int:
 
                     outcome = run_listwise(store, run, job, args.rankings, spec.load, batch_size=args.batch_size,
                                            progress=progress, executor=executor)
-                print("\n".join(outcome.lines()))
+                print("\n".join(outcome.lines()), flush=True)
+                empty += [job] if outcome.nothing_readable else []
+        except KeyboardInterrupt:
+            stored = store.count_results(CHOICE_RESULTS, (run.fingerprint, run.method))
+            print(f"interrupted; {stored} rankings stored, rerun to resume", file=sys.stderr)
+            return INTERRUPTED
         finally:
             if executor is not None:
                 executor.shutdown()
+    if empty:
+        raise AuditError(f"every reply of {run.name} for {', '.join(empty)} was unreadable (no name mentioned): "
+                         "nothing to audit; the replies are stored — read them, check the model and --max-tokens")
     return 0

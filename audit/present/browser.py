@@ -165,17 +165,27 @@ def _later(work: Callable[[_Session], Awaitable[_T]]) -> Callable[[], _T]:
         except Exception as exc:  # noqa: BLE001 - choreographer raises several types when Chrome is missing or fails
             said = " ".join(str(part) for part in exc.args)  # choreographer's errors hold several sentences
             cause = said.splitlines()[0] if said.strip() else type(exc).__name__
-        _fail(session, cause)
+        status = _exit_status(session)
+        if status is not None and session.opened.done() and not session.opened.exception():
+            _fail(session, f"the headless browser ended while it worked (exit status {status}: killed or crashed); "
+                           "run the command again")
+        _fail(session, "the headless browser needs a working Chrome/Chromium (apt-get install chromium; "
+                       f"BROWSER_PATH): {cause}")
 
     return result
 
 
-def _fail(session: _Session, cause: str) -> NoReturn:
-    """Kill the browser and keep why, for every later call."""
+def _exit_status(session: _Session) -> int | None:
+    """The browser process's exit status once it has ended (negative: the signal that ended it), else None."""
+    process = getattr(session.browser, "subprocess", None)
+    return process.poll() if process is not None else None
+
+
+def _fail(session: _Session, message: str) -> NoReturn:
+    """Kill the browser and keep why (``message``), for every later call."""
     global _broken
     with _lock:
-        _broken = ("the headless browser needs a working Chrome/Chromium (apt-get install chromium; BROWSER_PATH): "
-                   f"{cause}")
+        _broken = message
         session.kill()
     raise AuditError(_broken)
 
@@ -209,11 +219,27 @@ def _figure_page(svg: str, width: int, height: int) -> bytes:
 
 
 async def _load(tab: Any, page: Path) -> None:
-    """``tab`` showing ``page`` once its load event has fired."""
+    """``tab`` showing ``page`` once its load event has fired; the page loads nothing but itself (:func:`_confine`)."""
+    await _confine(tab, page.as_uri())
     _answer(await tab.send_command("Page.enable"))
     loaded = tab.subscribe_once("Page.loadEventFired")
     _answer(await tab.send_command("Page.navigate", params={"url": page.as_uri()}))
     await loaded
+
+
+async def _confine(tab: Any, page: str) -> None:
+    """Every request of ``tab`` (its frames', images', styles', scripts') held by the DevTools protocol's request
+    interception: the one to ``page`` goes on, every other file and network request fails (``data:`` URIs make no
+    request). The documents shown hold user text: one escaping slip must not become a file read or a request."""
+    async def paused(event: dict) -> None:
+        params = event["params"]
+        allowed = params["request"]["url"] == page
+        command = "Fetch.continueRequest" if allowed else "Fetch.failRequest"
+        extra = {} if allowed else {"errorReason": "BlockedByClient"}
+        await tab.send_command(command, params={"requestId": params["requestId"], **extra})
+
+    tab.subscribe("Fetch.requestPaused", paused)
+    _answer(await tab.send_command("Fetch.enable", params={"patterns": [{"urlPattern": "*"}]}))
 
 
 async def _printed(tab: Any) -> bytes:

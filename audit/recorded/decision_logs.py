@@ -23,7 +23,8 @@ from audit.errors import AuditError
 from audit.metrics.ll144 import UNKNOWN, unknown_mask
 from audit.store_recorded import OUTCOMES
 from audit.recorded.log_spec import LogSpec
-from audit.bounded import MAX_COLUMNS, check_columns, check_line_rows, read_bytes, read_parquet
+from audit.bounded import (MAX_COLUMNS, MAX_HEADER_BYTES, check_columns, check_line_rows, check_text, column_list,
+                            csv_fields, read_bytes, read_parquet)
 from audit.tasks.loaders import TABLE_SUFFIXES, utf8_text
 
 MAX_LOG_BYTES = 256 * 2**20
@@ -66,6 +67,7 @@ def read_table(path: Path) -> tuple[pd.DataFrame, str]:
     if suffix == ".parquet":
         frame = read_parquet(raw, path, max_rows=MAX_LOG_ROWS, max_decoded=MAX_LOG_DECODED)
     else:
+        check_text(raw, path)
         check_columns(raw, path, suffix)
         check_line_rows(raw, path, MAX_LOG_ROWS, header=suffix == ".csv")
         text = utf8_text(raw, path)
@@ -83,7 +85,8 @@ def read_table(path: Path) -> tuple[pd.DataFrame, str]:
 
 def _read_csv(path: Path, text: str) -> pd.DataFrame:
     end = text.find("\n")
-    header = next(csv.reader([text if end < 0 else text[:end]]), [])
+    with csv_fields(MAX_HEADER_BYTES):
+        header = next(csv.reader([text if end < 0 else text[:end]]), [])
     repeated = sorted({name.strip() for name, count in Counter(header).items() if count > 1})
     if repeated:
         raise AuditError(f"{path}, header row, column {repeated[0]!r}: named more than once")
@@ -145,7 +148,7 @@ def read_log(path: str | Path, spec: LogSpec) -> DecisionLog:
                          ("pool", spec.pool), ("subtask", spec.subtask), ("date", spec.date)):
         if column is not None and column not in columns:
             raise AuditError(f"{path}, header row, column {column!r}: the spec's {role} column is not in the log; "
-                             f"columns: {columns}")
+                             f"{column_list(columns)}")
     applicant = _text(frame[spec.applicant])
     if (applicant == "").any():
         raise _fail(path, _first(applicant == ""), spec.applicant, "missing applicant id")
@@ -190,7 +193,7 @@ def _outcome(path: Path, spec: LogSpec, columns: list[str]) -> tuple[str, str]:
         kind, column = spec.outcome
         if column not in columns:
             raise AuditError(f"{path}, header row, column {column!r}: the spec's {kind} outcome column is not in the "
-                             f"log; columns: {columns}")
+                             f"log; {column_list(columns)}")
         return kind, column
     found = [c for c in OUTCOMES if c in columns]
     if not found:

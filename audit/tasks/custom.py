@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from audit.bounded import column_list
 from audit.design import PoolDesign, split_groupings
 from audit.errors import AuditError
 from audit.tasks.base import Candidate, ChatPrompt, LabelSet, dataset_hash
-from audit.tasks.loaders import Row, cell_text, columns_of, read_rows
+from audit.tasks.loaders import Row, cell_text, columns_of, group_name, read_rows
 from audit.tasks.pools import draw
 from audit.tasks.specs import TaskSpec, load_spec
 
@@ -121,14 +122,15 @@ def load_candidates(path: Path, spec: TaskSpec) -> dict[str, list[Candidate]]:
         raise AuditError(f"{path}: no candidates")
     absent = [c for c in ("text", *spec.group_columns) if c not in columns_of(rows)]
     if absent:
-        raise AuditError(f"{path}: missing column(s) {absent} (columns: {sorted(columns_of(rows))})")
+        raise AuditError(f"{path}: missing column(s) {absent} ({column_list(sorted(columns_of(rows)))})")
     known = {cell_text(g) for g in spec.groups} if spec.groups else None
     out: dict[str, list[Candidate]] = {}
     seen: dict[tuple[str, str], int] = {}
     for number, row in enumerate(rows, start=1):
         where = f"{path}, row {number}"
         text = _required(row, "text", where)
-        group = "_".join(_required(row, column, where) for column in spec.group_columns)
+        group = group_name("_".join(_required(row, column, where) for column in spec.group_columns),
+                           f"{where}, column {'/'.join(spec.group_columns)!r}")
         if known is not None and group not in known:
             raise AuditError(f"{where}, column {'/'.join(spec.group_columns)!r}: unknown group {group!r}; the spec "
                              f"lists {sorted(known)}")

@@ -14,7 +14,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from audit.bounded import MAX_COLUMNS, check_columns, check_line_rows, read_bytes, read_parquet
+from audit.bounded import (MAX_COLUMNS, check_columns, check_line_rows, check_text, csv_fields, read_bytes,
+                            read_parquet)
 from audit.errors import AuditError
 from audit.paths import cache_dir
 
@@ -71,6 +72,7 @@ def read_rows(path: Path) -> list[Row]:
     raw = read_bytes(path, MAX_BYTES)
     if suffix == ".parquet":
         return read_parquet(raw, path, max_rows=MAX_ROWS, max_decoded=MAX_DECODED).to_dict(orient="records")
+    check_text(raw, path)
     check_columns(raw, path, suffix)
     check_line_rows(raw, path, MAX_ROWS, header=suffix == ".csv")
     text = utf8_text(raw, path)
@@ -86,28 +88,39 @@ def read_rows(path: Path) -> list[Row]:
 def _read_csv(path: Path, text: str) -> list[Row]:
     """Rows of a CSV file; a repeated header name, a row with more or fewer fields than the header, or a field the
     csv module cannot take is an :class:`AuditError` naming the row."""
-    csv.field_size_limit(MAX_BYTES)  # a field may be as long as the file (the default limit is 128 KiB)
     reader = csv.reader(io.StringIO(text, newline=""))
-    try:
-        header = next(reader, None)
-        if not header:
-            raise AuditError(f"{path}: empty file (expected a header row)")
-        repeated = sorted(name for name, count in Counter(header).items() if count > 1)
-        if repeated:
-            raise AuditError(f"{path}: header names column(s) {repeated} more than once")
-        rows = []
-        for number, fields in enumerate(filter(None, reader), start=1):  # blank lines are skipped
-            if len(fields) != len(header):
-                raise AuditError(f"{path}, row {number}: {len(fields)} fields but the header names {len(header)}")
-            rows.append(dict(zip(header, fields)))
-    except csv.Error as exc:
-        raise AuditError(f"{path}, row {reader.line_num}: not valid CSV ({exc})") from None
+    with csv_fields(MAX_BYTES):  # a field may be as long as the file (the default limit is 128 KiB)
+        try:
+            header = next(reader, None)
+            if not header:
+                raise AuditError(f"{path}: empty file (expected a header row)")
+            repeated = sorted(name for name, count in Counter(header).items() if count > 1)
+            if repeated:
+                raise AuditError(f"{path}: header names column(s) {repeated} more than once")
+            rows = []
+            for number, fields in enumerate(filter(None, reader), start=1):  # blank lines are skipped
+                if len(fields) != len(header):
+                    raise AuditError(f"{path}, row {number}: {len(fields)} fields but the header names "
+                                     f"{len(header)}")
+                rows.append(dict(zip(header, fields)))
+        except csv.Error as exc:
+            raise AuditError(f"{path}, row {reader.line_num}: not valid CSV ({exc})") from None
     return rows
 
 
 def columns_of(rows: list[Row]) -> set[str]:
     """Every column name that occurs in ``rows``."""
     return {key for row in rows for key in row}
+
+
+def group_name(name: str, where: str) -> str:
+    """``name`` if it holds no control character (NUL, escape, a line break, U+0080–U+009F); else one error naming
+    the first, so no group shown on a page, chart or report carries one."""
+    bad = next((c for c in name if unicodedata.category(c) == "Cc"), None)
+    if bad is not None:
+        raise AuditError(f"{where}: group name {name!r} holds a control character (U+{ord(bad):04X}); group names "
+                         "are printable text")
+    return name
 
 
 def cell_text(value: Any) -> str:

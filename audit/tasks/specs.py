@@ -27,7 +27,7 @@ from typing import Any
 
 from audit.errors import AuditError
 from audit.tasks.base import LabelSet
-from audit.tasks.loaders import read_text
+from audit.tasks.loaders import group_name, read_text
 from audit.design import PoolDesign
 from audit.tasks.pools import DRAWN
 
@@ -112,10 +112,12 @@ def parse_spec(raw: Any, where: str = "spec") -> TaskSpec:
         pairwise_question=_text(pairwise, "question", f"{where}: pairwise"),
         pairwise_item=_text(pairwise, "item", f"{where}: pairwise", "Candidate"),
         pairwise_system=_text(pairwise, "system", f"{where}: pairwise", instruction),
-        reference_group=unicodedata.normalize("NFC", _text(raw, "reference_group", where).strip()),
+        reference_group=group_name(unicodedata.normalize("NFC", _text(raw, "reference_group", where).strip()),
+                                   f"{where}: key 'reference_group'"),
         pools=PoolDesign.parse(raw.get("pools", "per-group"), f"{where}: key 'pools'", DRAWN),
         group_columns=tuple(columns),
-        groups=None if groups is None else tuple(unicodedata.normalize("NFC", str(g).strip()) for g in groups),
+        groups=None if groups is None else tuple(group_name(unicodedata.normalize("NFC", str(g).strip()),
+                                                            f"{where}: key 'groups'") for g in groups),
     )
 
 
