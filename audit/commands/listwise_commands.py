@@ -8,7 +8,9 @@ from audit.backend.api import PREFIX
 from audit.commands.run_options import backend_and_executor, check_scale_options, checked_label
 from audit.errors import AuditError
 from audit.listwise import MAX_RANKINGS, READINGS, ListwiseRun, check_sizes, run_listwise
+from audit.commands.io import cli_options
 from audit.store import Store
+from audit.store_runs import data_reads, recording
 from audit.study_plan import plan_line
 from audit.tasks import study
 
@@ -43,7 +45,7 @@ def run_listwise_score(args: argparse.Namespace) -> int:
     spec, executor = backend_and_executor(args)
     run = ListwiseRun(spec.ref, args.reading, args.seed, args.max_tokens,
                       checked_label(args.label) if args.label is not None else None)
-    with Store(args.db) as store:
+    with Store(args.db) as store, recording(store, "score", cli_options(args)) as recorded:
         try:
             for job in jobs:
                 with tqdm(desc=f"{run.name} {job}", unit="ranking", file=sys.stderr) as bar:
@@ -54,6 +56,7 @@ def run_listwise_score(args: argparse.Namespace) -> int:
                     outcome = run_listwise(store, run, job, args.rankings, spec.load, batch_size=args.batch_size,
                                            progress=progress, executor=executor)
                 print("\n".join(outcome.lines()))
+            recorded.reads = data_reads(store, study.TASK, jobs, [run.name])
         finally:
             if executor is not None:
                 executor.shutdown()
