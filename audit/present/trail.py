@@ -13,7 +13,7 @@ SHOWN = ["run", "at", "action", "version", "options", "read", "wrote", "note"]
 def options_text(options: dict) -> str:
     """``name=value`` for every option that is set (not None, False or empty), in name order."""
     return ", ".join(f"{name}={_value(value)}" for name, value in sorted(options.items())
-                     if value not in (None, False, "", [], {}))
+                     if value is not None and value is not False and value not in ("", [], {}))
 
 
 def reads_text(reads: dict) -> str:
