@@ -1,4 +1,5 @@
 """Allocational-harm audit of language models: tasks, model backend, result store, metrics."""
 
 __version__ = "0.1.0"
-"""The package version, for where the tool does not run from a git checkout (see :func:`audit.store_runs.tool_version`)."""
+"""The package version, the tool's version where it does not run from a git checkout
+(:func:`audit.store_runs.tool_version`)."""

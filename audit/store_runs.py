@@ -62,8 +62,8 @@ def clean_options(options: Mapping[str, object]) -> dict:
             clean[name] = NOT_STORED
         elif isinstance(value, str) and "://" in value:
             parts = urlsplit(value)
-            host = parts.hostname or ""
-            clean[name] = urlunsplit((parts.scheme, host + (f":{parts.port}" if parts.port else ""), parts.path, "", ""))
+            host = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
+            clean[name] = urlunsplit((parts.scheme, host, parts.path, "", ""))
         else:
             clean[name] = json.loads(json.dumps(value, default=str))
     return clean
@@ -138,7 +138,8 @@ def recordable(path: str | Path) -> bool:
 
 
 def record_report(path: str, action: str, options: Mapping[str, object], build: Callable[[int | None], bytes],
-                  reads: Callable[[Store], dict], out: str | None = None, download: str = "") -> tuple[bytes, int | None]:
+                  reads: Callable[[Store], dict], out: str | None = None,
+                  download: str = "") -> tuple[bytes, int | None]:
     """Build a report that names the run recording it, and record that run: ``build(n)`` makes the report of run
     #n, written to ``out`` (or offered as the download ``download``) in the transaction that appends the run, so
     the file and the trail agree. A store the report may not write (:func:`recordable`) gets a report of no run

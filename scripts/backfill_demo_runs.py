@@ -35,8 +35,8 @@ def pairwise(method: str) -> tuple[str, dict[str, str]]:
     return f"SELECT MIN(created) FROM choice_results WHERE {where}", {"choice_results": where, "pairwise_plan": where}
 
 
-#: (action, options, (task, label[, subtask]) it read or None for CAIRO, (SQL of its first result's time, table → WHERE of the
-#: rows it wrote))
+#: (action, options, (task, label[, subtask]) it read or None for CAIRO, (SQL of its first result's time,
+#: table → WHERE of the rows it wrote))
 STEPS = [
     ("score", {**RESUME, "model": "smollm2-135m", "limit": 12}, ("resume", "smollm2-135m"), pointwise(SMOLLM)),
     ("score", {**RESUME, "model": "qwen2.5-coder-0.5b", "limit": 12}, ("resume", "qwen2.5-coder-0.5b"),

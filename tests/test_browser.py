@@ -20,7 +20,7 @@ SHOTS = ROOT / "artifacts" / "screenshots"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 PAGES = {"overview": "", "run_audit": "run_audit", "allocation_gaps": "allocation_gaps",
          "group_correlations": "group_correlations", "model_rankings": "model_rankings",
-         "cairo_explorer": "cairo_explorer", "compare": "compare"}
+         "cairo_explorer": "cairo_explorer", "compare": "compare", "runs": "runs"}
 CHART_PAGES = {"allocation_gaps", "group_correlations", "model_rankings", "cairo_explorer", "compare"}
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
