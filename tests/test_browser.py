@@ -148,3 +148,19 @@ def test_verdict_comes_first_and_groups_read_by_name(server_url, browser):
             assert "Asian women" in legend and not {"A_W", "W_M"} & set(legend), (path, legend)
     finally:
         page.close()
+
+
+def test_runs_page_lists_the_demo_stores_trail(server_url, browser):
+    """The shipped demo store's backfilled runs: the table (a canvas grid) and the latest run in full below it."""
+    page = browser.new_page()
+    try:
+        page.goto(f"{server_url}/runs", wait_until="domcontentloaded")
+        settle(page)
+        page.wait_for_selector('[data-testid="stDataFrame"]', timeout=60_000)
+        text = page.inner_text('[data-testid="stMain"]')
+        assert "#8: score · 2026-11-26T03:33:50+00:00" in text, text[:2000]
+        assert "backfilled by scripts/backfill_demo_runs.py" in text and "label_results" in text
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / "runs-trail.png"), full_page=True)
+    finally:
+        page.close()

@@ -20,7 +20,9 @@ from helpers import audit
 from streamlit.testing.v1 import AppTest
 
 from audit.paths import DEMO_STORE
+from audit.present.trail import readable
 from audit.reporting import provenance
+from audit.reporting.provenance import portable_path
 from audit.store import MIGRATIONS, SCHEMA_VERSION, Store, data_hash
 from audit.store_runs import COLUMNS, NOT_STORED, Run, append, clean_options, trail
 from audit.views import StoreTables
@@ -209,8 +211,11 @@ def test_the_report_names_its_run_and_holds_the_trail(demo_copy, tmp_path):
     second = tmp_path / "second.pdf"
     audit("report", "--db", demo_copy, *fast, "--out", second).check_returncode()
     text = subprocess.run(["pdftotext", "-layout", str(second), "-"], capture_output=True, text=True).stdout
-    assert f"This report: run #{DEMO_RUNS + 2}" in text and "first.html" in text
-    assert len(runs_of(demo_copy)) == DEMO_RUNS + 2
+    assert f"This report: run #{DEMO_RUNS + 2}" in text and "out=first.html" in text
+    runs = runs_of(demo_copy)
+    assert len(runs) == DEMO_RUNS + 2
+    options = readable(runs, portable_path)["options"].iloc[DEMO_RUNS]  # as the appendix prints them
+    assert "db=copy.db" in options and "out=first.html" in options and str(tmp_path) not in options
 
     digest = hashlib.sha256(DEMO_STORE.read_bytes()).hexdigest()
     shipped = tmp_path / "shipped.html"

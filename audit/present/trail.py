@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 
 SHOWN = ["run", "at", "action", "version", "options", "read", "wrote", "note"]
 
 
-def options_text(options: dict) -> str:
-    """``name=value`` for every option that is set (not None, False or empty), in name order."""
-    return ", ".join(f"{name}={_value(value)}" for name, value in sorted(options.items())
+def options_text(options: dict, path: Callable[[str], str] = str) -> str:
+    """``name=value`` for every option that is set (not None, False or empty), in name order; each text value
+    through ``path`` (e.g. a report's portable paths)."""
+    return ", ".join(f"{name}={_value(path(value) if isinstance(value, str) else value)}"
+                     for name, value in sorted(options.items())
                      if value is not None and value is not False and value not in ("", [], {}))
 
 
@@ -40,11 +43,12 @@ def wrote_text(wrote: dict) -> str:
     return "; ".join(rows + files) or "no new rows"
 
 
-def readable(trail: pd.DataFrame) -> pd.DataFrame:
-    """``trail`` with its JSON columns as the lines above, in :data:`SHOWN`."""
+def readable(trail: pd.DataFrame, path: Callable[[str], str] = str) -> pd.DataFrame:
+    """``trail`` with its JSON columns as the lines above, in :data:`SHOWN` (options' text values through
+    ``path``)."""
     return pd.DataFrame({
         "run": trail["run"].astype(int), "at": trail["at"], "action": trail["action"], "version": trail["version"],
-        "options": [options_text(json.loads(text)) for text in trail["options"]],
+        "options": [options_text(json.loads(text), path) for text in trail["options"]],
         "read": [reads_text(json.loads(text)) for text in trail["reads"]],
         "wrote": [wrote_text(json.loads(text)) for text in trail["wrote"]], "note": trail["note"]},
         columns=SHOWN)

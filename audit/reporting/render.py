@@ -31,6 +31,7 @@ from audit.reporting import page_one
 from audit.reporting.html import table
 from audit.reporting.page_one import VERDICT_CSS
 from audit.reporting.method import GLOSSARY, method_paragraphs
+from audit.reporting.provenance import portable_path
 from audit.reporting.style import STYLE, page_style
 from audit.tasks.recorded import mode_name
 
@@ -435,7 +436,7 @@ def audit_trail(data: ReportData) -> str:
     this = (f"This report: run #{run} of the store's audit trail (its file's SHA-256 is recorded there)." if run
             else "This report is not recorded in the store's audit trail: the store was only read (the shipped demo "
                  "store, or one this process may not write).")
-    shown = readable(data.trail) if len(data.trail) else pd.DataFrame()
+    shown = readable(data.trail, portable_path) if len(data.trail) else pd.DataFrame()
     earlier = (f" The latest {TRAIL_ROWS} of {len(shown)} runs are shown; `python -m audit runs` lists every one."
                if len(shown) > TRAIL_ROWS else "")
     listed = (table(shown.tail(TRAIL_ROWS).astype(str), numeric=("run",), css="long trail") if len(shown) else
