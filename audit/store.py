@@ -14,6 +14,7 @@ results (see :func:`audit.store_recorded.decision_scores`).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
@@ -22,7 +23,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence, Union
+from typing import Any, Callable, Iterable, Iterator, Sequence, Union
 
 import pandas as pd
 
@@ -31,7 +32,6 @@ from audit.errors import AuditError
 from audit.store_recorded import OUTCOMES, decision_scores, legacy_decisions
 
 APPLICATION = "allocation-audit"
-SCHEMA_VERSION = 3  # 2: the designs table; 3: recorded systems (older stores are migrated in place, see _migrate)
 BUSY_TIMEOUT_S = 120
 DATASET_KEY = "dataset:"  # meta key prefix: the content hash of the auditor's data each task was planned from
 
@@ -78,7 +78,14 @@ CREATE TABLE IF NOT EXISTS recorded_decisions (
 CREATE TABLE IF NOT EXISTS cairo_toxicity (
     scorer TEXT NOT NULL, text_key TEXT NOT NULL, score REAL NOT NULL, created REAL NOT NULL,
     PRIMARY KEY (scorer, text_key));
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY, at TEXT NOT NULL, action TEXT NOT NULL, version TEXT NOT NULL, options TEXT NOT NULL,
+    reads TEXT NOT NULL, wrote TEXT NOT NULL, note TEXT NOT NULL);
 """
+#: statements run after :data:`SCHEMA` on every store opened for writing: the runs table is append-only
+TRIGGERS = [f"CREATE TRIGGER IF NOT EXISTS runs_append_only_{verb.lower()} BEFORE {verb} ON runs "
+            f"BEGIN SELECT RAISE(ABORT, 'the runs table is append-only: a run is never changed or removed'); END"
+            for verb in ("UPDATE", "DELETE")]
 
 
 Item = Union[str, tuple]  # what one result is stored under: a prompt key, or e.g. (prompt key, sample)
@@ -147,7 +154,7 @@ class Store:
 
     def _initialise(self) -> None:
         with self.transaction() as db:
-            for statement in filter(str.strip, SCHEMA.split(";")):
+            for statement in [*filter(str.strip, SCHEMA.split(";")), *TRIGGERS]:
                 db.execute(statement)
             db.execute("INSERT OR IGNORE INTO meta VALUES ('application', ?)", (APPLICATION,))
             db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
@@ -478,13 +485,17 @@ def save_recorded(db: sqlite3.Connection, model: str, task: str, outcome: str, d
 
 
 def _migrate(db: sqlite3.Connection, from_version: int) -> None:
-    """Bring a store of schema ``from_version`` to :data:`SCHEMA_VERSION` in place, in the caller's transaction;
-    no row is dropped or changed."""
-    if from_version < 2:  # v2 added the designs table (created by SCHEMA): record the design of every stored task
-        db.executemany(SAVE_DESIGN, [design.row() for design in _derived_designs(db, set())])
-    if from_version < 3:  # v3 keeps recorded systems in their own tables (created by SCHEMA): move them there
-        _move_recorded(db)
+    """Bring a store of schema ``from_version`` to :data:`SCHEMA_VERSION` in place, in the caller's transaction,
+    through each step of :data:`MIGRATIONS` above it in order; no row is dropped or changed."""
+    for version, step in sorted(MIGRATIONS.items()):
+        if version > from_version:
+            step(db)
     db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
+
+
+def _record_designs(db: sqlite3.Connection) -> None:
+    """Record the design of every stored task (derived from its candidates and plan)."""
+    db.executemany(SAVE_DESIGN, [design.row() for design in _derived_designs(db, set())])
 
 
 def _move_recorded(db: sqlite3.Connection) -> None:
@@ -507,6 +518,39 @@ def _move_recorded(db: sqlite3.Connection) -> None:
                         AND p.subtask = candidates.subtask AND p.candidate_id = candidates.candidate_id)
         AND NOT EXISTS (SELECT 1 FROM pairwise_plan p WHERE p.task = candidates.task AND p.subtask = candidates.subtask
                         AND candidates.candidate_id IN (p.first_id, p.second_id))""")
+
+
+#: The one migration path. Every schema version above 1 and the step that brings a store of the version below to it.
+#: A new table goes into :data:`SCHEMA` (created, empty, in every store opened for writing, and as an empty temporary
+#: table in a read-only connection) with a step here under the next version: the step fills it from the older tables,
+#: or does nothing when it starts empty.
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    2: _record_designs,  # the designs table
+    3: _move_recorded,  # recorded systems in their own tables
+    4: lambda db: None,  # the runs table (the audit trail, audit.store_runs), empty until a run is recorded
+}
+SCHEMA_VERSION = max(MIGRATIONS)
+
+
+def data_hash(store: "Store", task: str, subtasks: Sequence[str]) -> tuple[str, int, str]:
+    """(SHA-256 of the data the task's results come from, number of rows, what they are). Scored tasks: the candidate
+    rows in ``subtasks``, each (subtask, candidate id, group, qualified, name, text); recorded systems: their
+    decisions, each (system, subtask, pool, position, group, value, applicant). Each row is one JSON array, rows
+    sorted, joined by newlines: the hash changes with any edit of the data the numbers were computed on."""
+    marks = ",".join("?" * len(subtasks))
+    found = store.db.execute(
+        f"SELECT subtask, candidate_id, grp, qualified, name, text FROM candidates WHERE task = ? AND subtask IN "
+        f"({marks}) ORDER BY subtask, candidate_id", (task, *subtasks)).fetchall()
+    what = "rows of the store's candidates table"
+    if not found:
+        found = store.db.execute(
+            "SELECT s.model, s.subtask, d.pool, d.position, d.grp, d.value, d.applicant FROM recorded_decisions d "
+            f"JOIN recorded_systems s ON s.id = d.system WHERE s.task = ? AND s.subtask IN ({marks}) "
+            "ORDER BY s.model, s.subtask, d.pool, d.position", (task, *subtasks)).fetchall()
+        what = "recorded decisions (imported: sources in Appendix C)"
+    encode = json.JSONEncoder(ensure_ascii=False).encode  # what json.dumps(row, ensure_ascii=False) builds per call
+    text = "".join(f"{encode(list(row))}\n" for row in found)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest(), len(found), what
 
 
 def _derived_designs(db: sqlite3.Connection, known: set[tuple[str, str]]) -> list[AuditDesign]:

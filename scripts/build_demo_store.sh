@@ -9,6 +9,8 @@
 # every group), OUT (default data/demo.db). The store is built in a temporary file and moved into place only when
 # every run finished. The 4-bit and generate runs were added to the shipped data/demo.db in place with exactly their
 # own commands (`python -m audit score … --db data/demo.db`).
+# Every command records its own run in the store's audit trail (`python -m audit runs --db data/demo.db`); the runs
+# of the store as shipped, built before runs were recorded, were backfilled by scripts/backfill_demo_runs.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-.venv/bin/python}

@@ -20,7 +20,7 @@ SHOTS = ROOT / "artifacts" / "screenshots"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 PAGES = {"overview": "", "run_audit": "run_audit", "allocation_gaps": "allocation_gaps",
          "group_correlations": "group_correlations", "model_rankings": "model_rankings",
-         "cairo_explorer": "cairo_explorer", "compare": "compare"}
+         "cairo_explorer": "cairo_explorer", "compare": "compare", "runs": "runs"}
 CHART_PAGES = {"allocation_gaps", "group_correlations", "model_rankings", "cairo_explorer", "compare"}
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -183,5 +183,22 @@ def test_deciding_verdict_columns_fit_1500_px_and_the_address_keeps_task_and_k(s
         assert not any(t["scrolls"] for t in systems + deciding), tables
         page.get_by_text("every column of these verdicts").click()  # the rest, on demand (glide draws the columns
         page.wait_for_function(f"({TABLES})().some(t => t.columns.includes('grouping'))", timeout=60_000)  # in view)
+    finally:
+        page.close()
+
+
+def test_runs_page_lists_the_demo_stores_trail(server_url, browser):
+    """The shipped demo store's backfilled runs: the table (a canvas grid) and the latest run in full below it."""
+    page = browser.new_page()
+    try:
+        page.goto(f"{server_url}/runs", wait_until="domcontentloaded")
+        settle(page)
+        page.wait_for_selector('[data-testid="stDataFrame"]', timeout=60_000)
+        text = page.inner_text('[data-testid="stMain"]')
+        # the latest run in full: the demo's last build step, Gemma's pointwise rows scored again
+        assert '"model":"gemma3-270m"' in text.replace(" ", "") and '"label_results":384' in text.replace(" ", "")
+        assert "backfilled by scripts/backfill_demo_runs.py" in text, text[:2000]
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / "runs-trail.png"), full_page=True)
     finally:
         page.close()

@@ -18,10 +18,11 @@ from audit.cairo.scored import scored_continuations, unify_subgroups
 from audit.cairo.search import SEARCHES, Options, correlation_table, few_models_warning, search_all
 from audit.cairo.toxicity import DEFAULT_SCORER, get_scorer
 from audit.commands.api_options import add_api_arguments, model_options
-from audit.commands.io import write_stdout
+from audit.commands.io import cli_options, write_stdout
 from audit.errors import AuditError
 from audit.output import csv_text
 from audit.store import Store
+from audit.store_runs import recording
 
 DEFAULT_DB = "results.db"
 
@@ -116,7 +117,9 @@ def run_cairo(args: argparse.Namespace) -> int:
 
         check_available()  # one line before anything is written
     scorer = get_scorer(args.toxicity)
-    with Store(args.db) as store:
+    with Store(args.db) as store, recording(store, "cairo run", cli_options(args)) as recorded:
+        recorded.reads = {"prompts": args.prompts, "systems": {spec.ref.label: spec.ref.fingerprint for spec in specs},
+                          "toxicity": scorer.name}
         for spec in specs:
             ref, load = spec.ref, _loader(spec)
             for run in runs:

@@ -9,7 +9,9 @@ from audit.recorded.decision_logs import read_log
 from audit.recorded.log_spec import load_log_spec
 from audit.recorded.ranking_runs import read_runs
 from audit.recorded.storing import import_log, import_runs
+from audit.commands.io import cli_options
 from audit.store import Store
+from audit.store_runs import data_reads, recording
 from audit.tasks.recorded import RANKING_RUN_REFERENCE
 
 DEFAULT_TASK = "recorded"
@@ -45,8 +47,9 @@ def run_import(args: argparse.Namespace) -> int:
     if args.spec or args.label:
         raise AuditError("--spec and --label go with --format decisions")
     runs = read_runs(args.data)
-    with Store(args.db) as store:
+    with Store(args.db) as store, recording(store, "import", cli_options(args)) as run:
         fingerprints = import_runs(store, runs, args.task, args.reference, source=Path(args.data).name)
+        run.reads = {"source_sha256": runs.digest, **data_reads(store, args.task)}
     print(f"imported {runs.files} ranking runs ({len(runs.rows)} ranked candidates) of "
           f"{', '.join(fingerprints)} into task {args.task!r} of {args.db}; dates {runs.first_date} to "
           f"{runs.last_date}; source sha256 {runs.digest}")
@@ -65,8 +68,9 @@ def _import_decisions(args: argparse.Namespace) -> int:
     label = (args.label or spec.label or Path(args.data).stem).strip()
     if not label:
         raise AuditError("--label: give the system a name")
-    with Store(args.db) as store:
+    with Store(args.db) as store, recording(store, "import", cli_options(args)) as run:
         fingerprint = import_log(store, log, args.task, label)
+        run.reads = {"source_sha256": log.digest, **data_reads(store, args.task)}
     pools = log.decisions.groupby(["subtask", "pool"]).ngroups
     print(f"imported {log.rows} decisions ({log.outcome}) of {label!r} ({fingerprint}) into task {args.task!r} of "
           f"{args.db}: {log.decisions['subtask'].nunique()} subtask(s), {pools} pool(s); dates "

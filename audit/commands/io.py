@@ -1,6 +1,7 @@
 """What every sub-command shares: reading score and pair files, parsing quotas, printing or writing tables."""
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import math
@@ -92,6 +93,11 @@ def _plain(value: object) -> object:
 def records(frame: pd.DataFrame) -> list[dict]:
     """Rows as JSON-ready dicts (NaN and NA become null, NumPy numbers plain numbers)."""
     return [{key: _plain(value) for key, value in row.items()} for row in frame.to_dict("records")]
+
+
+def cli_options(args: argparse.Namespace) -> dict:
+    """A command's options as its run records them (:func:`audit.store_runs.recording` leaves out secrets)."""
+    return {name: value for name, value in vars(args).items() if name not in ("command", "handler")}
 
 
 def emit(text: str, out: str | None) -> None:

@@ -9,7 +9,9 @@ from audit.cli import INTERRUPTED
 from audit.commands.run_options import backend_and_executor, check_scale_options, checked_label
 from audit.errors import AuditError
 from audit.listwise import MAX_RANKINGS, READINGS, ListwiseRun, check_sizes, run_listwise
+from audit.commands.io import cli_options
 from audit.store import CHOICE_RESULTS, Store
+from audit.store_runs import data_reads, recording
 from audit.study_plan import plan_line
 from audit.tasks import study
 
@@ -45,7 +47,7 @@ def run_listwise_score(args: argparse.Namespace) -> int:
     run = ListwiseRun(spec.ref, args.reading, args.seed, args.max_tokens,
                       checked_label(args.label) if args.label is not None else None)
     empty = []
-    with Store(args.db) as store:
+    with Store(args.db) as store, recording(store, "score", cli_options(args)) as recorded:
         try:
             for job in jobs:
                 with tqdm(desc=f"{run.name} {job}", unit="ranking", file=sys.stderr) as bar:
@@ -57,6 +59,7 @@ def run_listwise_score(args: argparse.Namespace) -> int:
                                            progress=progress, executor=executor)
                 print("\n".join(outcome.lines()), flush=True)
                 empty += [job] if outcome.nothing_readable else []
+            recorded.reads = data_reads(store, study.TASK, jobs, [run.name])
         except KeyboardInterrupt:
             stored = store.count_results(CHOICE_RESULTS, (run.fingerprint, run.method))
             print(f"interrupted; {stored} rankings stored, rerun to resume", file=sys.stderr)

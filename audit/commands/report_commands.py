@@ -15,11 +15,11 @@ from audit.audit import Audit
 from audit.design import AuditDesign, PoolDesign
 from audit.errors import AuditError
 from audit.formatting import bound, md_text
-from audit.commands.io import emit, read_table_file, records
+from audit.commands.io import cli_options, emit, read_table_file, records
 from audit.commands.options import (add_adjust, add_bootstrap, add_selection, add_verdict_rule, check_date,
                                     selection_from)
 from audit.metrics.keys import UNQUOTED
-from audit.output import check_target, csv_text, write_atomic
+from audit.output import check_target, csv_text
 from audit.metrics.impact import FOUR_FIFTHS
 from audit.selection import N_PERM, Selection
 from audit.store import Store
@@ -159,7 +159,7 @@ def run_compare(args: argparse.Namespace) -> int:
 
 def run_report(args: argparse.Namespace) -> int:
     """Handler of ``report``: the format follows the suffix of ``--out``."""
-    from audit.reporting import ReportSettings, build_report  # imported on use: its figures load plotly
+    from audit.reporting import ReportSettings, recorded_report  # imported on use: its figures load plotly
 
     check_target(args.out, args.db)  # before the work: a report never replaces the store
     check_date(args.distribution_date, "--distribution-date")
@@ -173,8 +173,11 @@ def run_report(args: argparse.Namespace) -> int:
                               threshold=args.threshold, compare=tuple(args.compare) if args.compare else None,
                               paper=args.paper, auditor=args.auditor.strip(), firm=args.firm.strip(),
                               distribution_date=args.distribution_date)
-    write_atomic(args.out, build_report(settings, fmt, _terminal_progress() if sys.stderr.isatty() else None,
-                                        tables=tables), args.db)
+    _, run = recorded_report(settings, fmt, "report", cli_options(args),
+                             _terminal_progress() if sys.stderr.isatty() else None, tables, out=args.out)
+    print(f"wrote {args.out}: " + (f"run #{run} of the store's audit trail" if run else
+                                   "not recorded (the store is only read: the shipped demo store, or not writable)"),
+          file=sys.stderr)
     return 0
 
 

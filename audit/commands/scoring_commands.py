@@ -14,11 +14,12 @@ from audit.commands.api_options import add_api_arguments
 from audit.commands.listwise_commands import add_listwise_arguments, run_listwise_score
 from audit.commands.run_options import backend_and_executor, check_scale_options, checked_label
 from audit.scoring import MODES, PAIRWISE_METHODS, check_options, run_scoring
-from audit.commands.io import write_stdout
+from audit.commands.io import cli_options, write_stdout
 from audit.errors import AuditError
 from audit.output import check_target, csv_text, write_atomic
 from audit.store_tables import answer_table, design_table, pair_table, score_table
 from audit.store import Store
+from audit.store_runs import data_reads, recording
 from audit.tasks import TASKS, get_task, list_subtasks, study
 from audit.tasks.recorded import shown_modes
 
@@ -92,7 +93,7 @@ def run_score(args: argparse.Namespace) -> int:
     spec, executor = backend_and_executor(args)
     if args.label is not None:
         spec = replace(spec, ref=replace(spec.ref, label=checked_label(args.label)))
-    with Store(args.db) as store:
+    with Store(args.db) as store, recording(store, "score", cli_options(args)) as run:
         try:
             for task in tasks:
                 with tqdm(desc=f"{spec.ref.label} {task.subtask}", unit="prompt", file=sys.stderr) as bar:
@@ -106,6 +107,7 @@ def run_score(args: argparse.Namespace) -> int:
                                           batch_size=args.batch_size, progress=progress, executor=executor,
                                           truncate=args.truncate)
                 print(summary.line())
+            run.reads = data_reads(store, tasks[0].name, [task.subtask for task in tasks], [spec.ref.label])
         finally:
             if executor is not None:
                 executor.shutdown()

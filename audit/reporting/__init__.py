@@ -5,12 +5,14 @@ reproduce every number.
 :func:`collect` gathers the numbers (:mod:`audit.reporting.content`), :func:`findings` turns them into sentences,
 :func:`render_html` writes the document and :func:`print_pdf` prints it.
 """
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 from audit.present.browser import print_pdf, warm_up
 from audit.reporting.content import ReportSettings, collect
 from audit.reporting.findings import Finding, findings
 from audit.reporting.render import render_html
+from audit.store_runs import data_reads, record_report
 from audit.views import StoreTables
 
 #: a report's steps, as :func:`build_report` announces them
@@ -44,5 +46,19 @@ def build_report(settings: ReportSettings, fmt: str = "html", progress: Progress
     return print_pdf(page)
 
 
+def recorded_report(settings: ReportSettings, fmt: str, action: str, options: Mapping[str, object],
+                    progress: Progress | None = None, tables: StoreTables | None = None, out: str | None = None,
+                    download: str = "") -> tuple[bytes, int | None]:
+    """:func:`build_report` as one run ``action`` (with ``options``) of the store's audit trail: the report names
+    the run that records it, and the run its file (``out``, or the page's ``download`` name), the systems and the
+    data it read (:func:`audit.store_runs.record_report`). Returns the report and its run number (None where the
+    store is only read)."""
+    selection = settings.selection
+    return record_report(settings.store, action, options,
+                         lambda run: build_report(replace(settings, run=run), fmt, progress, tables),
+                         lambda store: data_reads(store, selection.task, selection.subtasks, selection.models),
+                         out=out, download=download)
+
+
 __all__ = ["COMPUTING", "Finding", "PRINTING", "Progress", "ReportSettings", "WRITING", "build_report", "collect",
-           "findings", "print_pdf", "render_html", "report_steps"]
+           "findings", "print_pdf", "recorded_report", "render_html", "report_steps"]

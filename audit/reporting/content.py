@@ -3,7 +3,6 @@ diagnostics, an optional comparison, limitations and the commands that reproduce
 from __future__ import annotations
 
 import shlex
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
@@ -22,16 +21,18 @@ from audit.reporting.ll144_section import ll144_section
 from audit.store_tables import answer_table, pair_table
 from audit.tasks.recorded import mode_name
 from audit.selection import Selection
-from audit.store import Store
+from audit.store import Store, data_hash
+from audit.store_runs import tool_version, trail
 from audit.views import StoreTables, regroup
 
 @dataclass(frozen=True)
 class ReportSettings:
     """What to report on: the store, one :class:`audit.selection.Selection` of it and the report's options: its quota
     ``k`` (None: the design's; after :func:`collect` the k used, ``quota_reason`` saying why), an optional comparison
-    of two model labels (A, B), the verdicts' impact-ratio ``threshold``, the ``paper`` (``a4`` or ``letter``) and the
+    of two model labels (A, B), the verdicts' impact-ratio ``threshold``, the ``paper`` (``a4`` or ``letter``), the
     sign-off block's ``auditor``, ``firm`` and ``distribution_date`` (YYYY-MM-DD; each left as a blank line to fill in
-    when empty; the date is also the LL144 section's). The selection's choices read as the
+    when empty; the date is also the LL144 section's) and ``run``, the number of the store's run that records the
+    report (None: not recorded, see :func:`audit.store_runs.record_report`). The selection's choices read as the
     settings' own (``settings.grouping``, ``settings.ci``, …); after :func:`collect` its grouping, reference and
     pool hold the values the report used."""
 
@@ -45,6 +46,7 @@ class ReportSettings:
     auditor: str = ""
     firm: str = ""
     distribution_date: str = ""
+    run: int | None = None
 
     def __getattr__(self, name: str) -> object:
         if name == "selection":  # not set yet (unpickling): no recursion
@@ -82,8 +84,10 @@ class ReportData:
     #: each declared grouping's smallest pool size (a quota k is defined below it)
     pool_sizes: dict[str, int] = field(default_factory=dict)
     #: (SHA-256 of the data behind the results, number of rows, what they are), see
-    #: :func:`audit.reporting.provenance.data_hash`
+    #: :func:`audit.store.data_hash`
     data: tuple[str, int, str] = ("", 0, "rows")
+    #: the store's audit trail as it stood before this report (:func:`audit.store_runs.trail`)
+    trail: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def recorded(self) -> bool:
@@ -94,16 +98,6 @@ class ReportData:
     @property
     def at_k(self) -> pd.DataFrame:
         return self.metrics[self.metrics["k"] == self.settings.k].reset_index(drop=True)
-
-
-def tool_version() -> str:
-    """The project's git commit (short hash), or ``unknown`` outside a checkout."""
-    try:
-        done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent, capture_output=True,
-                              text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    return done.stdout.strip() or "unknown"
 
 
 def load_scores(settings: ReportSettings, table: pd.DataFrame) -> pd.DataFrame:
@@ -164,19 +158,19 @@ def collect(settings: ReportSettings, tables: StoreTables | None = None) -> Repo
     with ThreadPoolExecutor(1, thread_name_prefix="report-store") as background:
         read = background.submit(_stored, settings, scores.copy(), task)  # its own copy: pandas is not thread-safe
         data = _computed(settings, tables, scores, task)
-        data.models, data.prompts, data.diagnostics, data.data = read.result()
+        data.models, data.prompts, data.diagnostics, data.data, data.trail = read.result()
     return data
 
 
 def _stored(settings: ReportSettings, scores: pd.DataFrame, task: str
-            ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, tuple[str, int, str]]:
-    """(systems, prompts, diagnostics, data hash) of ``scores`` of ``task``, read from the store."""
+            ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, tuple[str, int, str], pd.DataFrame]:
+    """(systems, prompts, diagnostics, data hash, audit trail) of ``scores`` of ``task``, read from the store."""
     subtasks = [t for t in sorted(scores["subtask"].astype(str).unique()) if not settings.subtasks
                 or t in settings.subtasks]
     with _open(settings.store) as store:
         return (provenance.systems(store, scores, task, settings.mode),
                 provenance.prompts(store, task, scores, settings.mode), _diagnostics(store, scores, settings.mode),
-                provenance.data_hash(store, task, subtasks))
+                data_hash(store, task, subtasks), trail(store))
 
 
 def _computed(settings: ReportSettings, tables: StoreTables, scores: pd.DataFrame, task: str) -> ReportData:

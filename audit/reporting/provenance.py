@@ -71,27 +71,6 @@ def systems(store: Store, scores: pd.DataFrame, task: str, mode: str) -> pd.Data
     return pd.DataFrame(rows).sort_values("model", ignore_index=True)
 
 
-def data_hash(store: Store, task: str, subtasks: list[str]) -> tuple[str, int, str]:
-    """(SHA-256 of the data the task's results come from, number of rows, what they are). Scored tasks: the candidate
-    rows in ``subtasks``, each (subtask, candidate id, group, qualified, name, text); recorded systems: their
-    decisions, each (system, subtask, pool, position, group, value, applicant). Each row is one JSON array, rows
-    sorted, joined by newlines: the hash changes with any edit of the data the numbers were computed on."""
-    marks = ",".join("?" * len(subtasks))
-    found = store.db.execute(
-        f"SELECT subtask, candidate_id, grp, qualified, name, text FROM candidates WHERE task = ? AND subtask IN "
-        f"({marks}) ORDER BY subtask, candidate_id", (task, *subtasks)).fetchall()
-    what = "rows of the store's candidates table"
-    if not found:
-        found = store.db.execute(
-            "SELECT s.model, s.subtask, d.pool, d.position, d.grp, d.value, d.applicant FROM recorded_decisions d "
-            f"JOIN recorded_systems s ON s.id = d.system WHERE s.task = ? AND s.subtask IN ({marks}) "
-            "ORDER BY s.model, s.subtask, d.pool, d.position", (task, *subtasks)).fetchall()
-        what = "recorded decisions (imported: sources in Appendix C)"
-    encode = json.JSONEncoder(ensure_ascii=False).encode  # what json.dumps(row, ensure_ascii=False) builds per call
-    text = "".join(f"{encode(list(row))}\n" for row in found)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest(), len(found), what
-
-
 def prompts(store: Store, task: str, scores: pd.DataFrame, mode: str) -> pd.DataFrame:
     """Per subtask, the first stored prompt as scored: system message, one candidate's user message, answer
     prefix, and the SHA-256 of the system message (the part every candidate of the subtask shares)."""

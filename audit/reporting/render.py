@@ -24,6 +24,7 @@ from audit.metrics.inference import gap_test
 from audit.metrics.verdict import (ADVERSE, BEYOND_REACH, MORE_DATA, NO_ESTIMATE, NO_EVIDENCE, NOT_COMPARABLE,
                                    ON_THRESHOLD, PLAN_REACH, RULES, rule_text)
 from audit.present.readable import family_words
+from audit.present.trail import readable
 from audit.reporting.content import (ReportData, commands, limitations, sample_sizes, settings_record,
                                      shell_text)
 from audit.reporting.findings import SENTENCES_UP_TO, Finding, findings, not_significant
@@ -31,7 +32,7 @@ from audit.reporting import page_one
 from audit.reporting.html import table
 from audit.reporting.page_one import VERDICT_CSS
 from audit.reporting.method import GLOSSARY, method_paragraphs
-from audit.reporting.provenance import RECORDED_HASHES, SCORED_HASHES
+from audit.reporting.provenance import RECORDED_HASHES, SCORED_HASHES, portable_path
 from audit.reporting.style import STYLE, page_style
 from audit.tasks.recorded import mode_name
 
@@ -424,7 +425,29 @@ def appendix(data: ReportData) -> str:
     hashes = RECORDED_HASHES if data.recorded else SCORED_HASHES
     parts.append(f"<h3>C. Model sources and content hashes</h3><p class=muted>A system's fingerprint (What was "
                  f"audited) identifies it: {identity}.</p><ul>{sources}</ul><p class=muted>{escape(hashes)}</p>")
+    parts.append(audit_trail(data))
     return "".join(parts)
+
+
+#: most runs the appendix lists (the latest; ``python -m audit runs`` lists them all)
+TRAIL_ROWS = 100
+
+
+def audit_trail(data: ReportData) -> str:
+    """Appendix D: the store's runs before this report, as ``python -m audit runs`` lists them, and the run that
+    records this report."""
+    run = data.settings.run
+    this = (f"This report: run #{run} of the store's audit trail (its file's SHA-256 is recorded there)." if run
+            else "This report is not recorded in the store's audit trail: the store was only read (the shipped demo "
+                 "store, or one this process may not write).")
+    shown = readable(data.trail, portable_path) if len(data.trail) else pd.DataFrame()
+    earlier = (f" The latest {TRAIL_ROWS} of {len(shown)} runs are shown; `python -m audit runs` lists every one."
+               if len(shown) > TRAIL_ROWS else "")
+    listed = (table(shown.tail(TRAIL_ROWS).astype(str), numeric=("run",), css="long trail") if len(shown) else
+              "<p>No earlier run is recorded in this store.</p>")
+    return (f"<h3>D. Audit trail</h3><p><b>{escape(this)}</b> Every command and dashboard action that wrote results "
+            f"or a report to the store, oldest first: what ran, when (UTC), with which options, on which data "
+            f"(fingerprints) and what it wrote.{escape(earlier)}</p>{listed}")
 
 
 def _origin(system: dict) -> str:

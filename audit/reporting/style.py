@@ -54,5 +54,6 @@ table.sign-off th,table.sign-off td{border:none;background:none;padding:.35rem 4
 table.sign-off th{width:17%;font-weight:600;white-space:nowrap}table.sign-off td{width:33%}
 .blank{display:inline-block;width:95%;border-bottom:1px solid #222;height:1.1em}
 .sign-off .scope{margin:.3rem 0;font-size:9pt}
+table.trail td{overflow-wrap:anywhere}
 @media print{body{margin:0;max-width:none}}
 """

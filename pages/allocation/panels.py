@@ -11,7 +11,8 @@ from audit.present import charts, exports, readable
 from audit.errors import AuditError
 from audit.metrics.planner import plan_at
 from audit.metrics.schema import is_pairwise
-from audit.reporting import ReportSettings, build_report, report_steps
+from audit.reporting import ReportSettings, recorded_report, report_steps
+from audit.reporting.content import settings_record
 from audit.tasks.recorded import mode_name, shown_modes
 from pages.view_models.report_view import report_settings
 from pages.shared import common, verdict_panel
@@ -114,7 +115,8 @@ def sign_off_fields() -> dict[str, str]:
 
 def built_report(settings: ReportSettings, fmt: str) -> bytes | None:
     """The report of ``settings`` in ``fmt``, built under a status box that lists each step and a progress bar
-    (None, the error shown, when it cannot be built)."""
+    (None, the error shown, when it cannot be built), recorded as a run of the store's audit trail (never the shipped
+    demo store's, which is only read)."""
     steps = report_steps(fmt)
     with st.status(f"Building the audit report ({fmt.upper()})…", expanded=True) as status:
         bar = st.progress(0.0)
@@ -124,11 +126,14 @@ def built_report(settings: ReportSettings, fmt: str) -> bytes | None:
             st.write(f"{step[0].upper()}{step[1:]}…")
 
         try:
-            report = build_report(settings, fmt, tell)
+            report, run = recorded_report(settings, fmt, f"page: audit report ({fmt.upper()})",
+                                          settings_record(settings), tell, download=f"audit-report-k{settings.k}.{fmt}")
         except AuditError as exc:
             status.update(label="The audit report could not be built", state="error")
             common.error("No audit report:", exc)
             return None
         bar.progress(1.0, text="done")
-        status.update(label=f"Audit report ({fmt.upper()}) ready to download", state="complete", expanded=False)
+        recorded = f", run #{run} of the store's audit trail" if run else ""
+        status.update(label=f"Audit report ({fmt.upper()}) ready to download{recorded}", state="complete",
+                      expanded=False)
     return report

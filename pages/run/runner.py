@@ -10,6 +10,7 @@ from audit.backend.protocol import Backend
 from audit.backend.spec import BackendSpec, ModelOptions, load_backend, spec_for
 from audit.scoring import RunSummary, backend_needs, run_scoring
 from audit.store import Store
+from audit.store_runs import data_reads, recording
 from audit.tasks.base import Task
 
 
@@ -35,13 +36,16 @@ def run_tasks(path: str, tasks: Sequence[Task], name: str, quant: str, *, batch_
               key_env: str = "", **options: object) -> list[RunSummary]:
     """Score every task with the model (a served one for ``openai:NAME`` at ``base_url``) into the store at ``path``,
     one progress bar per task; ``options`` go to :func:`audit.scoring.run_scoring`. A backend that cannot do the asked
-    mode is refused before any scoring starts; an :class:`AuditError` stops the run (finished batches stay stored)."""
+    mode is refused before any scoring starts; an :class:`AuditError` stops the run (finished batches stay stored).
+    The run is one row of the store's audit trail."""
     mode = str(options.get("mode", "pointwise"))
     needs, purpose = backend_needs(mode, str(options.get("pairwise_method", "generate")))
     spec = backend_spec(name, quant, batch_size, base_url, key_env, mode == "pointwise", needs, purpose)
     ref = spec.ref
     summaries = []
-    with Store(path) as store:
+    chosen = {"model": name, "quant": quant, "batch_size": batch_size, "base_url": base_url, "api_key_env": key_env,
+              "task": tasks[0].name if tasks else "", "subtasks": [task.subtask for task in tasks], **options}
+    with Store(path) as store, recording(store, "page: Run audit", chosen) as run:
         for task in tasks:
             bar = st.progress(0.0, text=f"{ref.label} · {task.subtask}")
 
@@ -51,4 +55,5 @@ def run_tasks(path: str, tasks: Sequence[Task], name: str, quant: str, *, batch_
             summaries.append(run_scoring(store, task, ref, lambda: model(spec, needs, purpose),
                                          progress=progress,
                                          batch_size=batch_size, **options))
+        run.reads = data_reads(store, chosen["task"], chosen["subtasks"], [ref.label])
     return summaries
