@@ -275,7 +275,8 @@ class Audit:
         chosen = ({g: list(ks) for g in groupings} if groupings else
                   {g: [k for k in ks if k < size] for g, size in sizes.items() if any(k < size for k in ks)})
         ci = s.ci or 0.95
-        measured = [measure(self.scores("pointwise", grouping), grouping=grouping, k=quotas, pool=pool, ci=ci,
+        # the keys carry each grouping's categories: the scores, one table for every grouping, are not regrouped
+        measured = [measure(self.scores("pointwise"), grouping=grouping, k=quotas, pool=pool, ci=ci,
                             n_boot=s.n_boot, n_perm=s.n_perm or 1000, seed=s.seed,
                             keys=self.keys("pointwise", grouping), excluded=[c for g, c in excluded if g == grouping])
                     for grouping, quotas in chosen.items()]

@@ -123,11 +123,24 @@ def regroup(table: pd.DataFrame, part: int | None, columns: Sequence[str] = ("gr
     candidates are pooled into the coarser groups); ``table`` itself when ``part`` is None."""
     if part is None:
         return table
-    out = table.copy()
+    out = table.copy(deep=False)  # columns are replaced, never written into
     for column in columns:
+        if isinstance(out[column].dtype, pd.CategoricalDtype) and (out[column].cat.codes >= 0).all():
+            out[column] = _regrouped_category(out[column], part)
+            continue
         codes = out[column].astype(str)
         out[column] = codes.map({c: regroup_code(c, part) for c in codes.unique()})
     return out
+
+
+def _regrouped_category(column: pd.Series, part: int) -> pd.Series:
+    """A categorical ``column`` of group codes (no empty cell) coarsened through its categories alone, categories
+    sorted as a conversion of the coarsened text would sort them."""
+    names = [regroup_code(str(c), part) for c in column.cat.categories]
+    coarse = sorted(set(names))
+    codes = np.searchsorted(np.asarray(coarse, dtype=object), np.asarray(names, dtype=object))
+    return pd.Series(pd.Categorical.from_codes(codes[column.cat.codes.to_numpy()], categories=coarse),
+                     index=column.index, name=column.name)
 
 
 def metric_parts(scores: pd.DataFrame, designs: dict[tuple[str, str], AuditDesign], *, reference: str | None = None,

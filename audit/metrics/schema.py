@@ -57,11 +57,11 @@ def _as_text_category(column: pd.Series) -> pd.Series:
 
 
 def text_categories(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` with its string-typed text columns other than ``group`` already categories of str (what
-    :func:`check_scores` makes of them; empty cells stay empty, for it to report), so that one conversion serves the
-    score table's every regrouping."""
-    out = table.copy()
-    for column in (c for c in _TEXT if c != "group" and c in out):
+    """``table`` with its string-typed text columns already categories of str (what :func:`check_scores` makes of
+    them; empty cells stay empty, for it to report), so that one conversion serves the score table's every regrouping
+    (:func:`audit.views.regroup` coarsens a categorical ``group`` through its categories)."""
+    out = table.copy(deep=False)  # columns are replaced, never written into
+    for column in (c for c in _TEXT if c in out):
         if pd.api.types.is_string_dtype(out[column].dtype) and out[column].dtype != object:
             out[column] = _as_text_category(out[column])
     return out
@@ -91,7 +91,7 @@ def check_scores(scores: pd.DataFrame, *, reference: str, needs_qualified: bool 
     """
     what = "score table"
     _require_columns(scores, SCORE_COLUMNS, what)
-    table = scores.copy()
+    table = scores.copy(deep=False)  # columns are replaced, never written into
     _text_columns(table, _TEXT, what)
     modes = table["mode"].cat.categories
     bad_modes = [m for m in modes if m != "pointwise" and not is_pairwise(m)]
