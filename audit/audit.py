@@ -21,7 +21,7 @@ from audit.metrics.bands import ndcg_bands, validity_bands
 from audit.metrics.compare import compare_gaps, rank_correlation, selection_flips
 from audit.metrics.impact import FOUR_FIFTHS, impact_ratios, known_categories
 from audit.metrics.inference import METHODS, adjusted
-from audit.metrics.keys import KeyData, selection_keys, with_decisions
+from audit.metrics.keys import KeyData, Regroupings, with_decisions
 from audit.metrics.ll144 import SMALL_SHARE, UNKNOWN, ll144_rows
 from audit.metrics.pairwise import drop_unreliable
 from audit.metrics.planner import plan, plan_curves
@@ -151,7 +151,12 @@ class Audit:
         """:meth:`scores` of ``mode`` in ``grouping`` validated and split once for the views that read no reference
         (pool sizes, impact ratios, verdicts: their reference is the first group)."""
         coarse = regroup(self._texts(mode), self.tables.design(self.selection.task).part(grouping))
-        return with_decisions(selection_keys(coarse), self.tables.outcomes)
+        return with_decisions(self._regroupings(mode).split(coarse), self.tables.outcomes)
+
+    @memoised
+    def _regroupings(self, mode: str) -> Regroupings:
+        """The splits of :meth:`_texts` of ``mode`` under every grouping, sharing the codes of its rows."""
+        return Regroupings()
 
     @memoised
     def _texts(self, mode: str) -> pd.DataFrame:
