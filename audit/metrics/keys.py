@@ -119,7 +119,8 @@ class Regroupings:
     def split(self, scores: pd.DataFrame) -> list[KeyData]:
         """:func:`selection_keys` of ``scores`` (a regrouping of the rows split before, if any)."""
         reference = str(scores["group"].iloc[0])
-        table = check_scores(scores, reference=reference, needs_qualified=False)
+        known = None if self.codes is None else (self.codes.key_id, self.codes.keys)
+        table = check_scores(scores, reference=reference, needs_qualified=False, keys=known)
         if self.codes is None:
             self.codes = Codes.of(table)
         return _split(table, reference, self.codes)
