@@ -133,16 +133,21 @@ def _split(table: pd.DataFrame, reference: str, codes: Codes) -> list[KeyData]:
     group_names = np.asarray(group_names, dtype=object)
     score, qualified, pool = codes.score, codes.qualified, codes.pool
     order = np.lexsort((score, group_code, key_id))
-    starts = np.searchsorted(key_id[order], np.arange(len(keys) + 1))
+    starts = np.searchsorted(key_id[order], np.arange(len(keys) + 1)).tolist()
     task_groups = [tuple(group_names[np.unique(group_code[task == t])]) for t in range(task.max() + 1)]
+    within = [np.searchsorted(groups, group_names) for groups in task_groups]  # group code -> index in its task's
     value, values, first_value = codes.value, codes.values, codes.first_value
+    # every key's rows are one stretch of ``order``: each array permuted once, then sliced (disjoint, per key)
+    score, group_code, qualified, candidate_code, value = (
+        array[order] for array in (score, group_code, qualified, candidate_code, value))
+    pool, task = None if pool is None else pool[order], task[order]
     out = []
     for i, key in enumerate(keys):
-        rows = order[starts[i]:starts[i + 1]]
-        groups = task_groups[task[rows[0]]]
+        rows = slice(starts[i], starts[i + 1])
+        groups = task_groups[task[starts[i]]]
         out.append(KeyData(
             key=tuple(key), groups=groups, ref=groups.index(reference), score=score[rows],
-            group=np.searchsorted(groups, group_names)[group_code[rows]], qualified=qualified[rows],
+            group=within[task[starts[i]]][group_code[rows]], qualified=qualified[rows],
             candidate_code=candidate_code[rows], candidate_names=codes.candidate_names,
             values=values[first_value[i]:first_value[i + 1]], value=value[rows] - first_value[i],
             pool=None if pool is None or (pool[rows] < 0).all() else pool[rows],
