@@ -21,7 +21,7 @@ from audit.metrics.bands import ndcg_bands, validity_bands
 from audit.metrics.compare import compare_gaps, rank_correlation, selection_flips
 from audit.metrics.impact import FOUR_FIFTHS, impact_ratios, known_categories
 from audit.metrics.inference import METHODS, adjusted
-from audit.metrics.keys import KeyData, selection_keys, with_decisions
+from audit.metrics.keys import KeyData, Regroupings, with_decisions
 from audit.metrics.ll144 import SMALL_SHARE, UNKNOWN, ll144_rows
 from audit.metrics.pairwise import drop_unreliable
 from audit.metrics.planner import plan, plan_curves
@@ -151,7 +151,12 @@ class Audit:
         """:meth:`scores` of ``mode`` in ``grouping`` validated and split once for the views that read no reference
         (pool sizes, impact ratios, verdicts: their reference is the first group)."""
         coarse = regroup(self._texts(mode), self.tables.design(self.selection.task).part(grouping))
-        return with_decisions(selection_keys(coarse), self.tables.outcomes)
+        return with_decisions(self._regroupings(mode).split(coarse), self.tables.outcomes)
+
+    @memoised
+    def _regroupings(self, mode: str) -> Regroupings:
+        """The splits of :meth:`_texts` of ``mode`` under every grouping, sharing the codes of its rows."""
+        return Regroupings()
 
     @memoised
     def _texts(self, mode: str) -> pd.DataFrame:
@@ -275,7 +280,8 @@ class Audit:
         chosen = ({g: list(ks) for g in groupings} if groupings else
                   {g: [k for k in ks if k < size] for g, size in sizes.items() if any(k < size for k in ks)})
         ci = s.ci or 0.95
-        measured = [measure(self.scores("pointwise", grouping), grouping=grouping, k=quotas, pool=pool, ci=ci,
+        # the keys carry each grouping's categories: the scores, one table for every grouping, are not regrouped
+        measured = [measure(self.scores("pointwise"), grouping=grouping, k=quotas, pool=pool, ci=ci,
                             n_boot=s.n_boot, n_perm=s.n_perm or 1000, seed=s.seed,
                             keys=self.keys("pointwise", grouping), excluded=[c for g, c in excluded if g == grouping])
                     for grouping, quotas in chosen.items()]

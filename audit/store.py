@@ -451,7 +451,9 @@ SAVE_DESIGN = "INSERT OR REPLACE INTO designs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 RECORDED_SYSTEMS_QUERY = """
     SELECT s.id AS system, m.label AS model, s.model AS fingerprint, s.task, s.subtask, s.outcome, m.created
     FROM recorded_systems s JOIN models m ON m.fingerprint = s.model"""
-RECORDED_QUERY = 'SELECT system, pool, position, grp AS "group", value, applicant FROM recorded_decisions'
+#: a decision's candidate is its applicant id, else ``<pool>.<position>`` (made here, in one pass of SQLite)
+RECORDED_QUERY = """SELECT system, pool, grp AS "group", value,
+                           COALESCE(applicant, pool || '.' || position) AS candidate_id FROM recorded_decisions"""
 
 
 def storable(value: Any) -> Any:

@@ -30,7 +30,7 @@ def rank_scores(rank: pd.Series, size: pd.Series) -> pd.Series:
 def decision_scores(raw: pd.DataFrame, systems: pd.DataFrame) -> pd.DataFrame:
     """The store's recorded decisions (columns of :data:`audit.store.RECORDED_QUERY`) of ``systems`` (columns of
     :data:`audit.store.RECORDED_SYSTEMS_QUERY`) as pointwise score rows: candidate = the applicant id, else
-    ``<pool>.<position>``; qualified 1, label mass 1, ``pool`` the stored pool."""
+    ``<pool>.<position>`` (the query's ``candidate_id``); qualified 1, label mass 1, ``pool`` the stored pool."""
     if raw.empty or systems.empty:
         return pd.DataFrame(columns=COLUMNS)
     systems = systems.set_index("system")
@@ -40,8 +40,7 @@ def decision_scores(raw: pd.DataFrame, systems: pd.DataFrame) -> pd.DataFrame:
     rank = pd.Series(systems["outcome"].to_numpy()[of] == "rank", index=raw.index)
     score = raw["value"].astype(float)
     score = score.where(~rank, rank_scores(score, size))
-    fallback = raw["pool"].astype(str) + "." + raw["position"].astype(str)
-    candidate = raw["applicant"].where(raw["applicant"].notna(), fallback).astype(str)
+    candidate = raw["candidate_id"].astype(str)
     own = {name: systems[name].take(of).set_axis(raw.index) for name in ("model", "fingerprint", "task", "subtask",
                                                                           "created")}
     return pd.DataFrame({**own, "mode": "pointwise", "candidate_id": candidate, "group": raw["group"].astype(str),

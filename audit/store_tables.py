@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 
 from audit.pairwise import candidate_scores, pair_outcomes, with_choices
@@ -44,6 +45,12 @@ def score_table(store: Store) -> pd.DataFrame:
 
 def scores_of(pointwise: pd.DataFrame, prompts: pd.DataFrame) -> pd.DataFrame:
     """:func:`score_table` from the store's pointwise and pairwise tables, already read."""
+    return dated_scores(pointwise, prompts)[0]
+
+
+def dated_scores(pointwise: pd.DataFrame, prompts: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+    """:func:`scores_of` and each of its rows' time of record (the pointwise table's ``created``; NaN for the rows
+    of pairwise modes)."""
     prompts = with_choices(prompts)
     pairwise = candidate_scores(prompts).assign(label_mass=pd.NA) if len(prompts) else pd.DataFrame()
     if len(pairwise):
@@ -52,7 +59,10 @@ def scores_of(pointwise: pd.DataFrame, prompts: pd.DataFrame) -> pd.DataFrame:
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SCORE_COLUMNS)
     table["qualified"] = table["qualified"].astype(int)
     table["pool"] = table["pool"].astype("Int64")
-    return table.sort_values(["model", "task", "subtask", "mode", "group", "candidate_id"], ignore_index=True)
+    created = np.r_[pointwise["created"].to_numpy(dtype=float, na_value=np.nan) if len(pointwise) else [],
+                    np.full(len(pairwise), np.nan)]
+    table = table.sort_values(["model", "task", "subtask", "mode", "group", "candidate_id"])
+    return table.reset_index(drop=True), created[table.index.to_numpy()]
 
 
 def pair_table(store: Store) -> pd.DataFrame:

@@ -18,7 +18,7 @@ from audit.errors import AuditError
 from audit.metrics import MetricSuite
 from audit.metrics.pairwise import drop_unreliable
 from audit.metrics.schema import is_pairwise
-from audit.store_tables import PAIR_COLUMNS, SCORE_COLUMNS, pairs_of, pairwise_mode, scores_of
+from audit.store_tables import PAIR_COLUMNS, SCORE_COLUMNS, dated_scores, pairs_of, pairwise_mode
 from audit.selection import Selection
 from audit.store import Store
 from audit.tasks.designs import completed, declared_design
@@ -28,6 +28,8 @@ MODES = ("pointwise", "pairwise-likelihood", "pairwise")
 OBSERVED = PoolDesign(PoolKind.OBSERVED)
 #: below this mean share of next-token probability on the labels, a model's scores are mostly renormalised noise
 LOW_LABEL_MASS = 0.05
+#: the pairwise prompts' columns the store summary reads
+_PROMPT_TIMES = ["model", "fingerprint", "task", "subtask", "method", "pool", "created"]
 #: choice -> largest share of inconsistent pairs a pairwise model may have (the paper's Figures 3 and 4)
 INCONSISTENT = {"off": None, "55 % (paper Fig. 3)": 0.55, "50 % (paper Fig. 4)": 0.50}
 
@@ -38,10 +40,13 @@ class StoreTables:
 
     scores: pd.DataFrame
     pairs: pd.DataFrame
-    summary: pd.DataFrame
     models: pd.DataFrame
     designs: dict[tuple[str, str], AuditDesign]
     outcomes: pd.DataFrame  # recorded systems with their outcome kind (:meth:`audit.store.Store.recorded_systems`)
+    #: what :attr:`summary` is made of, for tables read from a store: each score row's time of record (NaN for
+    #: pairwise modes) and the pairwise prompts' columns :func:`store_summary` reads
+    recorded_at: np.ndarray | None = None
+    prompt_times: pd.DataFrame | None = None
 
     @classmethod
     def from_scores(cls, scores: pd.DataFrame, designs: dict[tuple[str, str], AuditDesign] | None = None,
@@ -51,17 +56,26 @@ class StoreTables:
         if designs is None:
             designs = {(str(t), str(s)): declared_design(rows) for (t, s), rows in scores.groupby(["task", "subtask"])}
         scores = scores.reindex(columns=list(dict.fromkeys([*SCORE_COLUMNS, *scores.columns])))
-        return cls(scores, pairs if pairs is not None else pd.DataFrame(columns=PAIR_COLUMNS), pd.DataFrame(),
+        return cls(scores, pairs if pairs is not None else pd.DataFrame(columns=PAIR_COLUMNS),
                    pd.DataFrame(columns=["model"]), designs, pd.DataFrame(columns=["fingerprint", "model", "task", "subtask", "outcome"]))
 
     @classmethod
     def read(cls, store: Store) -> "StoreTables":
         pointwise, prompts = store.pointwise_table(), store.pairwise_table()
         designs = {key: completed(design) for key, design in store.designs().items()}
-        models = store.models()
-        return cls(scores_of(pointwise, prompts), pairs_of(prompts), record_dates(store_summary(pointwise, prompts),
-                                                                                  models),
-                   model_table(models), designs, store.recorded_systems())
+        scores, recorded_at = dated_scores(pointwise, prompts)
+        del pointwise  # the summary is made from the scores when asked: no second copy of the rows is kept
+        return cls(scores, pairs_of(prompts), model_table(store.models()), designs, store.recorded_systems(),
+                   recorded_at, prompts.reindex(columns=_PROMPT_TIMES))
+
+    @cached_property
+    def summary(self) -> pd.DataFrame:
+        """What the store holds (:func:`store_summary`, imported systems dated by their records: :func:`record_dates`),
+        made when first asked (a verdict reads none); empty for tables not read from a store."""
+        if self.recorded_at is None:
+            return pd.DataFrame()
+        point = self.scores.assign(created=self.recorded_at)
+        return record_dates(store_summary(point[point["mode"] == "pointwise"], self.prompt_times), self.models)
 
     @cached_property
     def _subtasks(self) -> dict[str, list[str]]:
@@ -123,11 +137,24 @@ def regroup(table: pd.DataFrame, part: int | None, columns: Sequence[str] = ("gr
     candidates are pooled into the coarser groups); ``table`` itself when ``part`` is None."""
     if part is None:
         return table
-    out = table.copy()
+    out = table.copy(deep=False)  # columns are replaced, never written into
     for column in columns:
+        if isinstance(out[column].dtype, pd.CategoricalDtype) and (out[column].cat.codes >= 0).all():
+            out[column] = _regrouped_category(out[column], part)
+            continue
         codes = out[column].astype(str)
         out[column] = codes.map({c: regroup_code(c, part) for c in codes.unique()})
     return out
+
+
+def _regrouped_category(column: pd.Series, part: int) -> pd.Series:
+    """A categorical ``column`` of group codes (no empty cell) coarsened through its categories alone, categories
+    sorted as a conversion of the coarsened text would sort them."""
+    names = [regroup_code(str(c), part) for c in column.cat.categories]
+    coarse = sorted(set(names))
+    codes = np.searchsorted(np.asarray(coarse, dtype=object), np.asarray(names, dtype=object))
+    return pd.Series(pd.Categorical.from_codes(codes[column.cat.codes.to_numpy()], categories=coarse),
+                     index=column.index, name=column.name)
 
 
 def metric_parts(scores: pd.DataFrame, designs: dict[tuple[str, str], AuditDesign], *, reference: str | None = None,

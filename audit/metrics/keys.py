@@ -73,30 +73,82 @@ class KeyData:
         return self.score[mask & self.qualified] if qualified else self.score[mask]
 
 
+@dataclass(frozen=True)
+class Codes:
+    """What :func:`split_keys` reads of a validated score table apart from its groups, coded once: a regrouping of
+    the same rows (:meth:`audit.audit.Audit.keys` of each grouping) reuses it."""
+
+    key_id: np.ndarray
+    keys: list[tuple[str, ...]]
+    task: np.ndarray
+    candidate_code: np.ndarray
+    candidate_names: np.ndarray
+    score: np.ndarray
+    qualified: np.ndarray
+    pool: np.ndarray | None
+    value: np.ndarray
+    values: np.ndarray
+    first_value: np.ndarray
+
+    @classmethod
+    def of(cls, table: pd.DataFrame) -> "Codes":
+        """The codes of ``table`` (validated by :func:`audit.metrics.schema.check_scores`)."""
+        key_id, keys = key_codes(table)
+        candidate_code, candidate_names = pd.factorize(table["candidate_id"])
+        score = table["score"].to_numpy()
+        return cls(key_id, keys, pd.factorize(table["task"])[0], candidate_code,
+                   np.asarray(candidate_names, dtype=object), score, table["qualified"].to_numpy(),
+                   pd.factorize(table["pool"])[0] if "pool" in table else None,
+                   *_value_codes(key_id, score, len(keys)))
+
+
 def split_keys(scores: pd.DataFrame, *, reference: str, needs_qualified: bool = True) -> list[KeyData]:
     """Validate ``scores`` (:func:`audit.metrics.schema.check_scores`; ``needs_qualified=False`` for views that read
     no qualification label) and return one KeyData per (model, task, subtask, mode), keys sorted."""
     table = check_scores(scores, reference=reference, needs_qualified=needs_qualified)
-    key_id, keys = key_codes(table)
-    task = pd.factorize(table["task"])[0]
+    return _split(table, reference, Codes.of(table))
+
+
+class Regroupings:
+    """:func:`selection_keys` of one score table under each of its regroupings (same rows, groups coarsened), the
+    :class:`Codes` of its rows made at the first split and shared by the others."""
+
+    def __init__(self) -> None:
+        self.codes: Codes | None = None
+
+    def split(self, scores: pd.DataFrame) -> list[KeyData]:
+        """:func:`selection_keys` of ``scores`` (a regrouping of the rows split before, if any)."""
+        reference = str(scores["group"].iloc[0])
+        known = None if self.codes is None else (self.codes.key_id, self.codes.keys)
+        table = check_scores(scores, reference=reference, needs_qualified=False, keys=known)
+        if self.codes is None:
+            self.codes = Codes.of(table)
+        return _split(table, reference, self.codes)
+
+
+def _split(table: pd.DataFrame, reference: str, codes: Codes) -> list[KeyData]:
+    """:func:`split_keys` of a validated ``table`` whose rows ``codes`` code."""
+    key_id, keys, task, candidate_code = codes.key_id, codes.keys, codes.task, codes.candidate_code
     group_code, group_names = pd.factorize(table["group"], sort=True)
     group_names = np.asarray(group_names, dtype=object)
-    candidate_code, candidate_names = pd.factorize(table["candidate_id"])
-    candidate_names = np.asarray(candidate_names, dtype=object)
-    score, qualified = table["score"].to_numpy(), table["qualified"].to_numpy()
-    pool = pd.factorize(table["pool"])[0] if "pool" in table else None
+    score, qualified, pool = codes.score, codes.qualified, codes.pool
     order = np.lexsort((score, group_code, key_id))
-    starts = np.searchsorted(key_id[order], np.arange(len(keys) + 1))
+    starts = np.searchsorted(key_id[order], np.arange(len(keys) + 1)).tolist()
     task_groups = [tuple(group_names[np.unique(group_code[task == t])]) for t in range(task.max() + 1)]
-    value, values, first_value = _value_codes(key_id, score, len(keys))
+    within = [np.searchsorted(groups, group_names) for groups in task_groups]  # group code -> index in its task's
+    value, values, first_value = codes.value, codes.values, codes.first_value
+    # every key's rows are one stretch of ``order``: each array permuted once, then sliced (disjoint, per key)
+    score, group_code, qualified, candidate_code, value = (
+        array[order] for array in (score, group_code, qualified, candidate_code, value))
+    pool, task = None if pool is None else pool[order], task[order]
     out = []
     for i, key in enumerate(keys):
-        rows = order[starts[i]:starts[i + 1]]
-        groups = task_groups[task[rows[0]]]
+        rows = slice(starts[i], starts[i + 1])
+        groups = task_groups[task[starts[i]]]
         out.append(KeyData(
             key=tuple(key), groups=groups, ref=groups.index(reference), score=score[rows],
-            group=np.searchsorted(groups, group_names)[group_code[rows]], qualified=qualified[rows],
-            candidate_code=candidate_code[rows], candidate_names=candidate_names,
+            group=within[task[starts[i]]][group_code[rows]], qualified=qualified[rows],
+            candidate_code=candidate_code[rows], candidate_names=codes.candidate_names,
             values=values[first_value[i]:first_value[i + 1]], value=value[rows] - first_value[i],
             pool=None if pool is None or (pool[rows] < 0).all() else pool[rows],
         ))

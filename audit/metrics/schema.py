@@ -57,11 +57,11 @@ def _as_text_category(column: pd.Series) -> pd.Series:
 
 
 def text_categories(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` with its string-typed text columns other than ``group`` already categories of str (what
-    :func:`check_scores` makes of them; empty cells stay empty, for it to report), so that one conversion serves the
-    score table's every regrouping."""
-    out = table.copy()
-    for column in (c for c in _TEXT if c != "group" and c in out):
+    """``table`` with its string-typed text columns already categories of str (what :func:`check_scores` makes of
+    them; empty cells stay empty, for it to report), so that one conversion serves the score table's every regrouping
+    (:func:`audit.views.regroup` coarsens a categorical ``group`` through its categories)."""
+    out = table.copy(deep=False)  # columns are replaced, never written into
+    for column in (c for c in _TEXT if c in out):
         if pd.api.types.is_string_dtype(out[column].dtype) and out[column].dtype != object:
             out[column] = _as_text_category(out[column])
     return out
@@ -80,18 +80,20 @@ def _numeric(table: pd.DataFrame, column: str, what: str) -> np.ndarray:
     return values
 
 
-def check_scores(scores: pd.DataFrame, *, reference: str, needs_qualified: bool = True) -> pd.DataFrame:
+def check_scores(scores: pd.DataFrame, *, reference: str, needs_qualified: bool = True,
+                 keys: tuple[np.ndarray, list[tuple[str, ...]]] | None = None) -> pd.DataFrame:
     """Validated copy of a score table: text columns as categories of str, ``score`` float, ``qualified`` bool.
 
     Checks: required columns, non-empty text fields, mode pointwise or pairwise[-variant], finite numeric scores, qualified
     in {0, 1}, no duplicate candidate (per pool), the reference group exists, and
     every group of the task (the reference included) has candidates in every (model, task, subtask, mode), and a
     qualified candidate unless ``needs_qualified`` is False (impact ratios and verdicts read no qualification label:
-    only ΔEO and the metrics over qualified candidates do).
+    only ΔEO and the metrics over qualified candidates do). ``keys``: :func:`key_codes` of these rows, already found
+    free of duplicate candidates (the same rows checked under another grouping).
     """
     what = "score table"
     _require_columns(scores, SCORE_COLUMNS, what)
-    table = scores.copy()
+    table = scores.copy(deep=False)  # columns are replaced, never written into
     _text_columns(table, _TEXT, what)
     modes = table["mode"].cat.categories
     bad_modes = [m for m in modes if m != "pointwise" and not is_pairwise(m)]
@@ -104,11 +106,12 @@ def check_scores(scores: pd.DataFrame, *, reference: str, needs_qualified: bool 
         value = table["qualified"].iloc[int(np.flatnonzero(bad)[0])]
         raise AuditError(f"{what}: column 'qualified' has value {value!r}; expected 0 or 1")
     table["qualified"] = qualified.astype(bool)
-    _check_keys(table, reference, needs_qualified)
+    _check_keys(table, reference, needs_qualified, keys)
     return table
 
 
-def _check_keys(table: pd.DataFrame, reference: str, needs_qualified: bool) -> None:
+def _check_keys(table: pd.DataFrame, reference: str, needs_qualified: bool,
+                known: tuple[np.ndarray, list[tuple[str, ...]]] | None) -> None:
     what = "score table"
     groups = groups_of(table)
     if reference not in groups:
@@ -117,17 +120,11 @@ def _check_keys(table: pd.DataFrame, reference: str, needs_qualified: bool) -> N
     if len(groups) < 2:
         raise AuditError(f"{what}: column 'group' has one group ({reference!r}); bias and allocation gaps compare "
                          "each group with the reference, so at least two groups are needed")
-    key_id, keys = key_codes(table)
+    key_id, keys = known or key_codes(table)
     task, _ = pd.factorize(table["task"])
     group = pd.factorize(table["group"], sort=True)[0]
-    ident = pd.DataFrame({"key": key_id, "id": pd.factorize(table["candidate_id"])[0]})
-    if "pool" in table:
-        ident["pool"] = pd.factorize(table["pool"])[0]
-    dup = ident.duplicated().to_numpy()
-    if dup.any():
-        row = int(np.argmax(dup))
-        raise AuditError(f"{what}: candidate_id {table['candidate_id'].iloc[row]!r} appears twice for "
-                         f"{key_label(keys[key_id[row]])}")
+    if known is None:
+        _check_unique(table, key_id, keys)
     shape = (len(keys), len(groups))
     size = np.bincount(key_id * shape[1] + group, minlength=shape[0] * shape[1]).reshape(shape)
     n_qualified = np.bincount(key_id * shape[1] + group, weights=table["qualified"].to_numpy(),
@@ -144,6 +141,18 @@ def _check_keys(table: pd.DataFrame, reference: str, needs_qualified: bool) -> N
         if len(missing):
             k, g = missing[0]
             raise AuditError(f"group {groups[g]!r} has {problem} for {key_label(keys[k])}")
+
+
+def _check_unique(table: pd.DataFrame, key_id: np.ndarray, keys: list[tuple[str, ...]]) -> None:
+    """No candidate twice in one key (and pool)."""
+    ident = pd.DataFrame({"key": key_id, "id": pd.factorize(table["candidate_id"])[0]})
+    if "pool" in table:
+        ident["pool"] = pd.factorize(table["pool"])[0]
+    dup = ident.duplicated().to_numpy()
+    if dup.any():
+        row = int(np.argmax(dup))
+        raise AuditError(f"score table: candidate_id {table['candidate_id'].iloc[row]!r} appears twice for "
+                         f"{key_label(keys[key_id[row]])}")
 
 
 def key_codes(table: pd.DataFrame) -> tuple[np.ndarray, list[tuple[str, ...]]]:
