@@ -183,7 +183,10 @@ def data_reads(store: Store, task: str, subtasks: Sequence[str] = (), labels: Se
     return {"task": task, "subtasks": subtasks, "systems": systems, "data_sha256": digest, "data_rows": rows}
 
 
-def trail(store: Store) -> pd.DataFrame:
-    """The store's runs, oldest first, in :data:`COLUMNS` (``options``, ``reads`` and ``wrote`` as JSON text)."""
-    table = store.query("SELECT id AS run, at, action, version, options, reads, wrote, note FROM runs ORDER BY id")
+def trail(store: Store, task: str | None = None) -> pd.DataFrame:
+    """The store's runs, oldest first, in :data:`COLUMNS` (``options``, ``reads`` and ``wrote`` as JSON text); with
+    ``task``, only the runs whose options name that task."""
+    where, params = ("WHERE json_extract(options, '$.task') = ?", (task,)) if task is not None else ("", ())
+    table = store.query(f"SELECT id AS run, at, action, version, options, reads, wrote, note FROM runs {where} "
+                        "ORDER BY id", params)
     return table.reindex(columns=COLUMNS)

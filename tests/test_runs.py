@@ -204,7 +204,10 @@ def test_the_report_names_its_run_and_holds_the_trail(demo_copy, tmp_path):
     html = first.read_text("utf-8")
     trail_part = html[html.index("D. Audit trail"):]
     assert f"This report: run #{DEMO_RUNS + 1} of the store" in trail_part
-    assert trail_part.count("backfilled by scripts/backfill_demo_runs.py") == DEMO_RUNS
+    of_task = [json.loads(options).get("task") == "study-gpt-hiring" for options in runs["options"].iloc[:DEMO_RUNS]]
+    assert 0 < sum(of_task) < DEMO_RUNS  # the demo's trail holds runs of both tasks; the appendix the report's task's
+    assert trail_part.count("backfilled by scripts/backfill_demo_runs.py") == sum(of_task)
+    assert "task=resume" not in trail_part and "task=study-gpt-hiring" in trail_part
     assert json.loads(html[html.index("id='report-data'>") + 17:html.index("</script>", html.index(
         "id='report-data'>"))])["settings"]["run"] == DEMO_RUNS + 1
 

@@ -86,7 +86,7 @@ class ReportData:
     #: (SHA-256 of the data behind the results, number of rows, what they are), see
     #: :func:`audit.store.data_hash`
     data: tuple[str, int, str] = ("", 0, "rows")
-    #: the store's audit trail as it stood before this report (:func:`audit.store_runs.trail`)
+    #: the store's audit trail of the report's task as it stood before this report (:func:`audit.store_runs.trail`)
     trail: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
@@ -170,7 +170,7 @@ def _stored(settings: ReportSettings, scores: pd.DataFrame, task: str
     with _open(settings.store) as store:
         return (provenance.systems(store, scores, task, settings.mode),
                 provenance.prompts(store, task, scores, settings.mode), _diagnostics(store, scores, settings.mode),
-                data_hash(store, task, subtasks), trail(store))
+                data_hash(store, task, subtasks), trail(store, task))
 
 
 def _computed(settings: ReportSettings, tables: StoreTables, scores: pd.DataFrame, task: str) -> ReportData:

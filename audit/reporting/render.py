@@ -444,9 +444,9 @@ def audit_trail(data: ReportData) -> str:
     earlier = (f" The latest {TRAIL_ROWS} of {len(shown)} runs are shown; `python -m audit runs` lists every one."
                if len(shown) > TRAIL_ROWS else "")
     listed = (table(shown.tail(TRAIL_ROWS).astype(str), numeric=("run",), css="long trail") if len(shown) else
-              "<p>No earlier run is recorded in this store.</p>")
+              "<p>No earlier run of this task is recorded in this store.</p>")
     return (f"<h3>D. Audit trail</h3><p><b>{escape(this)}</b> Every command and dashboard action that wrote results "
-            f"or a report to the store, oldest first: what ran, when (UTC), with which options, on which data "
+            f"or a report of this task to the store (<code>python -m audit runs</code> lists every task's), oldest first: what ran, when (UTC), with which options, on which data "
             f"(fingerprints) and what it wrote.{escape(earlier)}</p>{listed}")
 
 
