@@ -202,3 +202,26 @@ def test_runs_page_lists_the_demo_stores_trail(server_url, browser):
         page.screenshot(path=str(SHOTS / "runs-trail.png"), full_page=True)
     finally:
         page.close()
+
+
+def test_a_task_switch_opens_the_pilot_at_its_own_quota_and_a_reload_keeps_it(server_url, browser):
+    """Issue 40: the study opens at k = 1; choosing the pilot in the sidebar shows it at its own design's k (2), the
+    address names task and k, and a reload of that address comes back to the pilot at k = 2, not to the study."""
+    page = browser.new_page()
+    try:
+        page.goto(f"{server_url}/allocation_gaps", wait_until="domcontentloaded")
+        page.wait_for_selector("text=Verdict and impact ratios at k = 1", timeout=240_000)
+        settle(page)
+        page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
+        page.get_by_role("option", name="resume", exact=True).click()
+        page.wait_for_selector("text=Verdict and impact ratios at k = 2", timeout=240_000)
+        settle(page)
+        page.wait_for_function("() => location.search.includes('task=resume') && location.search.includes('k=2')",
+                               timeout=60_000)
+        page.reload(wait_until="domcontentloaded")
+        page.wait_for_selector("text=Verdict and impact ratios at k = 2", timeout=240_000)
+        settle(page)
+        assert "task=resume" in page.url and "k=2" in page.url
+        assert page.locator("text=Verdict and impact ratios at k = 1").count() == 0
+    finally:
+        page.close()
