@@ -181,3 +181,5 @@ def test_ctrl_c_in_a_listwise_run_is_one_line(hanging, tmp_path):
     assert time.monotonic() - sent < 5 and process.returncode == 130, err
     assert "Traceback" not in err and err.splitlines()[-1] == "interrupted; 4 rankings stored, rerun to resume", err
     assert stored(db) == 4
+    with sqlite3.connect(db) as con:  # the audit trail keeps the interrupted run, marked as stopped
+        assert con.execute("SELECT action, note FROM runs").fetchall() == [("score", "stopped: KeyboardInterrupt")]

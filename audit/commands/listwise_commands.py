@@ -47,8 +47,8 @@ def run_listwise_score(args: argparse.Namespace) -> int:
     run = ListwiseRun(spec.ref, args.reading, args.seed, args.max_tokens,
                       checked_label(args.label) if args.label is not None else None)
     empty = []
-    with Store(args.db) as store, recording(store, "score", cli_options(args)) as recorded:
-        try:
+    try:  # an interrupted run is recorded in the trail as stopped (when it stored rankings), then said in one line
+        with Store(args.db) as store, recording(store, "score", cli_options(args)) as recorded:
             for job in jobs:
                 with tqdm(desc=f"{run.name} {job}", unit="ranking", file=sys.stderr) as bar:
                     def progress(done: int, total: int) -> None:
@@ -60,13 +60,14 @@ def run_listwise_score(args: argparse.Namespace) -> int:
                 print("\n".join(outcome.lines()), flush=True)
                 empty += [job] if outcome.nothing_readable else []
             recorded.reads = data_reads(store, study.TASK, jobs, [run.name])
-        except KeyboardInterrupt:
+    except KeyboardInterrupt:
+        with Store(args.db) as store:
             stored = store.count_results(CHOICE_RESULTS, (run.fingerprint, run.method))
-            print(f"interrupted; {stored} rankings stored, rerun to resume", file=sys.stderr)
-            return INTERRUPTED
-        finally:
-            if executor is not None:
-                executor.shutdown()
+        print(f"interrupted; {stored} rankings stored, rerun to resume", file=sys.stderr)
+        return INTERRUPTED
+    finally:
+        if executor is not None:
+            executor.shutdown()
     if empty:
         raise AuditError(f"every reply of {run.name} for {', '.join(empty)} was unreadable (no name mentioned): "
                          "nothing to audit; the replies are stored — read them, check the model and --max-tokens")
