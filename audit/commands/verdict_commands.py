@@ -9,6 +9,7 @@ import pandas as pd
 
 from audit.commands.io import emit, read_table_file, records
 from audit.audit import Audit
+from audit.commands.policy_options import add_policy, apply_policy
 from audit.commands.options import add_bootstrap, add_output, add_selection, add_verdict_rule, selection_from
 from audit.errors import AuditError
 from audit.formatting import markdown_table, pvalue, ratio, subtask_name
@@ -41,6 +42,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--permutations", type=int, default=N_PERM, metavar="B",
                         help=f"label shuffles (default {N_PERM})")
     add_output(parser, ("json", "csv", "md"))
+    add_policy(parser)
     parser.set_defaults(handler=run_verdict)
 
 
@@ -50,8 +52,8 @@ def _table(args: argparse.Namespace) -> pd.DataFrame:
     if args.mode != "pointwise":
         raise AuditError(f"--mode {args.mode}: verdicts are defined on pointwise scores")
     if args.scores:
-        if args.grouping or args.models or args.subtasks or args.reference:
-            raise AuditError("--scores takes no --grouping, --reference, --models or --subtasks (use --db)")
+        if args.grouping or args.models or args.subtasks or args.reference or args.policy:
+            raise AuditError("--scores takes no --grouping, --reference, --models, --subtasks or --policy (use --db)")
         scores = read_table_file(args.scores, "score table")
         scores = scores[scores["mode"].astype(str) == "pointwise"] if "mode" in scores else scores
         if scores.empty:
@@ -62,6 +64,14 @@ def _table(args: argparse.Namespace) -> pd.DataFrame:
     else:
         with Store(args.db, create=False) as store:
             tables = StoreTables.read(store)
+        apply_policy(args, tables)
+    return verdict_rows(args, tables)
+
+
+def verdict_rows(args: argparse.Namespace, tables: StoreTables) -> pd.DataFrame:
+    """The verdict rows of ``tables`` under ``args``' selection, threshold and rule, at ``args.k`` (set here to the
+    design's quota when not given, with ``args.quota_reason`` saying why): the one path ``verdict`` and ``check``
+    share."""
     selection = selection_from(args, tables)
     args.k, args.quota_reason = tables.design(selection.task).audited_quota(args.k)
     return shown_modes(Audit(tables, selection).verdicts((args.k,), tuple(args.grouping or ()), args.threshold),
