@@ -21,7 +21,7 @@ MAX_REPLICATES = 100_000
 COMMANDS = {**dict.fromkeys(("score", "scores", "pairs", "answers", "designs", "models"), "scoring_commands"),
             **dict.fromkeys(("metrics", "validity", "shape"), "metrics_commands"), "cairo": "cairo_commands",
             "plan": "plan_commands", **dict.fromkeys(("impact", "compare", "report"), "report_commands"),
-            "verdict": "verdict_commands", "import": "import_commands", "ll144": "ll144_commands",
+            "verdict": "verdict_commands", "check": "check_commands", "import": "import_commands", "ll144": "ll144_commands",
             "position-bias": "position_commands", "runs": "runs_commands"}
 
 

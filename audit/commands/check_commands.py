@@ -1,0 +1,166 @@
+"""``python -m audit check``: enforce an audit policy on a store — exit 0 when every system passes, 1 when any
+fails (each failure one line with its evidence), 2 on an error — with JUnit XML for CI servers."""
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import pandas as pd
+
+from audit.commands.io import emit
+from audit.commands.verdict_commands import verdict_rows
+from audit.errors import AuditError
+from audit.formatting import markdown_table, md_text, pvalue, subtask_name
+from audit.metrics.verdict import ADVERSE, INCONCLUSIVE, rollup
+from audit.output import check_target, write_atomic
+from audit.policy import Policy, load_policy
+from audit.present.junit import Case, junit_xml
+from audit.selection import N_BOOT, N_PERM
+from audit.store import Store
+from audit.views import StoreTables
+
+FAILED = 1
+"""Exit status when a system fails the policy (2 stays the status of an error)."""
+
+
+def add_commands(sub: argparse._SubParsersAction) -> None:
+    """Register the ``check`` sub-command."""
+    parser = sub.add_parser("check", help="enforce an audit policy (exit 0: every system passes, 1: a system fails, "
+                                          "2: an error), with JUnit XML for CI",
+                            description="Runs the verdict of every task and system the policy names under its "
+                                        "threshold, reading, family, confidence and quota; a system fails when a "
+                                        "category is adverse, below the minimum sample or (if the policy says so) "
+                                        "inconclusive. See docs/policy.md.")
+    parser.add_argument("--db", required=True, help="result store")
+    parser.add_argument("--policy", required=True, metavar="FILE", help="the audit policy (YAML)")
+    parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML here (one testsuite per task, one "
+                                                        "testcase per system × subtask)")
+    parser.add_argument("--format", choices=("md", "json"), default="md")
+    parser.add_argument("--out", help="write here instead of stdout")
+    parser.set_defaults(handler=run_check)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    """Handler of ``check``."""
+    for target in (args.junit, args.out):  # before the work: no output replaces the store
+        if target is not None:
+            check_target(target, args.db)
+    policy = load_policy(args.policy)
+    with Store(args.db, create=False) as store:
+        tables = StoreTables.read(store)
+    judged = _verdicts(policy, tables)
+    systems, failures = _results(judged, policy, tables)
+    if args.junit is not None:
+        cases = [Case(row.task, f"{row.model} · {subtask_name(row.subtask)}", tuple(
+            failures.loc[(failures["task"] == row.task) & (failures["model"] == row.model)
+                         & (failures["subtask"] == row.subtask), "line"]))
+                 for row in systems.itertuples(index=False)]
+        write_atomic(args.junit, junit_xml(cases, name="audit check", properties={
+            "policy": policy.path, "policy_sha256": policy.sha256, "rule": policy.describe()}), args.db)
+    if args.format == "json":
+        emit(json.dumps({"passed": failures.empty, "policy": {**asdict(policy), "quotas": dict(policy.quotas)},
+                         "quotas": {task: {"k": k, "quota_reason": reason} for task, (k, reason, _) in judged.items()},
+                         "systems": systems.to_dict("records"),
+                         "failures": failures.to_dict("records")}, indent=1, default=str) + "\n", args.out)
+    else:
+        emit(_markdown(policy, judged, systems, failures), args.out)
+    return FAILED if len(failures) else 0
+
+
+def _verdicts(policy: Policy, tables: StoreTables) -> dict[str, tuple[int, str, pd.DataFrame]]:
+    """Per task the policy names (default: every task of the store): (k, why that k, the verdict rows of the
+    systems it names there), through :func:`audit.commands.verdict_commands.verdict_rows`, as ``verdict`` runs."""
+    stored = tables.tasks()
+    unknown = [task for task in policy.tasks if task not in stored]
+    if unknown:
+        raise AuditError(f"policy {policy.path}: task {unknown[0]!r} is not in store; its tasks are "
+                         f"{', '.join(stored)}")
+    tasks = list(policy.tasks) or stored
+    held = {task: set(tables.scores.loc[tables.scores["task"] == task, "model"].astype(str)) for task in tasks}
+    missing = [s for s in policy.systems if not any(s in models for models in held.values())]
+    if missing:
+        raise AuditError(f"policy {policy.path}: system {missing[0]!r} is in none of the tasks "
+                         f"{', '.join(tasks)}; their systems are {', '.join(sorted(set().union(*held.values())))}")
+    out = {}
+    for task in tasks:
+        models = tuple(s for s in policy.systems if s in held[task])
+        if policy.systems and not models:
+            if policy.tasks:
+                raise AuditError(f"policy {policy.path}: task {task!r} holds none of the systems "
+                                 f"{', '.join(policy.systems)}")
+            continue  # every task by default: only those that hold a named system
+        args = argparse.Namespace(mode="pointwise", task=task, models=models, subtasks=(), grouping=None,
+                                  reference=None, pool=None, k=policy.quota_for(task), threshold=policy.threshold,
+                                  ci=policy.confidence, family=policy.family, rule=policy.reading, bootstrap=N_BOOT,
+                                  seed=0, permutations=N_PERM)
+        table = verdict_rows(args, tables)
+        out[task] = (args.k, args.quota_reason, table)
+    return out
+
+
+def _results(judged: dict[str, tuple[int, str, pd.DataFrame]], policy: Policy,
+             tables: StoreTables) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(one row per task × system × subtask: its verdict and whether it passes; one row per failure: task, model,
+    subtask, grouping, category, reason and its one-line ``line``)."""
+    systems, failures = [], []
+    for task, (k, _, table) in judged.items():
+        design = tables.design(task)
+        for row in table.itertuples(index=False):
+            for reason in _reasons(row, policy):
+                failures.append({"task": task, "model": row.model, "subtask": row.subtask, "grouping": row.grouping,
+                                 "category": row.category, "reason": reason,
+                                 "line": _line(task, k, row, reason, design.display_name(row.comparator,
+                                                                                          row.grouping))})
+        for row in rollup(table).itertuples(index=False):
+            systems.append({"task": task, "k": k, "model": row.model, "subtask": row.subtask, "verdict": row.verdict,
+                            "categories": row.categories})
+    failures = pd.DataFrame(failures, columns=["task", "model", "subtask", "grouping", "category", "reason", "line"]
+                            ).sort_values(["task", "model", "subtask"], kind="stable").reset_index(drop=True)
+    systems = pd.DataFrame(systems, columns=["task", "k", "model", "subtask", "verdict", "categories"])
+    failed = set(zip(failures["task"], failures["model"], failures["subtask"]))
+    systems["passed"] = [(t, m, s) not in failed for t, m, s in zip(systems["task"], systems["model"],
+                                                                     systems["subtask"])]
+    systems["failures"] = [int(((failures["task"] == t) & (failures["model"] == m) & (failures["subtask"] == s)).sum())
+                           for t, m, s in zip(systems["task"], systems["model"], systems["subtask"])]
+    return systems.sort_values(["task", "model", "subtask"], kind="stable").reset_index(drop=True), failures
+
+
+def _reasons(row, policy: Policy) -> list[str]:
+    """Why one verdict row fails the policy (empty: it passes)."""
+    reasons = []
+    if row.candidates < policy.minimum_sample:
+        reasons.append(f"below the minimum sample ({row.candidates} < {policy.minimum_sample})")
+    if row.verdict == ADVERSE:
+        reasons.append(ADVERSE)
+    elif row.verdict == INCONCLUSIVE and policy.inconclusive_fails:
+        reasons.append("inconclusive (the policy fails inconclusive)")
+    return reasons
+
+
+def _line(task: str, k: int, row, reason: str, comparator: str) -> str:
+    """One failure as one line: where, why, and the evidence behind it."""
+    interval = ("" if pd.isna(row.impact_ratio_lo) else f" [{row.impact_ratio_lo:.3g}, {row.impact_ratio_hi:.3g}]")
+    evidence = f"; {row.evidence}" if row.evidence else ""
+    text = (f"FAIL {task} · {row.model} · {subtask_name(row.subtask)} · {row.grouping} {row.name}: {reason} at "
+            f"k = {k} — impact ratio {row.impact_ratio:.3g}{interval} against {comparator}, adjusted p "
+            f"{pvalue(row.p_adj)}, {row.candidates} candidates{evidence}")
+    return " ".join(text.split())
+
+
+def _markdown(policy: Policy, judged: dict, systems: pd.DataFrame, failures: pd.DataFrame) -> str:
+    """The page: the result, the policy (file, SHA-256, rule), one table of systems per task, the failure lines."""
+    failed = int((~systems["passed"]).sum())
+    head = (f"# Policy check: {'FAIL' if failed else 'PASS'} — {failed} of {len(systems)} systems fail\n\n"
+            f"Policy: {md_text(Path(policy.path).name)} (SHA-256 {policy.sha256}): {md_text(policy.describe())}.\n")
+    parts = [head]
+    for task, (k, reason, _) in judged.items():
+        rows = systems[systems["task"] == task]
+        shown = pd.DataFrame({"System": rows["model"], "Subtask": rows["subtask"].map(subtask_name),
+                              "Result": rows["passed"].map({True: "pass", False: "FAIL"}), "Verdict": rows["verdict"],
+                              "Failures": rows["failures"]})
+        parts.append(f"\n## {md_text(task)} at k = {k}\n\nQuota: {md_text(reason)}.\n\n{markdown_table(shown)}")
+    if len(failures):
+        parts.append("\n## Failures\n\n" + "".join(f"- {md_text(line)}\n" for line in failures["line"]))
+    return "".join(parts)
