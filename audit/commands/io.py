@@ -97,7 +97,7 @@ def records(frame: pd.DataFrame) -> list[dict]:
 
 def cli_options(args: argparse.Namespace) -> dict:
     """A command's options as its run records them (:func:`audit.store_runs.recording` leaves out secrets)."""
-    return {name: value for name, value in vars(args).items() if name not in ("command", "handler")}
+    return {name: value for name, value in vars(args).items() if name not in ("command", "handler", "explicit_flags")}
 
 
 def emit(text: str, out: str | None) -> None:

@@ -16,6 +16,7 @@ from audit.design import AuditDesign, PoolDesign
 from audit.errors import AuditError
 from audit.formatting import bound, md_text
 from audit.commands.io import cli_options, emit, read_table_file, records
+from audit.commands.policy_options import add_policy, apply_policy
 from audit.commands.options import (add_adjust, add_bootstrap, add_selection, add_verdict_rule, check_date,
                                     selection_from)
 from audit.metrics.keys import UNQUOTED
@@ -74,6 +75,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                         help="the date the report is distributed, printed in the sign-off block and the LL144 "
                              "section (default: blank)")
     report.add_argument("--out", required=True, help="report.html or report.pdf")
+    add_policy(report)
     report.set_defaults(handler=run_report)
 
 
@@ -169,10 +171,12 @@ def run_report(args: argparse.Namespace) -> int:
     if not Path(args.db).is_file():
         raise AuditError(f"result store {args.db} does not exist")
     tables = _tables(args)
+    policy = apply_policy(args, tables)
     settings = ReportSettings(args.db, replace(selection_from(args, tables), ks=()), k=args.k,
                               threshold=args.threshold, compare=tuple(args.compare) if args.compare else None,
                               paper=args.paper, auditor=args.auditor.strip(), firm=args.firm.strip(),
-                              distribution_date=args.distribution_date)
+                              distribution_date=args.distribution_date,
+                              policy=None if policy is None else (policy.path, policy.sha256))
     _, run = recorded_report(settings, fmt, "report", cli_options(args),
                              _terminal_progress() if sys.stderr.isatty() else None, tables, out=args.out)
     print(f"wrote {args.out}: " + (f"run #{run} of the store's audit trail" if run else

@@ -32,7 +32,8 @@ class ReportSettings:
     of two model labels (A, B), the verdicts' impact-ratio ``threshold``, the ``paper`` (``a4`` or ``letter``), the
     sign-off block's ``auditor``, ``firm`` and ``distribution_date`` (YYYY-MM-DD; each left as a blank line to fill in
     when empty; the date is also the LL144 section's) and ``run``, the number of the store's run that records the
-    report (None: not recorded, see :func:`audit.store_runs.record_report`). The selection's choices read as the
+    report (None: not recorded, see :func:`audit.store_runs.record_report`), and ``policy``, the (path, SHA-256) of
+    the audit policy file the selection was read from (None: none). The selection's choices read as the
     settings' own (``settings.grouping``, ``settings.ci``, …); after :func:`collect` its grouping, reference and
     pool hold the values the report used."""
 
@@ -47,6 +48,7 @@ class ReportSettings:
     firm: str = ""
     distribution_date: str = ""
     run: int | None = None
+    policy: tuple[str, str] | None = None
 
     def __getattr__(self, name: str) -> object:
         if name == "selection":  # not set yet (unpickling): no recursion
@@ -273,8 +275,12 @@ def commands(data: ReportData) -> list[list[str]]:
     signed = [word for flag, value in (("--auditor", s.auditor), ("--firm", s.firm),
                                        ("--distribution-date", s.distribution_date)) if value
               for word in (flag, _quoted(value))]
+    policy = ["--policy", _quoted(provenance.portable_path(s.policy[0]))] if s.policy else []
     out.append(["python -m audit report", *source, *chosen, *groups, *reference, "--k", str(s.k), *options, *boot,
-                *tests, *judged, "--paper", s.paper, *signed, "--out report.html"])
+                *tests, *judged, *policy, "--paper", s.paper, *signed, "--out report.html"])
+    if s.policy:
+        out.append(["python -m audit check", "--db", _quoted(provenance.portable_path(s.store)), *policy,
+                    "--junit audit-check.xml"])
     if s.compare:
         out.append(["python -m audit compare", *source, *mode, *picked, "--grouping", _quoted(s.grouping),
                     "--pool", _quoted(s.design), *reference, "--a", _quoted(s.compare[0]), "--b",
@@ -309,4 +315,6 @@ def settings_record(settings: ReportSettings) -> dict:
     :func:`provenance.portable_path` prints it)."""
     record = asdict(settings)
     chosen = {name: value for name, value in record.pop("selection").items() if name != "ks"}  # the report's is k
-    return {**chosen, **record, "pool": settings.design, "store": provenance.portable_path(settings.store)}
+    policy = settings.policy and [provenance.portable_path(settings.policy[0]), settings.policy[1]]
+    return {**chosen, **record, "pool": settings.design, "store": provenance.portable_path(settings.store),
+            "policy": policy}

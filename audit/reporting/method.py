@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from audit.design import PoolDesign, PoolKind
+from audit.reporting.provenance import portable_path
 
 #: one sentence per measure, in the report's sign convention (group X against the reference group R)
 GLOSSARY = {
@@ -68,3 +69,11 @@ def method_paragraphs(*, pool: str, mode: str, k: int, reference: str, reference
         "JSD and EMD are distances and carry no sign.",
         f"Qualification (for ΔEO): {qualification}.",
     ]
+
+
+def policy_paragraph(path: str, sha256: str) -> str:
+    """The method's sentence on the audit policy the report was read under (its file and SHA-256)."""
+    return (f"Audit policy: the systems, quota, threshold, reading, multiple-testing family and confidence level of "
+            f"this report were read from the policy file {portable_path(path)} (SHA-256 {sha256}); "
+            f"`python -m audit check` with the same file enforces them, so what CI checks is what this report "
+            "signs.")

@@ -31,7 +31,7 @@ from audit.reporting.findings import SENTENCES_UP_TO, Finding, findings, not_sig
 from audit.reporting import page_one
 from audit.reporting.html import table
 from audit.reporting.page_one import VERDICT_CSS
-from audit.reporting.method import GLOSSARY, method_paragraphs
+from audit.reporting.method import GLOSSARY, method_paragraphs, policy_paragraph
 from audit.reporting.provenance import RECORDED_HASHES, SCORED_HASHES, portable_path
 from audit.reporting.style import STYLE, page_style
 from audit.tasks.recorded import mode_name
@@ -266,6 +266,8 @@ def method(data: ReportData) -> str:
     paragraphs = method_paragraphs(pool=s.design, mode=s.mode, k=s.k, reference=design.display_name(
         s.reference, s.grouping), reference_code=s.reference, grouping=s.grouping, labels=design.labels,
         relevance=design.relevance, qualification=design.qualification, recorded=recorded)
+    if s.policy:
+        paragraphs = [*paragraphs, policy_paragraph(*s.policy)]
     glossary = "".join(f"<li><b>{escape(term)}</b>: {escape(text)}</li>" for term, text in GLOSSARY.items())
     sizes = sample_sizes(data)
     sizes = pd.DataFrame({"system": sizes["model"], "subtasks": sizes["subtasks"].astype(str),
