@@ -113,18 +113,21 @@ def _results(judged: dict[str, tuple[int, str, pd.DataFrame]], policy: Policy,
                                  "category": row.category, "reason": reason,
                                  "line": _line(task, k, row, reason, design.display_name(row.comparator,
                                                                                           row.grouping))})
-        for row in rollup(table).itertuples(index=False):
+        for row in rollup(table).sort_values(["model", "subtask"], kind="stable").itertuples(index=False):
             systems.append({"task": task, "k": k, "model": row.model, "subtask": row.subtask, "verdict": row.verdict,
                             "categories": row.categories})
     failures = pd.DataFrame(failures, columns=["task", "model", "subtask", "grouping", "category", "reason", "line"]
-                            ).sort_values(["task", "model", "subtask"], kind="stable").reset_index(drop=True)
+                            )
+    order = {task: i for i, task in enumerate(judged)}  # the tasks in the policy's (or the store's) order
+    failures = failures.sort_values(["task", "model", "subtask"], key=lambda c: c.map(order) if c.name == "task" else c,
+                                    kind="stable").reset_index(drop=True)
     systems = pd.DataFrame(systems, columns=["task", "k", "model", "subtask", "verdict", "categories"])
     failed = set(zip(failures["task"], failures["model"], failures["subtask"]))
     systems["passed"] = [(t, m, s) not in failed for t, m, s in zip(systems["task"], systems["model"],
                                                                      systems["subtask"])]
     systems["failures"] = [int(((failures["task"] == t) & (failures["model"] == m) & (failures["subtask"] == s)).sum())
                            for t, m, s in zip(systems["task"], systems["model"], systems["subtask"])]
-    return systems.sort_values(["task", "model", "subtask"], kind="stable").reset_index(drop=True), failures
+    return systems, failures
 
 
 def _reasons(row, policy: Policy) -> list[str]:
