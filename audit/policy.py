@@ -24,6 +24,7 @@ from typing import Any
 from audit.bounded import read_bytes
 from audit.errors import AuditError
 from audit.metrics.impact import FOUR_FIFTHS
+from audit.metrics.monitoring import HORIZON
 from audit.metrics.verdict import DEFAULT_FAMILY, FAMILIES, RULES
 
 MAX_POLICY_BYTES = 64 * 1024
@@ -42,7 +43,7 @@ class Monitoring:
     enabled: bool = False
     alpha: float = 0.05
     period: str = "week"
-    horizon: int = 52
+    horizon: int = HORIZON
 
 
 @dataclass(frozen=True)
@@ -186,4 +187,4 @@ def _monitoring(value: Any, where: str) -> Monitoring:
                          "and 1, e.g. 0.05")
     return Monitoring(enabled=_flag(value.get("enabled", True), "monitoring.enabled", where), alpha=float(alpha),
                       period=_choice(value, "period", "week", PERIODS, where, "monitoring."),
-                      horizon=_count(value.get("horizon", 52), "monitoring.horizon", 1, where))
+                      horizon=_count(value.get("horizon", HORIZON), "monitoring.horizon", 1, where))

@@ -245,5 +245,14 @@ def test_the_report_names_the_policy_and_its_sha256(demo, tmp_path):
     data = json.loads(html.split("id='report-data'>")[1].split("</script>")[0])
     assert data["settings"]["policy"] == ["policy.yaml", digest] and data["settings"]["threshold"] == 0.75
     assert data["settings"]["models"] == ["gpt-4"]
+    assert "python -m audit check --db demo.db --policy policy.yaml" in html
     one_error(audit("report", "--db", demo, "--policy", path, "--threshold", "0.8", "--out", out),
               "--threshold 0.8 conflicts", "threshold 0.75")
+
+
+def test_the_documented_example_policy_reads_as_documented(tmp_path):
+    text = (ROOT / "docs" / "policy.md").read_text().split("```yaml\n")[1].split("```")[0]
+    found = load_policy(policy(tmp_path, text))
+    assert (found.threshold, found.reading, found.family, found.confidence, found.quota, found.minimum_sample,
+            found.tasks, found.systems, found.inconclusive_fails, found.monitoring.enabled) == (
+        0.8, "practice", "system", 0.95, 1, 100, (STUDY,), ("gpt-4", "gpt-3.5-turbo"), False, False)
