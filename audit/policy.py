@@ -68,6 +68,14 @@ class Policy:
         """The policy's k for ``task`` (None: the task design's quota)."""
         return dict(self.quotas).get(task, self.quota)
 
+    def check_tasks(self, stored: list[str]) -> None:
+        """An AuditError naming a task of ``tasks`` or of the per-task ``quota`` that is not among ``stored``."""
+        for key, named in (("tasks", self.tasks), ("quota", [task for task, _ in self.quotas])):
+            unknown = [task for task in named if task not in stored]
+            if unknown:
+                raise AuditError(f"policy {self.path}: key '{key}' names task {unknown[0]!r}, not in the store; its "
+                                 f"tasks are {', '.join(stored)}")
+
     def describe(self) -> str:
         """The policy's rule in one line."""
         quota = (", ".join(f"{t}: k = {k}" for t, k in self.quotas) if self.quotas else

@@ -211,8 +211,11 @@ def test_a_missing_huge_or_binary_policy_is_one_error_line(demo, tmp_path):
 
 
 def test_unknown_tasks_systems_and_stores_are_one_error_line(demo, logged, tmp_path):
-    one_error(audit("check", "--db", demo, "--policy", policy(tmp_path, "tasks: [hiring]\n")),
-              "task 'hiring' is not in store", STUDY)
+    for command in ("check", "verdict"):
+        one_error(audit(command, "--db", demo, "--policy", policy(tmp_path, "tasks: [hiring]\n")),
+                  "key 'tasks' names task 'hiring', not in the store", STUDY)
+        one_error(audit(command, "--db", demo, "--policy", policy(tmp_path, "quota: {resume: 2, hirng: 1}\n", "q.yaml")),
+                  "key 'quota' names task 'hirng', not in the store", STUDY)
     one_error(audit("check", "--db", demo, "--policy", policy(tmp_path, "systems: [gpt-5]\n", "s.yaml")),
               "system 'gpt-5' is in none of the tasks", "gpt-4")
     one_error(audit("check", "--db", demo, "--policy", policy(tmp_path, "tasks: [resume]\nsystems: [gpt-4]\n",

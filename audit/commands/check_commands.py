@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from audit.commands.io import emit
+from audit.commands.io import emit, records
 from audit.commands.verdict_commands import verdict_rows
 from audit.errors import AuditError
 from audit.formatting import markdown_table, md_text, pvalue, subtask_name
@@ -61,9 +61,8 @@ def run_check(args: argparse.Namespace) -> int:
             "policy": policy.path, "policy_sha256": policy.sha256, "rule": policy.describe()}), args.db)
     if args.format == "json":
         emit(json.dumps({"passed": failures.empty, "policy": {**asdict(policy), "quotas": dict(policy.quotas)},
-                         "quotas": {task: {"k": k, "quota_reason": reason} for task, (k, reason, _) in judged.items()},
-                         "systems": systems.to_dict("records"),
-                         "failures": failures.to_dict("records")}, indent=1, default=str) + "\n", args.out)
+                         "judged_at": {task: {"k": k, "quota_reason": reason} for task, (k, reason, _) in judged.items()},
+                         "systems": records(systems), "failures": records(failures)}, indent=1) + "\n", args.out)
     else:
         emit(_markdown(policy, judged, systems, failures), args.out)
     return FAILED if len(failures) else 0
@@ -73,10 +72,7 @@ def _verdicts(policy: Policy, tables: StoreTables) -> dict[str, tuple[int, str, 
     """Per task the policy names (default: every task of the store): (k, why that k, the verdict rows of the
     systems it names there), through :func:`audit.commands.verdict_commands.verdict_rows`, as ``verdict`` runs."""
     stored = tables.tasks()
-    unknown = [task for task in policy.tasks if task not in stored]
-    if unknown:
-        raise AuditError(f"policy {policy.path}: task {unknown[0]!r} is not in store; its tasks are "
-                         f"{', '.join(stored)}")
+    policy.check_tasks(stored)
     tasks = list(policy.tasks) or stored
     held = {task: set(tables.scores.loc[tables.scores["task"] == task, "model"].astype(str)) for task in tasks}
     missing = [s for s in policy.systems if not any(s in models for models in held.values())]

@@ -45,6 +45,7 @@ def apply_policy(args: argparse.Namespace, tables: StoreTables) -> Policy | None
         return None
     policy = load_policy(args.policy)
     explicit = getattr(args, "explicit_flags", frozenset())
+    policy.check_tasks(tables.tasks())
     task = _task(args, policy, explicit, tables)
     known = set(tables.scores.loc[tables.scores["task"] == task, "model"].astype(str))
     models = tuple(m for m in policy.systems if m in known)
