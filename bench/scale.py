@@ -15,12 +15,14 @@ import argparse
 import json
 import os
 import sqlite3
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from anywhere, no PYTHONPATH
 
 import ray  # noqa: E402
 import torch  # noqa: E402
