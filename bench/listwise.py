@@ -4,7 +4,7 @@ against ``vllm serve`` of the same model (the vLLM virtualenv, ``make vllm-env``
 seed 0) each time, each run into a fresh store through :func:`audit.listwise.run_listwise`, timed with
 ``time.perf_counter``; the model is loaded (and vLLM started) before the clock starts.
 
-    HF_HUB_OFFLINE=1 PYTHONPATH=. python bench/listwise.py [--rankings 3] [--no-vllm]
+    HF_HUB_OFFLINE=1 python bench/listwise.py [--rankings 3] [--no-vllm]
 """
 from __future__ import annotations
 

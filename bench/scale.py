@@ -7,7 +7,7 @@ drifting machine load hits each alike. Also printed: the per-batch overhead Ray 
 single process, both with every CPU core), the bare round trip of a batch through an actor that computes
 nothing; every run must equal the single-process results to 1e-6.
 
-    HF_HUB_OFFLINE=1 PYTHONPATH=. python bench/scale.py [--limit 2] [--batch-size 4]
+    HF_HUB_OFFLINE=1 python bench/scale.py [--limit 2] [--batch-size 4]
 """
 from __future__ import annotations
 
