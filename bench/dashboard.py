@@ -1,6 +1,6 @@
 """Dashboard timings on the demo store, from one run (Streamlit AppTest, no browser).
 
-    PYTHONPATH=. python bench/dashboard.py [--task resume]
+    python bench/dashboard.py [--task resume]
 
 ``--task`` picks the task the page shows (default: the one the store opens on, the recorded study in the demo store;
 ``resume`` is the task of the earlier rounds in bench/README.md).

@@ -5,8 +5,8 @@ For each shape it reports prompts/s, prompt tokens/s and peak GPU memory for bf1
 with and without the shared-prefix KV cache, on the shipped resume prompts. The tokenizer is the bundled
 SmolLM2's, so the vocabulary is max(the shape's, 49,152). ``--tiny`` runs a 2-layer toy shape on CPU (tests).
 
-    HF_HUB_OFFLINE=1 PYTHONPATH=. python bench/gpu.py [--shapes llama-2-7b,mistral-7b] [--prompts 64]
-    HF_HUB_OFFLINE=1 PYTHONPATH=. python bench/gpu.py --tiny --prompts 4
+    HF_HUB_OFFLINE=1 python bench/gpu.py [--shapes llama-2-7b,mistral-7b] [--prompts 64]
+    HF_HUB_OFFLINE=1 python bench/gpu.py --tiny --prompts 4
 
 ``--listwise N`` then times the 2024 study's listwise protocol on each shape and precision: N rankings (job retail,
 seed 0) by the likelihood reading (one ranking's 2.5k-token prompt at a time) and by the generate reading (the

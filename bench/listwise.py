@@ -4,7 +4,7 @@ against ``vllm serve`` of the same model (the vLLM virtualenv, ``make vllm-env``
 seed 0) each time, each run into a fresh store through :func:`audit.listwise.run_listwise`, timed with
 ``time.perf_counter``; the model is loaded (and vLLM started) before the clock starts.
 
-    HF_HUB_OFFLINE=1 PYTHONPATH=. python bench/listwise.py [--rankings 3] [--no-vllm]
+    HF_HUB_OFFLINE=1 python bench/listwise.py [--rankings 3] [--no-vllm]
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import os
 import platform
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from anywhere, no PYTHONPATH
 
 import torch  # noqa: E402
 

@@ -1,6 +1,6 @@
 """The verdict rule's operating characteristic: P(adverse impact) and P(no evidence) against the true impact ratio.
 
-    PYTHONPATH=. python bench/operating.py [--replicates 100] [--groups 2 [4 …]] [--seed 0]
+    python bench/operating.py [--replicates 100] [--groups 2 [4 …]] [--seed 0]
 
 Seeded decision logs (:func:`audit.metrics.simulate.pool_logs`): pools of one applicant per group, k = 1, one group
 (B) first in its pool with r times the chance of each other group (its true impact ratio at k = 1), n pools = n

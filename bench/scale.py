@@ -7,7 +7,7 @@ drifting machine load hits each alike. Also printed: the per-batch overhead Ray 
 single process, both with every CPU core), the bare round trip of a batch through an actor that computes
 nothing; every run must equal the single-process results to 1e-6.
 
-    HF_HUB_OFFLINE=1 PYTHONPATH=. python bench/scale.py [--limit 2] [--batch-size 4]
+    HF_HUB_OFFLINE=1 python bench/scale.py [--limit 2] [--batch-size 4]
 """
 from __future__ import annotations
 
@@ -15,12 +15,14 @@ import argparse
 import json
 import os
 import sqlite3
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runnable from anywhere, no PYTHONPATH
 
 import ray  # noqa: E402
 import torch  # noqa: E402

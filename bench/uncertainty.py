@@ -1,6 +1,6 @@
 """Benchmark of the uncertainty machinery on the demo store against a naive loop, run side by side.
 
-    PYTHONPATH=. python bench/uncertainty.py [--boot 1000] [--perm 1000] [--sample 20]
+    python bench/uncertainty.py [--boot 1000] [--perm 1000] [--sample 20]
 
 Engine: for every mode of the store, one ``MetricSuite`` with bootstrap CIs (``--boot`` replicates) and permutation
 p-values (``--perm`` label shuffles) for every (model, subtask, group) and every k, then Holm adjustment; timed apart,

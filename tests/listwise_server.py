@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Iterator
 
 from audit.tasks import study
-from helpers import serving_in_thread
+from tests.helpers import serving_in_thread
 
 NAME = "in-order"
 DELAY_S = 0.05  # per answer, so that requests sent together are seen together

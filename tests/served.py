@@ -21,7 +21,7 @@ import pytest
 
 from audit.backend import resolve
 from audit.backend.loading import converted_dir
-from helpers import serving_in_thread
+from tests.helpers import serving_in_thread
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = "smollm2-135m"

@@ -83,7 +83,7 @@ def test_a_true_ratio_of_06_over_400_pools_of_8_is_called_adverse():
     """400 pools of 8 applicants, 4 of each of two groups (as the study's pools by sex), k = 1; an applicant of B
     is first with 0.6 times the chance of one of A (B's true impact ratio at k = 1): B is called adverse in at least
     90 % of 50 seeded audits. (With 8 groups of one applicant each, B's 32 expected picks against the winner of
-    seven are found in about half the audits after the all-pairs adjustment: stated in the README's table.)"""
+    seven are found in about half the audits after the all-pairs adjustment: stated in docs/verdict.md's table.)"""
     scores = pool_logs(np.random.default_rng(6), systems=50, pools=400, groups=2, weights=[1, 0.6], per_pool=8,
                        balanced=True)
     rows, pairs = measure(scores, grouping="group", k=1, pool="observed", n_boot=2, n_perm=1)

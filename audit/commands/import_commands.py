@@ -22,7 +22,8 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("import", help="import a deployed system's recorded decisions into the result store",
                             description="decisions: a decision log (CSV / Parquet / JSONL, one row per applicant) "
                                         "read with a spec naming its applicant, demographic, pool, subtask, date "
-                                        "and outcome columns (see README). ranking-runs: <model>/<job>/<date>/*.json "
+                                        "and outcome columns (see docs/decision-logs.md). ranking-runs: "
+                                        "<model>/<job>/<date>/*.json "
                                         "chat-completion responses with context.default_order and "
                                         "context.demo_order (the 2024 GPT hiring study's layout); each response is "
                                         "one pool, its job the subtask, its model the model.")
@@ -62,7 +63,7 @@ def run_import(args: argparse.Namespace) -> int:
 
 def _import_decisions(args: argparse.Namespace) -> int:
     if not args.spec:
-        raise AuditError("--format decisions needs --spec FILE (the log's columns; see README)")
+        raise AuditError("--format decisions needs --spec FILE (the log's columns; see docs/decision-logs.md)")
     spec = load_log_spec(Path(args.spec))
     log = read_log(args.data, spec)
     label = (args.label or spec.label or Path(args.data).stem).strip()

@@ -1,7 +1,7 @@
 """Metric presets: this tool's estimators (``default``) or those of the RABBI paper's public code (``paper-exact``).
 
-The two differ only where the project deliberately departs from the code (README, "Differences from the papers'
-code"): ``default`` bins JSD on the pooled range of A ∪ B with Sturges' bin count ⌈log₂(|A| + |B|)⌉ + 1 (each
+The two differ only where the project deliberately departs from the code (docs/command-line.md, "Differences from
+the papers' code"): ``default`` bins JSD on the pooled range of A ∪ B with Sturges' bin count ⌈log₂(|A| + |B|)⌉ + 1 (each
 distinct value its own bin when there are no more than that) and reports bits, and takes SciPy's exact Mann–Whitney p-value for small samples; ``paper-exact`` bins JSD on 10 bins
 over A's range, keeps the bins both groups occupy and reports nats (:func:`audit.metrics.bias.jsd_paper_code`), and
 always uses the asymptotic p-value. δ, EMD, RABBI and the gaps are the same under both.

@@ -52,7 +52,7 @@ def load_log_spec(path: str | Path) -> LogSpec:
 
 def parse_log_spec(raw: Any, where: str = "spec") -> LogSpec:
     """A :class:`LogSpec` from a parsed mapping; ``where`` prefixes every error message."""
-    check_keys(raw, where, KEYS, "a mapping with keys applicant and demographics (see the README)")
+    check_keys(raw, where, KEYS, "a mapping with keys applicant and demographics (see docs/decision-logs.md)")
     demographics = raw.get("demographics")
     demographics = [demographics] if isinstance(demographics, str) else demographics
     if not isinstance(demographics, list) or not demographics or not all(_name(c) for c in demographics):
