@@ -288,7 +288,9 @@ class Audit:
         table = decide(pd.concat([m[0] for m in measured], ignore_index=True),
                        pd.concat([m[1] for m in measured], ignore_index=True), family=s.family,
                        threshold=threshold, ci=ci, rule=s.rule)
-        return table.assign(name=[design.display_name(c, g) for c, g in zip(table["category"], table["grouping"])])
+        cells = list(zip(table["category"].tolist(), table["grouping"].tolist()))
+        names = {cell: design.display_name(*cell) for cell in set(cells)}  # a few categories, named once each
+        return table.assign(name=[names[cell] for cell in cells])
 
     @memoised
     def ll144(self, k: int, exclude_small: str | None = None) -> pd.DataFrame:

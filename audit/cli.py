@@ -6,6 +6,7 @@ import argparse
 import errno
 import importlib
 import math
+import os
 import sys
 
 from audit.errors import AuditError
@@ -38,6 +39,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one sub-command; bad input is one ``error:`` line on stderr and exit status 2."""
+    # Arrow's default pool (mimalloc) keeps the pages it frees: the text columns of a big decision log stay resident
+    # after use (verdict on 800,000 rows: peak 727 MB against 646 MB with the C allocator, in the same time)
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     from audit.commands.io import stdout_error, write_stdout
 
     argv = sys.argv[1:] if argv is None else argv

@@ -29,6 +29,7 @@ import pandas as pd
 
 from audit.design import AuditDesign
 from audit.errors import AuditError
+from audit.store_columns import recorded_columns
 from audit.store_recorded import OUTCOMES, decision_scores, legacy_decisions
 
 APPLICATION = "allocation-audit"
@@ -355,11 +356,19 @@ class Store:
                           for probs, relevance in zip(frame["probs"], frame["relevance"])]
         frame = frame.drop(columns=["probs", "relevance"])
         systems = self.query(RECORDED_SYSTEMS_QUERY)
-        recorded = decision_scores(self.query(RECORDED_QUERY) if len(systems) else pd.DataFrame(), systems)
+        recorded = decision_scores(self.recorded_decisions() if len(systems) else pd.DataFrame(), systems)
         if len(recorded):
             frame = pd.concat([frame, recorded], ignore_index=True) if len(frame) else recorded.reset_index(drop=True)
         frame["pool"] = frame["pool"].astype("Int64")
         return frame
+
+    def recorded_decisions(self) -> pd.DataFrame:
+        """Every recorded decision (the columns of :data:`RECORDED_QUERY`), read column by column
+        (:func:`audit.store_columns.recorded_columns`)."""
+        try:
+            return recorded_columns(self.db, RECORDED_QUERY)
+        except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
+            raise AuditError(f"result store {self.path} cannot be read: {exc}") from None
 
     def recorded_systems(self) -> pd.DataFrame:
         """One row per recorded system, task and subtask: ``fingerprint``, ``model`` (its label), ``task``,

@@ -34,7 +34,9 @@ def decision_scores(raw: pd.DataFrame, systems: pd.DataFrame) -> pd.DataFrame:
     if raw.empty or systems.empty:
         return pd.DataFrame(columns=COLUMNS)
     systems = systems.set_index("system")
-    raw = raw[raw["system"].isin(systems.index)]
+    known = raw["system"].isin(systems.index).to_numpy()
+    if not known.all():  # (a copy of every column only where some rows go)
+        raw = raw[known]
     of = systems.index.get_indexer(raw["system"])  # each row's system, by position (a take, not a merge)
     size = raw.groupby(["system", "pool"], sort=False)["value"].transform("size")
     rank = pd.Series(systems["outcome"].to_numpy()[of] == "rank", index=raw.index)

@@ -5,6 +5,8 @@ import json
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from audit.pairwise import candidate_scores, pair_outcomes, with_choices
 from audit.store import Store
@@ -61,8 +63,21 @@ def dated_scores(pointwise: pd.DataFrame, prompts: pd.DataFrame) -> tuple[pd.Dat
     table["pool"] = table["pool"].astype("Int64")
     created = np.r_[pointwise["created"].to_numpy(dtype=float, na_value=np.nan) if len(pointwise) else [],
                     np.full(len(pairwise), np.nan)]
-    table = table.sort_values(["model", "task", "subtask", "mode", "group", "candidate_id"])
-    return table.reset_index(drop=True), created[table.index.to_numpy()]
+    order = sorted_order(table, ["model", "task", "subtask", "mode", "group", "candidate_id"])
+    return table.take(order).reset_index(drop=True), created[order]
+
+
+def sorted_order(table: pd.DataFrame, columns: list[str]) -> np.ndarray:
+    """The row positions of ``table`` sorted by ``columns`` as ``sort_values`` sorts them (stable, missing values
+    last), by Arrow's multi-column sort (about twice as fast on a big log's text columns); pandas' own where a
+    column is not text."""
+    try:
+        keys = pa.table({name: pa.array(table[name]) for name in columns})
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return table.reset_index(drop=True).sort_values(columns).index.to_numpy()
+    if not all(pa.types.is_string(t) or pa.types.is_large_string(t) for t in keys.schema.types):
+        return table.reset_index(drop=True).sort_values(columns).index.to_numpy()
+    return pc.sort_indices(keys, sort_keys=[(name, "ascending") for name in columns]).to_numpy()
 
 
 def pair_table(store: Store) -> pd.DataFrame:

@@ -183,10 +183,11 @@ def pair_pvalues(counts: PoolCounts, segment: np.ndarray, count: int, a: int, b:
     lottery = np.maximum.reduceat(rows[:, 6], starts) > 1  # else the lattice is the integers (D = 1)
     plain = 1 + np.add.reduceat(times * np.minimum(rows[:, 1], rows[:, 3]), starts)  # law_cells where D = 1
     selected = segment_sums(counts.selected[inform, a], segment[inform], count)[segments]
-    ends, strata_rows, times = np.r_[starts[1:], len(rows)].tolist(), rows[:, 1:].tolist(), times.tolist()
+    ends = np.r_[starts[1:], len(rows)].tolist()
+    strata_rows = np.column_stack([rows[:, 1:], times]).tolist()  # (n_a, n_b, c, t, m, d, pools) per stratum
     for s, start, end, lot, cells, x in zip(segments.tolist(), starts.tolist(), ends, lottery.tolist(),
                                             plain.tolist(), selected.tolist()):
-        strata = tuple((*strata_rows[i], times[i]) for i in range(start, end))
+        strata = tuple(map(tuple, strata_rows[start:end]))
         scale = math.lcm(*(stratum[5] for stratum in strata)) if lot else 1
         observed = int(round(x * scale))
         out[s] = (sampled_pvalue(strata, observed) if (law_cells(strata) if lot else cells) > MAX_LAW_CELLS else

@@ -29,7 +29,7 @@ class KeyData:
     group: np.ndarray
     qualified: np.ndarray
     candidate_code: np.ndarray
-    candidate_names: np.ndarray
+    candidate_names: np.ndarray | pd.api.extensions.ExtensionArray  # every key's, shared (Arrow text: no str per id)
     values: np.ndarray
     value: np.ndarray
     pool: np.ndarray | None
@@ -37,8 +37,8 @@ class KeyData:
 
     @property
     def candidate_id(self) -> np.ndarray:
-        """Candidate ids, row by row."""
-        return self.candidate_names[self.candidate_code]
+        """Candidate ids, row by row (an object array of str)."""
+        return np.asarray(self.candidate_names[self.candidate_code], dtype=object)
 
     @property
     def counts(self) -> np.ndarray:
@@ -82,7 +82,7 @@ class Codes:
     keys: list[tuple[str, ...]]
     task: np.ndarray
     candidate_code: np.ndarray
-    candidate_names: np.ndarray
+    candidate_names: np.ndarray | pd.api.extensions.ExtensionArray
     score: np.ndarray
     qualified: np.ndarray
     pool: np.ndarray | None
@@ -96,9 +96,8 @@ class Codes:
         key_id, keys = key_codes(table)
         candidate_code, candidate_names = pd.factorize(table["candidate_id"])
         score = table["score"].to_numpy()
-        return cls(key_id, keys, pd.factorize(table["task"])[0], candidate_code,
-                   np.asarray(candidate_names, dtype=object), score, table["qualified"].to_numpy(),
-                   pd.factorize(table["pool"])[0] if "pool" in table else None,
+        return cls(key_id, keys, pd.factorize(table["task"])[0], candidate_code, candidate_names.array, score,
+                   table["qualified"].to_numpy(), pd.factorize(table["pool"])[0] if "pool" in table else None,
                    *_value_codes(key_id, score, len(keys)))
 
 

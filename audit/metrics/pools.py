@@ -25,7 +25,6 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-import pandas as pd
 
 from audit.design import PoolDesign, PoolKind
 from audit.errors import AuditError
@@ -175,10 +174,21 @@ def _pool_ranks(data: KeyData) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]
 
 
 def ranks_in_pools(pools: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(members above, others tied) of every row within its pool, higher scores first."""
-    by_pool = pd.Series(np.asarray(score, dtype=float)).groupby(np.asarray(pools))
-    first = by_pool.rank(method="min", ascending=False).to_numpy(dtype=int) - 1
-    return first, by_pool.rank(method="max", ascending=False).to_numpy(dtype=int) - 1 - first
+    """(members above, others tied) of every row within its pool, higher scores first: one sort by pool, then score
+    descending, where each run of equal scores starts after the members above it."""
+    score, pools = np.asarray(score, dtype=float), np.asarray(pools)
+    order = np.lexsort((-score, pools))
+    pool, value = pools[order], score[order]
+    new_pool = np.r_[True, pool[1:] != pool[:-1]]
+    new_run = new_pool | np.r_[True, value[1:] != value[:-1]]
+    at = np.arange(order.size)
+    run_start = np.maximum.accumulate(np.where(new_run, at, 0))
+    above = run_start - np.maximum.accumulate(np.where(new_pool, at, 0))
+    run_end = np.r_[np.flatnonzero(new_run)[1:], order.size]  # one past each run's last row, per run
+    tied = run_end[np.cumsum(new_run) - 1] - run_start - 1
+    first, ties = np.empty(order.size, dtype=np.int64), np.empty(order.size, dtype=np.int64)
+    first[order], ties[order] = above, tied
+    return first, ties
 
 
 def quota_fractions(data: KeyData, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -12,6 +12,9 @@ PAIR_COLUMNS = ("model", "task", "subtask", "mode", "pool", "candidate_a", "cand
 KEY = ("model", "task", "subtask", "mode")  # task too: two datasets may both name a subtask "default"
 OUTCOMES = ("a", "b", "inconsistent")
 _TEXT = ("model", "task", "subtask", "mode", "candidate_id", "group")
+#: text columns kept as text, not made categories: an id per row (a category would sort every id; they are only
+#: ever factorised, which codes them in order of appearance either way)
+_IDS = ("candidate_id",)
 
 
 def is_pairwise(mode: str) -> bool:
@@ -40,7 +43,14 @@ def _text_columns(table: pd.DataFrame, columns: tuple[str, ...], what: str) -> N
         if empty.any():
             row = int(np.flatnonzero(empty)[0]) + 1
             raise AuditError(f"{what}: column '{column}' is empty in row {row}")
-        table[column] = _as_text_category(table[column])
+        table[column] = _as_text(table[column]) if column in _IDS else _as_text_category(table[column])
+
+
+def _as_text(column: pd.Series) -> pd.Series:
+    """``column`` as str (text columns as they are)."""
+    if pd.api.types.is_string_dtype(column.dtype) and column.dtype != object:
+        return column
+    return column.astype(str)
 
 
 def _as_text_category(column: pd.Series) -> pd.Series:
@@ -61,7 +71,7 @@ def text_categories(table: pd.DataFrame) -> pd.DataFrame:
     them; empty cells stay empty, for it to report), so that one conversion serves the score table's every regrouping
     (:func:`audit.views.regroup` coarsens a categorical ``group`` through its categories)."""
     out = table.copy(deep=False)  # columns are replaced, never written into
-    for column in (c for c in _TEXT if c in out):
+    for column in (c for c in _TEXT if c in out and c not in _IDS):
         if pd.api.types.is_string_dtype(out[column].dtype) and out[column].dtype != object:
             out[column] = _as_text_category(out[column])
     return out
@@ -82,7 +92,8 @@ def _numeric(table: pd.DataFrame, column: str, what: str) -> np.ndarray:
 
 def check_scores(scores: pd.DataFrame, *, reference: str, needs_qualified: bool = True,
                  keys: tuple[np.ndarray, list[tuple[str, ...]]] | None = None) -> pd.DataFrame:
-    """Validated copy of a score table: text columns as categories of str, ``score`` float, ``qualified`` bool.
+    """Validated copy of a score table: text columns as categories of str (candidate ids as str), ``score``
+    float, ``qualified`` bool.
 
     Checks: required columns, non-empty text fields, mode pointwise or pairwise[-variant], finite numeric scores, qualified
     in {0, 1}, no duplicate candidate (per pool), the reference group exists, and

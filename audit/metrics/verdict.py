@@ -380,7 +380,8 @@ def decide(rows: pd.DataFrame, pairs: pd.DataFrame, *, family: str = DEFAULT_FAM
                                                         rule=rule)
                       for top, r, lo, hi, q in zip(is_top, out["impact_ratio"], out["impact_ratio_lo"],
                                                    out["impact_ratio_hi"], out["p_adj"])]
-    out["evidence"] = [_evidence(row, threshold, alpha, top) for row, top in zip(out.itertuples(), is_top)]
+    read = out[list(_EVIDENCE_READS)]  # the columns the sentences read: the text ones iterate slowly
+    out["evidence"] = [_evidence(row, threshold, alpha, top) for row, top in zip(read.itertuples(), is_top)]
     out["family"], out["rule"] = family, rule
     out = out.join(_planned(out, threshold=threshold, ci=ci, rule=rule))
     return out[list(COLUMNS)]
@@ -392,6 +393,11 @@ def _family_adjusted(pairs: pd.DataFrame, family: str) -> pd.DataFrame:
     out = pairs.assign(p_adj=grouped.transform(lambda p: adjust(p.to_numpy(), "holm")),
                        family_size=grouped.transform("count"))
     return out.drop(columns="p")
+
+
+#: what :func:`_evidence` reads of a verdict row
+_EVIDENCE_READS = ("unit", "comparator", "impact_ratio", "impact_ratio_lo", "impact_ratio_hi", "p_adj", "family_size",
+                   "pool_adjusted_ratio", "pool_adjusted_ratio_lo", "pool_adjusted_ratio_hi")
 
 
 def _evidence(row, threshold: float, alpha: float, top: bool) -> str:

@@ -82,7 +82,7 @@ def shown_modes(scores: pd.DataFrame, designs: dict[tuple[str, str], "AuditDesig
     subtask) → design), for exports."""
     names = {key: mode_name(design, "pointwise") for key, design in designs.items()}
     recorded = [names.get((t, s), "pointwise") if m == "pointwise" else m
-                for t, s, m in zip(scores["task"], scores["subtask"], scores["mode"])]
+                for t, s, m in zip(scores["task"].tolist(), scores["subtask"].tolist(), scores["mode"].tolist())]
     return scores.assign(mode=recorded)
 
 

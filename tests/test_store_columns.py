@@ -1,0 +1,43 @@
+"""The recorded decisions read column by column (audit.store_columns) equal the row-by-row read of the same query,
+to the last bit of every value, on every path: integer outcomes, fractional scores, a text holding the separator,
+no decisions."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from audit.store import RECORDED_QUERY, Store, save_recorded
+
+
+def _store(tmp_path, decisions: pd.DataFrame | None, outcome: str = "rank") -> Store:
+    store = Store(tmp_path / "s.db")
+    if decisions is not None:
+        with store.transaction() as db:
+            save_recorded(db, "rec-one", "log", outcome, decisions)
+            save_recorded(db, "rec-two", "log", outcome, decisions.assign(subtask="other"))
+    return store
+
+
+def _decisions(values, applicants, groups=None) -> pd.DataFrame:
+    count = len(values)
+    return pd.DataFrame({"subtask": "job", "pool": [i // 3 for i in range(count)], "position": [i % 3 for i in
+                                                                                                range(count)],
+                         "group": groups or ["F", "M", "Ünï"] * (count // 3), "value": values, "applicant": applicants})
+
+
+@pytest.mark.parametrize("decisions, outcome", [
+    (_decisions([1, 2, 3, 3, 1, 2], ["a", None, "c", "d", None, ""]), "rank"),
+    (_decisions([0.1, 1 / 3, -2.5, 1e300, 0.0, 7.0], ["a", "b", "c", "d", "e", "f"]), "score"),
+    (_decisions([1, 0, 1, 0, 0, 1], ["a\x1fb", "c", "d", "e", "f", "g"]), "selected"),
+    (_decisions([1, 2, 3, 1, 2, 3], ["a", "b", "c", "d", "e", "f"], ["F", "M", "A\x1fB"] * 2), "rank"),
+])
+def test_columns_equal_the_row_read(tmp_path, decisions, outcome):
+    store = _store(tmp_path, decisions, outcome)
+    expected = pd.read_sql_query(RECORDED_QUERY, store.db)
+    assert len(expected) == 12
+    pd.testing.assert_frame_equal(store.recorded_decisions(), expected, check_exact=True)
+
+
+def test_no_decisions_read_as_the_empty_table(tmp_path):
+    store = _store(tmp_path, None)
+    pd.testing.assert_frame_equal(store.recorded_decisions(), pd.read_sql_query(RECORDED_QUERY, store.db))
