@@ -9,7 +9,8 @@ see only planned items whose results are present.
 Recorded systems (decisions a deployed system already made: decision logs, recorded rankings) are kept compactly:
 ``recorded_systems`` (one row per model fingerprint, task and subtask, with its outcome kind: ``rank``,
 ``selected`` or ``score``) and ``recorded_decisions`` (one row per decision: system, pool, position in the pool,
-group code, outcome value, applicant id or NULL). :meth:`Store.pointwise_table` reads them back as pointwise
+group code, outcome value, applicant id or NULL, decision date ``YYYY-MM-DD`` or NULL).
+:meth:`Store.pointwise_table` reads them back as pointwise
 results (see :func:`audit.store_recorded.decision_scores`).
 """
 from __future__ import annotations
@@ -74,7 +75,7 @@ CREATE TABLE IF NOT EXISTS recorded_systems (
     UNIQUE (model, task, subtask));
 CREATE TABLE IF NOT EXISTS recorded_decisions (
     system INTEGER NOT NULL, pool INTEGER NOT NULL, position INTEGER NOT NULL, grp TEXT NOT NULL, value REAL NOT NULL,
-    applicant TEXT, PRIMARY KEY (system, pool, position)) WITHOUT ROWID;
+    applicant TEXT, decided TEXT, PRIMARY KEY (system, pool, position)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS cairo_toxicity (
     scorer TEXT NOT NULL, text_key TEXT NOT NULL, score REAL NOT NULL, created REAL NOT NULL,
     PRIMARY KEY (scorer, text_key));
@@ -355,7 +356,8 @@ class Store:
                           for probs, relevance in zip(frame["probs"], frame["relevance"])]
         frame = frame.drop(columns=["probs", "relevance"])
         systems = self.query(RECORDED_SYSTEMS_QUERY)
-        recorded = decision_scores(self.query(RECORDED_QUERY) if len(systems) else pd.DataFrame(), systems)
+        raw = self.query(RECORDED_QUERY.format(decided=decided_column(self.db))) if len(systems) else pd.DataFrame()
+        recorded = decision_scores(raw, systems)
         if len(recorded):
             frame = pd.concat([frame, recorded], ignore_index=True) if len(frame) else recorded.reset_index(drop=True)
         frame["pool"] = frame["pool"].astype("Int64")
@@ -453,7 +455,15 @@ RECORDED_SYSTEMS_QUERY = """
     FROM recorded_systems s JOIN models m ON m.fingerprint = s.model"""
 #: a decision's candidate is its applicant id, else ``<pool>.<position>`` (made here, in one pass of SQLite)
 RECORDED_QUERY = """SELECT system, pool, grp AS "group", value,
-                           COALESCE(applicant, pool || '.' || position) AS candidate_id FROM recorded_decisions"""
+                           COALESCE(applicant, pool || '.' || position) AS candidate_id, {decided} AS date
+                    FROM recorded_decisions"""
+
+
+def decided_column(db: sqlite3.Connection) -> str:
+    """``decided``, the recorded decisions' date column, or ``NULL`` in a store of schema 4 or older read without
+    migrating (read-only: its decisions have no dates)."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(recorded_decisions)")}
+    return "decided" if "decided" in columns else "NULL"
 
 
 def storable(value: Any) -> Any:
@@ -468,7 +478,8 @@ def save_recorded(db: sqlite3.Connection, model: str, task: str, outcome: str, d
     """Write the decisions of one recorded system (fingerprint ``model``) under ``task``, in the caller's
     transaction, replacing what that system had stored for the same subtasks. ``decisions``: columns ``subtask``,
     ``pool`` and ``position`` (integers, unique per subtask), ``group``, ``value`` (the outcome: rank, 0/1 or
-    score) and ``applicant`` (id, or missing: the candidate is then ``<pool>.<position>``)."""
+    score), ``applicant`` (id, or missing: the candidate is then ``<pool>.<position>``) and optionally ``date``
+    (ISO ``YYYY-MM-DD``, or missing)."""
     if outcome not in OUTCOMES:
         raise AuditError(f"outcome {outcome!r} not understood; use one of {list(OUTCOMES)}")
     for subtask, part in decisions.groupby("subtask", sort=True):
@@ -479,11 +490,18 @@ def save_recorded(db: sqlite3.Connection, model: str, task: str, outcome: str, d
         system = db.execute("INSERT INTO recorded_systems (model, task, subtask, outcome) VALUES (?, ?, ?, ?)",
                             (*key, outcome)).lastrowid
         part = part.sort_values(["pool", "position"])
-        applicants = part["applicant"].astype(object).where(part["applicant"].notna(), None)
-        db.executemany("INSERT INTO recorded_decisions VALUES (?, ?, ?, ?, ?, ?)",
-                       zip([system] * len(part), part["pool"].astype(int).tolist(),
-                           part["position"].astype(int).tolist(), part["group"].astype(str).tolist(),
-                           part["value"].astype(float).tolist(), applicants.tolist()))
+        insert_decisions(db, system, part)
+
+
+def insert_decisions(db: sqlite3.Connection, system: int, part: pd.DataFrame) -> None:
+    """Insert the decisions ``part`` (columns of :func:`save_recorded`) of the recorded system ``system``."""
+    applicants = part["applicant"].astype(object).where(part["applicant"].notna(), None)
+    dates = (part["date"].astype(object).where(part["date"].notna(), None).tolist() if "date" in part
+             else [None] * len(part))
+    db.executemany("INSERT INTO recorded_decisions VALUES (?, ?, ?, ?, ?, ?, ?)",
+                   zip([system] * len(part), part["pool"].astype(int).tolist(), part["position"].astype(int).tolist(),
+                       part["group"].astype(str).tolist(), part["value"].astype(float).tolist(), applicants.tolist(),
+                       dates))
 
 
 def _migrate(db: sqlite3.Connection, from_version: int) -> None:
@@ -522,6 +540,13 @@ def _move_recorded(db: sqlite3.Connection) -> None:
                         AND candidates.candidate_id IN (p.first_id, p.second_id))""")
 
 
+def _add_decided(db: sqlite3.Connection) -> None:
+    """Give the recorded decisions their date column (NULL: decisions imported before schema 5 have none), unless
+    the table was just made with it."""
+    if decided_column(db) == "NULL":
+        db.execute("ALTER TABLE recorded_decisions ADD COLUMN decided TEXT")
+
+
 #: The one migration path. Every schema version above 1 and the step that brings a store of the version below to it.
 #: A new table goes into :data:`SCHEMA` (created, empty, in every store opened for writing, and as an empty temporary
 #: table in a read-only connection) with a step here under the next version: the step fills it from the older tables,
@@ -530,6 +555,7 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     2: _record_designs,  # the designs table
     3: _move_recorded,  # recorded systems in their own tables
     4: lambda db: None,  # the runs table (the audit trail, audit.store_runs), empty until a run is recorded
+    5: _add_decided,  # each recorded decision's date (NULL for decisions imported before)
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
@@ -537,7 +563,7 @@ SCHEMA_VERSION = max(MIGRATIONS)
 def data_hash(store: "Store", task: str, subtasks: Sequence[str]) -> tuple[str, int, str]:
     """(SHA-256 of the data the task's results come from, number of rows, what they are). Scored tasks: the candidate
     rows in ``subtasks``, each (subtask, candidate id, group, qualified, name, text); recorded systems: their
-    decisions, each (system, subtask, pool, position, group, value, applicant). Each row is one JSON array, rows
+    decisions, each (system, subtask, pool, position, group, value, applicant[, date where it has one]). Each row is one JSON array, rows
     sorted, joined by newlines: the hash changes with any edit of the data the numbers were computed on."""
     marks = ",".join("?" * len(subtasks))
     found = store.db.execute(
@@ -546,9 +572,10 @@ def data_hash(store: "Store", task: str, subtasks: Sequence[str]) -> tuple[str, 
     what = "rows of the store's candidates table"
     if not found:
         found = store.db.execute(
-            "SELECT s.model, s.subtask, d.pool, d.position, d.grp, d.value, d.applicant FROM recorded_decisions d "
-            f"JOIN recorded_systems s ON s.id = d.system WHERE s.task = ? AND s.subtask IN ({marks}) "
-            "ORDER BY s.model, s.subtask, d.pool, d.position", (task, *subtasks)).fetchall()
+            f"SELECT s.model, s.subtask, d.pool, d.position, d.grp, d.value, d.applicant, {decided_column(store.db)} "
+            f"FROM recorded_decisions d JOIN recorded_systems s ON s.id = d.system WHERE s.task = ? AND s.subtask IN "
+            f"({marks}) ORDER BY s.model, s.subtask, d.pool, d.position", (task, *subtasks)).fetchall()
+        found = [row if row[-1] is not None else row[:-1] for row in found]  # undated rows hash as before dates
         what = "recorded decisions (imported: sources in Appendix C)"
     encode = json.JSONEncoder(ensure_ascii=False).encode  # what json.dumps(row, ensure_ascii=False) builds per call
     text = "".join(f"{encode(list(row))}\n" for row in found)
