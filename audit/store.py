@@ -87,6 +87,9 @@ CREATE TABLE IF NOT EXISTS runs (
 TRIGGERS = [f"CREATE TRIGGER IF NOT EXISTS runs_append_only_{verb.lower()} BEFORE {verb} ON runs "
             f"BEGIN SELECT RAISE(ABORT, 'the runs table is append-only: a run is never changed or removed'); END"
             for verb in ("UPDATE", "DELETE")]
+#: indexes made in every store opened for writing (a read-only store is read without them): an appended decision
+#: log's applicant ids are looked up, never read whole
+INDEXES = ["CREATE INDEX IF NOT EXISTS recorded_applicants ON recorded_decisions (system, applicant)"]
 
 
 Item = Union[str, tuple]  # what one result is stored under: a prompt key, or e.g. (prompt key, sample)
@@ -155,7 +158,7 @@ class Store:
 
     def _initialise(self) -> None:
         with self.transaction() as db:
-            for statement in [*filter(str.strip, SCHEMA.split(";")), *TRIGGERS]:
+            for statement in [*filter(str.strip, SCHEMA.split(";")), *TRIGGERS, *INDEXES]:
                 db.execute(statement)
             db.execute("INSERT OR IGNORE INTO meta VALUES ('application', ?)", (APPLICATION,))
             db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
