@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence, Union
 
+import numpy as np
 import pandas as pd
 
 from audit.design import AuditDesign
@@ -374,6 +375,28 @@ class Store:
                    (SELECT COUNT(*) FROM recorded_decisions d WHERE d.system = s.id) AS decisions,
                    (SELECT COUNT(DISTINCT pool) FROM recorded_decisions d WHERE d.system = s.id) AS pools
             FROM recorded_systems s JOIN models m ON m.fingerprint = s.model ORDER BY m.label, s.task, s.subtask""")
+
+    def decision_counts(self, task: str, k: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """(systems, counts) of ``task``'s recorded systems, counted in SQL (no decision is read into memory):
+        ``systems`` one row per system (``system`` id, ``model`` label, ``subtask``, ``outcome``, the ``median`` of a
+        score system's scores); ``counts`` per system, pool, group code and date (NULL where undated) the decisions
+        ``n`` and those ``chosen`` as ``verdict`` decides them: rank ≤ ``k``, the recorded 0/1, a score above the
+        system's median (:func:`audit.metrics.keys.with_decisions`)."""
+        systems = self.query("SELECT s.id AS system, m.label AS model, s.subtask, s.outcome FROM recorded_systems s "
+                             "JOIN models m ON m.fingerprint = s.model WHERE s.task = ? ORDER BY s.id", (task,))
+        medians = [float(np.median(self.query("SELECT value FROM recorded_decisions WHERE system = ?",
+                                              (int(system),))["value"])) if outcome == "score" else np.nan
+                   for system, outcome in zip(systems["system"], systems["outcome"])]
+        systems["median"] = medians
+        chosen = " ".join(f"WHEN {int(system)} THEN d.value > {median!r}" for system, median in
+                          zip(systems["system"], medians) if not np.isnan(median))
+        counts = self.query(f"""
+            SELECT d.system, d.pool, d.grp AS "group", {decided_column(self.db)} AS date, COUNT(*) AS n,
+                   SUM(CASE s.outcome WHEN 'selected' THEN d.value > 0 WHEN 'rank' THEN d.value <= ?
+                       ELSE (CASE d.system {chosen or 'WHEN NULL THEN 0'} ELSE 0 END) END) AS chosen
+            FROM recorded_decisions d JOIN recorded_systems s ON s.id = d.system WHERE s.task = ?
+            GROUP BY d.system, d.pool, d.grp, date""", (int(k), task))
+        return systems, counts
 
     def pairwise_table(self) -> pd.DataFrame:
         """Every planned pairwise prompt with its result, both candidates' groups and the prompt's options (JSON)."""
