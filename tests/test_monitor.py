@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from audit.paths import DEMO_STORE
 from audit.recorded.synthetic import SPEC, dated_log
 from audit.store import Store
 from audit.views import StoreTables
@@ -218,3 +219,12 @@ def test_a_log_without_dates_cannot_be_monitored(tmp_path):
     assert status == 2 and "holds no dated decisions" in err and len(err.splitlines()) == 1
     status, _, err = audit_status("monitor", "--db", tmp_path / "s.db", "--task", "watched", "--period", "year")
     assert status == 2 and "invalid choice" in err
+
+
+def test_the_demo_stores_synthetic_log_alarms_on_its_drifting_job_alone():
+    digest = hashlib.sha256(DEMO_STORE.read_bytes()).hexdigest()
+    status, out, err = audit_status("monitor", "--db", DEMO_STORE, "--task", "synthetic-dated-log", "--format", "json")
+    assert status == 0 and err == ""
+    alarms = {row["subtask"]: row["first_alarm"] for row in json.loads(out)["summary"]}
+    assert alarms == {"job-01": "", "job-02": "", "job-03": "2025-07-28"}
+    assert hashlib.sha256(DEMO_STORE.read_bytes()).hexdigest() == digest  # read, never written
