@@ -23,7 +23,7 @@ COMMANDS = {**dict.fromkeys(("score", "scores", "pairs", "answers", "designs", "
             **dict.fromkeys(("metrics", "validity", "shape"), "metrics_commands"), "cairo": "cairo_commands",
             "plan": "plan_commands", **dict.fromkeys(("impact", "compare", "report"), "report_commands"),
             "verdict": "verdict_commands", "check": "check_commands", "import": "import_commands", "ll144": "ll144_commands",
-            "position-bias": "position_commands", "runs": "runs_commands"}
+            "position-bias": "position_commands", "runs": "runs_commands", "monitor": "monitor_commands"}
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -9,7 +9,8 @@ see only planned items whose results are present.
 Recorded systems (decisions a deployed system already made: decision logs, recorded rankings) are kept compactly:
 ``recorded_systems`` (one row per model fingerprint, task and subtask, with its outcome kind: ``rank``,
 ``selected`` or ``score``) and ``recorded_decisions`` (one row per decision: system, pool, position in the pool,
-group code, outcome value, applicant id or NULL). :meth:`Store.pointwise_table` reads them back as pointwise
+group code, outcome value, applicant id or NULL, decision date ``YYYY-MM-DD`` or NULL).
+:meth:`Store.pointwise_table` reads them back as pointwise
 results (see :func:`audit.store_recorded.decision_scores`).
 """
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence, Union
 
+import numpy as np
 import pandas as pd
 
 from audit.design import AuditDesign
@@ -75,7 +77,7 @@ CREATE TABLE IF NOT EXISTS recorded_systems (
     UNIQUE (model, task, subtask));
 CREATE TABLE IF NOT EXISTS recorded_decisions (
     system INTEGER NOT NULL, pool INTEGER NOT NULL, position INTEGER NOT NULL, grp TEXT NOT NULL, value REAL NOT NULL,
-    applicant TEXT, PRIMARY KEY (system, pool, position)) WITHOUT ROWID;
+    applicant TEXT, decided TEXT, PRIMARY KEY (system, pool, position)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS cairo_toxicity (
     scorer TEXT NOT NULL, text_key TEXT NOT NULL, score REAL NOT NULL, created REAL NOT NULL,
     PRIMARY KEY (scorer, text_key));
@@ -87,6 +89,9 @@ CREATE TABLE IF NOT EXISTS runs (
 TRIGGERS = [f"CREATE TRIGGER IF NOT EXISTS runs_append_only_{verb.lower()} BEFORE {verb} ON runs "
             f"BEGIN SELECT RAISE(ABORT, 'the runs table is append-only: a run is never changed or removed'); END"
             for verb in ("UPDATE", "DELETE")]
+#: indexes made in every store opened for writing (a read-only store is read without them): an appended decision
+#: log's applicant ids are looked up, never read whole
+INDEXES = ["CREATE INDEX IF NOT EXISTS recorded_applicants ON recorded_decisions (system, applicant)"]
 
 
 Item = Union[str, tuple]  # what one result is stored under: a prompt key, or e.g. (prompt key, sample)
@@ -155,7 +160,7 @@ class Store:
 
     def _initialise(self) -> None:
         with self.transaction() as db:
-            for statement in [*filter(str.strip, SCHEMA.split(";")), *TRIGGERS]:
+            for statement in [*filter(str.strip, SCHEMA.split(";")), *TRIGGERS, *INDEXES]:
                 db.execute(statement)
             db.execute("INSERT OR IGNORE INTO meta VALUES ('application', ?)", (APPLICATION,))
             db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
@@ -366,7 +371,7 @@ class Store:
         """Every recorded decision (the columns of :data:`RECORDED_QUERY`), read column by column
         (:func:`audit.store_columns.recorded_columns`)."""
         try:
-            return recorded_columns(self.db, RECORDED_QUERY)
+            return recorded_columns(self.db, RECORDED_QUERY, decided_column(self.db))
         except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
             raise AuditError(f"result store {self.path} cannot be read: {exc}") from None
 
@@ -378,6 +383,28 @@ class Store:
                    (SELECT COUNT(*) FROM recorded_decisions d WHERE d.system = s.id) AS decisions,
                    (SELECT COUNT(DISTINCT pool) FROM recorded_decisions d WHERE d.system = s.id) AS pools
             FROM recorded_systems s JOIN models m ON m.fingerprint = s.model ORDER BY m.label, s.task, s.subtask""")
+
+    def decision_counts(self, task: str, k: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """(systems, counts) of ``task``'s recorded systems, counted in SQL (no decision is read into memory):
+        ``systems`` one row per system (``system`` id, ``model`` label, ``subtask``, ``outcome``, the ``median`` of a
+        score system's scores); ``counts`` per system, pool, group code and date (NULL where undated) the decisions
+        ``n`` and those ``chosen`` as ``verdict`` decides them: rank ≤ ``k``, the recorded 0/1, a score above the
+        system's median (:func:`audit.metrics.keys.with_decisions`)."""
+        systems = self.query("SELECT s.id AS system, m.label AS model, s.subtask, s.outcome FROM recorded_systems s "
+                             "JOIN models m ON m.fingerprint = s.model WHERE s.task = ? ORDER BY s.id", (task,))
+        medians = [float(np.median(self.query("SELECT value FROM recorded_decisions WHERE system = ?",
+                                              (int(system),))["value"])) if outcome == "score" else np.nan
+                   for system, outcome in zip(systems["system"], systems["outcome"])]
+        systems["median"] = medians
+        chosen = " ".join(f"WHEN {int(system)} THEN d.value > {median!r}" for system, median in
+                          zip(systems["system"], medians) if not np.isnan(median))
+        counts = self.query(f"""
+            SELECT d.system, d.pool, d.grp AS "group", {decided_column(self.db)} AS date, COUNT(*) AS n,
+                   SUM(CASE s.outcome WHEN 'selected' THEN d.value > 0 WHEN 'rank' THEN d.value <= ?
+                       ELSE (CASE d.system {chosen or 'WHEN NULL THEN 0'} ELSE 0 END) END) AS chosen
+            FROM recorded_decisions d JOIN recorded_systems s ON s.id = d.system WHERE s.task = ?
+            GROUP BY d.system, d.pool, d.grp, date""", (int(k), task))
+        return systems, counts
 
     def pairwise_table(self) -> pd.DataFrame:
         """Every planned pairwise prompt with its result, both candidates' groups and the prompt's options (JSON)."""
@@ -462,7 +489,15 @@ RECORDED_SYSTEMS_QUERY = """
     FROM recorded_systems s JOIN models m ON m.fingerprint = s.model"""
 #: a decision's candidate is its applicant id, else ``<pool>.<position>`` (made here, in one pass of SQLite)
 RECORDED_QUERY = """SELECT system, pool, grp AS "group", value,
-                           COALESCE(applicant, pool || '.' || position) AS candidate_id FROM recorded_decisions"""
+                           COALESCE(applicant, pool || '.' || position) AS candidate_id, {decided} AS date
+                    FROM recorded_decisions"""
+
+
+def decided_column(db: sqlite3.Connection) -> str:
+    """``decided``, the recorded decisions' date column, or ``NULL`` in a store of schema 4 or older read without
+    migrating (read-only: its decisions have no dates)."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(recorded_decisions)")}
+    return "decided" if "decided" in columns else "NULL"
 
 
 def storable(value: Any) -> Any:
@@ -477,7 +512,8 @@ def save_recorded(db: sqlite3.Connection, model: str, task: str, outcome: str, d
     """Write the decisions of one recorded system (fingerprint ``model``) under ``task``, in the caller's
     transaction, replacing what that system had stored for the same subtasks. ``decisions``: columns ``subtask``,
     ``pool`` and ``position`` (integers, unique per subtask), ``group``, ``value`` (the outcome: rank, 0/1 or
-    score) and ``applicant`` (id, or missing: the candidate is then ``<pool>.<position>``)."""
+    score), ``applicant`` (id, or missing: the candidate is then ``<pool>.<position>``) and optionally ``date``
+    (ISO ``YYYY-MM-DD``, or missing)."""
     if outcome not in OUTCOMES:
         raise AuditError(f"outcome {outcome!r} not understood; use one of {list(OUTCOMES)}")
     for subtask, part in decisions.groupby("subtask", sort=True):
@@ -488,11 +524,18 @@ def save_recorded(db: sqlite3.Connection, model: str, task: str, outcome: str, d
         system = db.execute("INSERT INTO recorded_systems (model, task, subtask, outcome) VALUES (?, ?, ?, ?)",
                             (*key, outcome)).lastrowid
         part = part.sort_values(["pool", "position"])
-        applicants = part["applicant"].astype(object).where(part["applicant"].notna(), None)
-        db.executemany("INSERT INTO recorded_decisions VALUES (?, ?, ?, ?, ?, ?)",
-                       zip([system] * len(part), part["pool"].astype(int).tolist(),
-                           part["position"].astype(int).tolist(), part["group"].astype(str).tolist(),
-                           part["value"].astype(float).tolist(), applicants.tolist()))
+        insert_decisions(db, system, part)
+
+
+def insert_decisions(db: sqlite3.Connection, system: int, part: pd.DataFrame) -> None:
+    """Insert the decisions ``part`` (columns of :func:`save_recorded`) of the recorded system ``system``."""
+    applicants = part["applicant"].astype(object).where(part["applicant"].notna(), None)
+    dates = (part["date"].astype(object).where(part["date"].notna(), None).tolist() if "date" in part
+             else [None] * len(part))
+    db.executemany("INSERT INTO recorded_decisions VALUES (?, ?, ?, ?, ?, ?, ?)",
+                   zip([system] * len(part), part["pool"].astype(int).tolist(), part["position"].astype(int).tolist(),
+                       part["group"].astype(str).tolist(), part["value"].astype(float).tolist(), applicants.tolist(),
+                       dates))
 
 
 def _migrate(db: sqlite3.Connection, from_version: int) -> None:
@@ -531,6 +574,13 @@ def _move_recorded(db: sqlite3.Connection) -> None:
                         AND candidates.candidate_id IN (p.first_id, p.second_id))""")
 
 
+def _add_decided(db: sqlite3.Connection) -> None:
+    """Give the recorded decisions their date column (NULL: decisions imported before schema 5 have none), unless
+    the table was just made with it."""
+    if decided_column(db) == "NULL":
+        db.execute("ALTER TABLE recorded_decisions ADD COLUMN decided TEXT")
+
+
 #: The one migration path. Every schema version above 1 and the step that brings a store of the version below to it.
 #: A new table goes into :data:`SCHEMA` (created, empty, in every store opened for writing, and as an empty temporary
 #: table in a read-only connection) with a step here under the next version: the step fills it from the older tables,
@@ -539,6 +589,7 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     2: _record_designs,  # the designs table
     3: _move_recorded,  # recorded systems in their own tables
     4: lambda db: None,  # the runs table (the audit trail, audit.store_runs), empty until a run is recorded
+    5: _add_decided,  # each recorded decision's date (NULL for decisions imported before)
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
@@ -546,7 +597,7 @@ SCHEMA_VERSION = max(MIGRATIONS)
 def data_hash(store: "Store", task: str, subtasks: Sequence[str]) -> tuple[str, int, str]:
     """(SHA-256 of the data the task's results come from, number of rows, what they are). Scored tasks: the candidate
     rows in ``subtasks``, each (subtask, candidate id, group, qualified, name, text); recorded systems: their
-    decisions, each (system, subtask, pool, position, group, value, applicant). Each row is one JSON array, rows
+    decisions, each (system, subtask, pool, position, group, value, applicant[, date where it has one]). Each row is one JSON array, rows
     sorted, joined by newlines: the hash changes with any edit of the data the numbers were computed on."""
     marks = ",".join("?" * len(subtasks))
     found = store.db.execute(
@@ -555,9 +606,10 @@ def data_hash(store: "Store", task: str, subtasks: Sequence[str]) -> tuple[str, 
     what = "rows of the store's candidates table"
     if not found:
         found = store.db.execute(
-            "SELECT s.model, s.subtask, d.pool, d.position, d.grp, d.value, d.applicant FROM recorded_decisions d "
-            f"JOIN recorded_systems s ON s.id = d.system WHERE s.task = ? AND s.subtask IN ({marks}) "
-            "ORDER BY s.model, s.subtask, d.pool, d.position", (task, *subtasks)).fetchall()
+            f"SELECT s.model, s.subtask, d.pool, d.position, d.grp, d.value, d.applicant, {decided_column(store.db)} "
+            f"FROM recorded_decisions d JOIN recorded_systems s ON s.id = d.system WHERE s.task = ? AND s.subtask IN "
+            f"({marks}) ORDER BY s.model, s.subtask, d.pool, d.position", (task, *subtasks)).fetchall()
+        found = [row if row[-1] is not None else row[:-1] for row in found]  # undated rows hash as before dates
         what = "recorded decisions (imported: sources in Appendix C)"
     encode = json.JSONEncoder(ensure_ascii=False).encode  # what json.dumps(row, ensure_ascii=False) builds per call
     text = "".join(f"{encode(list(row))}\n" for row in found)

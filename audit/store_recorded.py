@@ -17,7 +17,7 @@ import pandas as pd
 
 OUTCOMES = ("rank", "selected", "score")
 COLUMNS = ["model", "fingerprint", "task", "subtask", "mode", "candidate_id", "group", "qualified", "label_mass",
-           "created", "score", "pool"]
+           "created", "score", "pool", "date"]
 
 
 def rank_scores(rank: pd.Series, size: pd.Series) -> pd.Series:
@@ -30,7 +30,8 @@ def rank_scores(rank: pd.Series, size: pd.Series) -> pd.Series:
 def decision_scores(raw: pd.DataFrame, systems: pd.DataFrame) -> pd.DataFrame:
     """The store's recorded decisions (columns of :data:`audit.store.RECORDED_QUERY`) of ``systems`` (columns of
     :data:`audit.store.RECORDED_SYSTEMS_QUERY`) as pointwise score rows: candidate = the applicant id, else
-    ``<pool>.<position>`` (the query's ``candidate_id``); qualified 1, label mass 1, ``pool`` the stored pool."""
+    ``<pool>.<position>`` (the query's ``candidate_id``); qualified 1, label mass 1, ``pool`` the stored pool, ``date``
+    the decision's date (``YYYY-MM-DD``; missing where the log has none)."""
     if raw.empty or systems.empty:
         return pd.DataFrame(columns=COLUMNS)
     systems = systems.set_index("system")
@@ -47,7 +48,8 @@ def decision_scores(raw: pd.DataFrame, systems: pd.DataFrame) -> pd.DataFrame:
                                                                           "created")}
     return pd.DataFrame({**own, "mode": "pointwise", "candidate_id": candidate, "group": raw["group"].astype(str),
                          "qualified": 1, "label_mass": 1.0, "score": score,
-                         "pool": raw["pool"].astype("Int64")})[COLUMNS]
+                         "pool": raw["pool"].astype("Int64"),
+                         "date": raw["date"] if "date" in raw else None})[COLUMNS]
 
 
 def legacy_decisions(old: pd.DataFrame) -> pd.DataFrame:

@@ -12,7 +12,8 @@ from audit.pairwise import candidate_scores, pair_outcomes, with_choices
 from audit.store import Store
 
 SCORE_COLUMNS = ["model", "task", "subtask", "mode", "candidate_id", "group", "qualified", "score",
-                 "pool", "label_mass", "fingerprint"]
+                 "pool", "label_mass", "fingerprint", "date"]
+"""The decision table's columns; ``date`` is a recorded decision's date (``YYYY-MM-DD``), missing elsewhere."""
 ANSWER_COLUMNS = ["model", "task", "subtask", "mode", "pool", "first_id", "second_id", "first_group", "second_group",
                   "first_option", "second_option", "answer", "choice", "stored_choice", "regular", "tie",
                   "fingerprint"]
@@ -61,6 +62,7 @@ def dated_scores(pointwise: pd.DataFrame, prompts: pd.DataFrame) -> tuple[pd.Dat
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SCORE_COLUMNS)
     table["qualified"] = table["qualified"].astype(int)
     table["pool"] = table["pool"].astype("Int64")
+    table["date"] = table["date"].astype(object).where(table["date"].notna(), None)
     created = np.r_[pointwise["created"].to_numpy(dtype=float, na_value=np.nan) if len(pointwise) else [],
                     np.full(len(pairwise), np.nan)]
     order = sorted_order(table, ["model", "task", "subtask", "mode", "group", "candidate_id"])

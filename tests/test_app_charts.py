@@ -15,11 +15,18 @@ from audit.store import Store
 from audit.views import StoreTables
 
 
+#: the demo's tasks whose groups are race × gender codes (its synthetic dated log is coded by sex alone)
+RACE_GENDER = ("resume", "study-gpt-hiring")
+
+
+def pointwise(scores: pd.DataFrame) -> pd.DataFrame:
+    return scores[(scores["mode"] == "pointwise") & scores["task"].isin(RACE_GENDER)]
+
+
 @pytest.fixture(scope="module")
 def table() -> pd.DataFrame:
     with Store(DEMO_STORE, create=False) as store:
-        scores = score_table(store)
-    scores = scores[scores["mode"] == "pointwise"]
+        scores = pointwise(score_table(store))
     return MetricSuite(scores, reference="W_M", ci=0.9, n_boot=50).table(range(1, 9))
 
 
@@ -65,7 +72,7 @@ def test_rankings_correlations_and_distributions_build(table):
     assert len(charts.ndcg_curves(ndcg_table(at_k)).data) == 8
     with Store(DEMO_STORE, create=False) as store:
         scores = score_table(store)
-    assert len(charts.score_distributions(scores[scores["mode"] == "pointwise"]).data) > 0
+    assert len(charts.score_distributions(pointwise(scores)).data) > 0
 
 
 def test_audit_never_imports_streamlit():
@@ -86,7 +93,7 @@ def test_score_shape_scatter_has_one_trace_per_model():
 
     with Store(DEMO_STORE, create=False) as store:
         scores = score_table(store)
-    shape = score_shape(scores[scores["mode"] == "pointwise"])
+    shape = score_shape(pointwise(scores))
     fig = charts.score_shape_scatter(shape)
     assert sorted(t.name for t in fig.data) == sorted(shape["model"].unique())
     assert sum(len(t.x) for t in fig.data) == len(shape) == shape["model"].nunique() * 4 * 8  # models × jobs × groups

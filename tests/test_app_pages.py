@@ -36,15 +36,15 @@ def demo(monkeypatch) -> AppTest:
 
 
 def test_the_demo_store_opens_on_the_recorded_study(monkeypatch):
-    """Issue 21: ``make app`` opens on a deployed system's audit (GPT-3.5/GPT-4's recorded rankings); the models'
-    resume pilot is the next task."""
+    """Issue 21: ``make app`` opens on a deployed system's audit (GPT-3.5/GPT-4's recorded rankings); the synthetic
+    dated log, then the models' resume pilot, are the next tasks."""
     monkeypatch.setenv("AUDIT_DB", str(DEMO_STORE))
     at = AppTest.from_file(APP, default_timeout=180)
     at.run()
     at.switch_page("pages/allocation_gaps.py").run()
     assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
     assert at.sidebar.selectbox(key="task").value == "study-gpt-hiring"
-    assert at.sidebar.selectbox(key="task").options == ["study-gpt-hiring", "resume"]
+    assert at.sidebar.selectbox(key="task").options == ["study-gpt-hiring", "synthetic-dated-log", "resume"]
     assert set(at.sidebar.multiselect(key="models_study-gpt-hiring_pointwise").value) == {"gpt-3.5-turbo", "gpt-4"}
 
 

@@ -188,16 +188,17 @@ def test_deciding_verdict_columns_fit_1500_px_and_the_address_keeps_task_and_k(s
 
 
 def test_runs_page_lists_the_demo_stores_trail(server_url, browser):
-    """The shipped demo store's backfilled runs: the table (a canvas grid) and the latest run in full below it."""
+    """The shipped demo store's runs: the table (a canvas grid) and the latest run in full below it."""
     page = browser.new_page()
     try:
         page.goto(f"{server_url}/runs", wait_until="domcontentloaded")
         settle(page)
         page.wait_for_selector('[data-testid="stDataFrame"]', timeout=60_000)
         text = page.inner_text('[data-testid="stMain"]')
-        # the latest run in full: the demo's last build step, Gemma's pointwise rows scored again
-        assert '"model":"gemma3-270m"' in text.replace(" ", "") and '"label_results":384' in text.replace(" ", "")
-        assert "backfilled by scripts/backfill_demo_runs.py" in text, text[:2000]
+        # the latest run in full: the demo's last build step, scripts/add_demo_dated_log.py's synthetic log
+        compact = text.replace(" ", "")
+        assert '"task":"synthetic-dated-log"' in compact and '"recorded_decisions":23400' in compact, text[:2000]
+        assert '"data":"data/synthetic-dated-log.csv"' in compact
         SHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SHOTS / "runs-trail.png"), full_page=True)
     finally:

@@ -15,6 +15,7 @@ import pytest
 from audit.cli import main
 from helpers import audit_json
 from audit.store import Store
+from audit.views import StoreTables
 
 POOLS, SIZE = 80, 5
 SPEC = "applicant: id\ndemographics: [sex, race]\npool: req\nsubtask: job\ndate: day\n"
@@ -194,6 +195,14 @@ def test_decisions_are_stored_compactly_and_read_back_as_rank_scores(store, logs
     assert main(argv) == 0  # the same source again: replaced, not added (one more run in the audit trail)
     with Store(store, create=False) as opened:
         assert opened.row_counts() == {**counts, "runs": counts["runs"] + 1}
+
+
+def test_each_decision_keeps_its_date_in_the_decision_table(store):
+    with Store(store, create=False) as opened:
+        scores = StoreTables.read(opened).scores
+    ranked = scores[scores["model"] == "ranked"].set_index("candidate_id")
+    assert all(ranked.loc[row["id"], "date"] == row["day"] for row in applicants())
+    assert scores.loc[scores["model"] == "scored", "date"].isna().all()  # the score log's spec names no date column
 
 
 def test_metrics_run_on_the_rank_log(store, capsys):

@@ -71,7 +71,7 @@ def choose(at: AppTest, task: str, page: str = "pages/allocation_gaps.py") -> Ap
 
 
 def test_every_page_renders_every_task_of_a_mixed_store(dashboard):
-    tasks = ["study-gpt-hiring", "essay", "loan", "resume"]  # the demo's recorded rankings first
+    tasks = ["study-gpt-hiring", "synthetic-dated-log", "essay", "loan", "resume"]  # the demo's recorded systems first
     assert dashboard.sidebar.selectbox(key="task").options == tasks
     for task in tasks:
         for page in PAGES:

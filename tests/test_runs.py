@@ -28,7 +28,8 @@ from audit.store_runs import COLUMNS, NOT_STORED, Run, append, clean_options, tr
 from audit.views import StoreTables
 
 APP = str(DEMO_STORE.parent.parent / "app.py")
-DEMO_RUNS = 8  # the runs that built the shipped demo store, backfilled
+DEMO_RUNS = 9  # the runs that built the shipped demo store: 8 backfilled, then scripts/add_demo_dated_log.py's import
+BACKFILLED = 8
 LOG_SPEC = "applicant: id\ndemographics: [sex]\npool: req\nsubtask: job\n"
 
 
@@ -175,7 +176,7 @@ def test_runs_lists_the_trail_in_md_csv_and_json(demo_copy, tmp_path):
     assert md.returncode == 0, md.stderr
     lines = md.stdout.splitlines()
     assert lines[0] == "| run | at | action | version | options | read | wrote | note |" and len(lines) == DEMO_RUNS + 3
-    assert sum("backfilled by scripts/backfill_demo_runs.py" in line for line in lines) == DEMO_RUNS
+    assert sum("backfilled by scripts/backfill_demo_runs.py" in line for line in lines) == BACKFILLED
     assert "&lt;b&gt;bold&lt;/b&gt; \\| piped" in lines[-1] and "<b>" not in md.stdout
     table = pd.read_csv(io.StringIO(audit("runs", "--db", demo_copy, "--format", "csv").stdout))
     assert list(table.columns) == COLUMNS and table["run"].tolist() == list(range(1, DEMO_RUNS + 2))

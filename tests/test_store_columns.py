@@ -6,7 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from audit.store import RECORDED_QUERY, Store, save_recorded
+from audit.store import RECORDED_QUERY as QUERY, Store, save_recorded
+
+RECORDED_QUERY = QUERY.format(decided="decided")
 
 
 def _store(tmp_path, decisions: pd.DataFrame | None, outcome: str = "rank") -> Store:
@@ -18,11 +20,12 @@ def _store(tmp_path, decisions: pd.DataFrame | None, outcome: str = "rank") -> S
     return store
 
 
-def _decisions(values, applicants, groups=None) -> pd.DataFrame:
+def _decisions(values, applicants, groups=None, dates=None) -> pd.DataFrame:
     count = len(values)
     return pd.DataFrame({"subtask": "job", "pool": [i // 3 for i in range(count)], "position": [i % 3 for i in
                                                                                                 range(count)],
-                         "group": groups or ["F", "M", "Ünï"] * (count // 3), "value": values, "applicant": applicants})
+                         "group": groups or ["F", "M", "Ünï"] * (count // 3), "value": values, "applicant": applicants,
+                         "date": dates or [None] * count})
 
 
 @pytest.mark.parametrize("decisions, outcome", [
@@ -30,6 +33,8 @@ def _decisions(values, applicants, groups=None) -> pd.DataFrame:
     (_decisions([0.1, 1 / 3, -2.5, 1e300, 0.0, 7.0], ["a", "b", "c", "d", "e", "f"]), "score"),
     (_decisions([1, 0, 1, 0, 0, 1], ["a\x1fb", "c", "d", "e", "f", "g"]), "selected"),
     (_decisions([1, 2, 3, 1, 2, 3], ["a", "b", "c", "d", "e", "f"], ["F", "M", "A\x1fB"] * 2), "rank"),
+    (_decisions([1, 0, 1, 0, 0, 1], ["a", "b", "c", "d", "e", "f"],
+                dates=["2025-01-06", None, "2025-01-07", "2025-02-01", None, "2025-12-31"]), "selected"),
 ])
 def test_columns_equal_the_row_read(tmp_path, decisions, outcome):
     store = _store(tmp_path, decisions, outcome)

@@ -18,7 +18,7 @@ from audit.cli import main
 from audit.metrics import MetricSuite
 from audit.paths import DEMO_STORE
 from audit.store_tables import score_table
-from audit.store import SCHEMA_VERSION, Store
+from audit.store import SCHEMA_VERSION, Store, data_hash
 
 ROOT = Path(__file__).resolve().parent.parent
 V1_COMMIT = "3f5a29e"  # the last commit whose data/demo.db has schema version 1
@@ -126,3 +126,27 @@ def test_v2_recorded_rankings_move_to_the_recorded_tables(tmp_path):
         6, 1, 1, 1)
     assert systems[["model", "task", "subtask", "outcome", "decisions", "pools"]].values.tolist() == [
         ["gpt-x", "rec", "job", "rank", 6, 2]]
+
+
+def test_v4_recorded_decisions_gain_a_null_date_and_read_the_same(tmp_path):
+    """Schema 4 → 5: a store whose recorded decisions have no date column reads read-only (dates missing), then
+    migrates in place keeping every decision (dates NULL) and the hash of the data the numbers come from."""
+    path = tmp_path / "v4.db"
+    v2_recorded_store(path)
+    with Store(path):
+        pass  # migrated to the current schema, then taken back to schema 4
+    with sqlite3.connect(path) as db:
+        db.execute("ALTER TABLE recorded_decisions DROP COLUMN decided")
+        db.execute("UPDATE meta SET value='4' WHERE key='schema_version'")
+    columns = ["model", "task", "subtask", "candidate_id", "group", "score", "pool", "date"]
+    with Store(path, create=False) as store:
+        legacy = store.pointwise_table()[columns].sort_values(columns[:4], ignore_index=True)
+        legacy_hash = data_hash(store, "rec", ["job"])
+    with Store(path) as store:
+        migrated = store.pointwise_table()[columns].sort_values(columns[:4], ignore_index=True)
+        assert data_hash(store, "rec", ["job"]) == legacy_hash
+    pd.testing.assert_frame_equal(migrated, legacy, check_dtype=False)
+    assert len(migrated[migrated["task"] == "rec"]) == 6 and migrated["date"].isna().all()
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == (str(SCHEMA_VERSION),)
+        assert db.execute("SELECT COUNT(*) FROM recorded_decisions WHERE decided IS NULL").fetchone() == (6,)

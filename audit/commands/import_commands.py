@@ -5,10 +5,10 @@ import argparse
 from pathlib import Path
 
 from audit.errors import AuditError
-from audit.recorded.decision_logs import read_log
+from audit.recorded.decision_logs import DecisionLog, read_log
 from audit.recorded.log_spec import load_log_spec
 from audit.recorded.ranking_runs import read_runs
-from audit.recorded.storing import import_log, import_runs
+from audit.recorded.storing import append_log, import_log, import_runs
 from audit.commands.io import cli_options
 from audit.store import Store
 from audit.store_runs import data_reads, recording
@@ -36,6 +36,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--reference", help=f"ranking-runs: reference group, one of the runs' group codes (default "
                                             f"{RANKING_RUN_REFERENCE} where a job has it, else its first code)")
     parser.add_argument("--db", default="results.db", help="result store (default results.db)")
+    parser.add_argument("--append", action="store_true",
+                        help="decisions: add the log's decisions to the stored log of the same label and spec "
+                             "(applicant ids never reused; new pools after the stored ones)")
     parser.set_defaults(handler=run_import)
 
 
@@ -45,8 +48,8 @@ def run_import(args: argparse.Namespace) -> int:
         raise AuditError("--task: give a task name")
     if args.format == "decisions":
         return _import_decisions(args)
-    if args.spec or args.label:
-        raise AuditError("--spec and --label go with --format decisions")
+    if args.spec or args.label or args.append:
+        raise AuditError("--spec, --label and --append go with --format decisions")
     runs = read_runs(args.data)
     with Store(args.db) as store, recording(store, "import", cli_options(args)) as run:
         fingerprints = import_runs(store, runs, args.task, args.reference, source=Path(args.data).name)
@@ -69,6 +72,8 @@ def _import_decisions(args: argparse.Namespace) -> int:
     label = (args.label or spec.label or Path(args.data).stem).strip()
     if not label:
         raise AuditError("--label: give the system a name")
+    if args.append:
+        return _append(args, log, label)
     with Store(args.db) as store, recording(store, "import", cli_options(args)) as run:
         fingerprint = import_log(store, log, args.task, label)
         run.reads = {"source_sha256": log.digest, **data_reads(store, args.task)}
@@ -80,4 +85,19 @@ def _import_decisions(args: argparse.Namespace) -> int:
           + ", ".join(f"{column} {count}" for column, count in log.unknown.items()))
     print(f"comparison: {log.comparison} ("
           + ", ".join(f"{subtask}: {ref}" for subtask, ref in log.references.items()) + ")")
+    return 0
+
+
+def _append(args: argparse.Namespace, log: DecisionLog, label: str) -> int:
+    if not Path(args.db).is_file():
+        raise AuditError(f"--append: result store {args.db} does not exist; import the log's first part without "
+                         "--append")
+    with Store(args.db) as store, recording(store, "import", cli_options(args)) as run:
+        details = append_log(store, log, args.task, label)
+        run.reads = {"source_sha256": log.digest, "chain_sha256": details["chain_sha256"], "task": args.task}
+    print(f"appended {log.rows} decisions ({log.outcome}) to {label!r} in task {args.task!r} of {args.db}: dates "
+          f"{log.first_date or '(none)'} to {log.last_date or '(none)'}; source sha256 {log.digest}")
+    print(f"the log now: {details['rows']} decisions in {details['chunks']} chunks, dates "
+          f"{details['first_date'] or '(none)'} to {details['last_date'] or '(none)'}; chain sha256 "
+          f"{details['chain_sha256']}")
     return 0

@@ -39,8 +39,8 @@ DEFAULT_SUBTASK = "all"
 
 @dataclass(frozen=True)
 class DecisionLog:
-    """A checked log: ``decisions`` (subtask, pool, position, group, value, applicant; pools numbered in sorted
-    order of their names, positions in file order), its ``outcome`` kind, the ``references`` (subtask → reference
+    """A checked log: ``decisions`` (subtask, pool, position, group, value, applicant, date: ``YYYY-MM-DD`` or
+    missing; pools numbered in sorted order of their names, positions in file order), its ``outcome`` kind, the ``references`` (subtask → reference
     category, given or most-selected), the ``unknown`` count of each demographic column, the source's SHA-256, row
     count and date range."""
 
@@ -182,7 +182,9 @@ def read_log(path: str | Path, spec: LogSpec) -> DecisionLog:
     decisions["position"] = decisions.groupby(["subtask", "pool"], sort=False).cumcount()
     if kind == "rank":
         _check_ranks(path, decisions, pool, outcome_column)
-    first, last = _dates(path, frame, spec.date)
+    decisions["date"] = _dates(path, frame, spec.date)
+    known = decisions["date"].dropna()
+    first, last = (known.min(), known.max()) if len(known) else ("", "")
     references, comparison = _references(path, decisions, kind, spec.reference)
     return DecisionLog(path, spec, kind, decisions, references, comparison, unknown, digest, len(frame), first, last)
 
@@ -243,17 +245,17 @@ def _check_ranks(path: Path, decisions: pd.DataFrame, pool: pd.Series, column: s
                     "applicants (ranks run 1 … n)")
 
 
-def _dates(path: Path, frame: pd.DataFrame, column: str | None) -> tuple[str, str]:
-    """(first, last) decision date as ISO dates; empty without a date column or dates."""
+def _dates(path: Path, frame: pd.DataFrame, column: str | None) -> pd.Series:
+    """Each row's decision date as ISO text ``YYYY-MM-DD`` (a time of day dropped), None where the cell is empty
+    or the spec names no date column."""
     if column is None:
-        return "", ""
+        return pd.Series(None, index=frame.index, dtype=object)
     text = _text(frame[column])
     dates = pd.to_datetime(text.where(text != ""), errors="coerce", format="mixed")
     bad = (dates.isna() | ~text.str.match(r"\d{4}-\d\d-\d\d(?:$|[T ])")) & (text != "")  # 1/2/3 is no guess
     if bad.any():
         raise _fail(path, _first(bad), column, f"date {text[bad].iloc[0]!r} not understood (use YYYY-MM-DD)")
-    known = dates.dropna()
-    return (known.min().date().isoformat(), known.max().date().isoformat()) if len(known) else ("", "")
+    return text.str.slice(0, 10).astype(object).where(text != "", None)  # the date as written (its own time zone)
 
 
 def selected_flags(values: pd.Series, kind: str, *, k: int = 1) -> pd.Series:

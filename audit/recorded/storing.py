@@ -6,11 +6,16 @@ rank-derived score ``(n − rank) / (n − 1)`` within its pool of n, see :mod:`
 file number, position = its place in the order shown, so candidates read back as ``<run file number>.<position>``.
 The model's fingerprint is the source: a SHA-256 over every file's path and hash, with the file count, row count,
 partial replies and date range in its details. Everything is written in one transaction.
+
+A decision log grows by appending (:func:`append_log`): its fingerprint (the first chunk's source and spec) stays,
+and its details keep the chain ``chain_sha256`` = SHA-256(previous chain + chunk's source SHA-256), with the chunk
+count, total rows, date range and each appended chunk's source.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 import time
 
 from audit.errors import AuditError
@@ -20,7 +25,7 @@ from audit.recorded.ranking_runs import RankingRuns
 from audit.tasks.recorded import (LOG_QUALIFICATION, LOG_QUOTAS, RANKING_RUN_GROUPINGS, RANKING_RUN_NAMES,
                                    RANKING_RUN_QUALIFICATION, RANKING_RUN_QUOTA, RANKING_RUN_QUOTA_REASON,
                                    RANKING_RUN_REFERENCE)
-from audit.store import SAVE_DESIGN, Store, save_recorded
+from audit.store import SAVE_DESIGN, Store, insert_decisions, save_recorded
 
 FINGERPRINT_PREFIX = "rec-"
 LABEL = "rank"
@@ -65,6 +70,12 @@ def import_runs(store: Store, runs: RankingRuns, task: str, reference: str | Non
     return fingerprints
 
 
+def chain_digest(previous: str, digest: str) -> str:
+    """The log's identity after one more chunk: SHA-256 of the previous chain (empty for the first chunk) and the
+    chunk's source SHA-256, as hex text."""
+    return hashlib.sha256(f"{previous}{digest}".encode()).hexdigest()
+
+
 def log_fingerprint(log: DecisionLog) -> str:
     """``rec-`` + SHA-256 of the log file and the spec that reads it."""
     return FINGERPRINT_PREFIX + hashlib.sha256(f"{log.digest}\0{log.spec.canonical()}".encode()).hexdigest()[:16]
@@ -78,17 +89,88 @@ def import_log(store: Store, log: DecisionLog, task: str, label: str) -> str:
                "first_date": log.first_date, "last_date": log.last_date, "outcome": log.outcome,
                "demographics": list(log.spec.demographics), "unknown": log.unknown, "comparison": log.comparison,
                "pools": "recorded" if log.spec.pool else "one pool per subtask",
-               "spec": json.loads(log.spec.canonical())}
-    groupings = split_groupings(log.spec.demographics)
+               "spec": json.loads(log.spec.canonical()), "chain_sha256": chain_digest("", log.digest), "chunks": 1}
     with store.transaction() as db:
         store.check_importable(task)
         store.check_label(fingerprint, label)
         db.execute("INSERT OR REPLACE INTO models VALUES (?, ?, ?, ?)",
                    (fingerprint, label, json.dumps(details, sort_keys=True), time.time()))
         save_recorded(db, fingerprint, task, log.outcome, log.decisions)
-        for subtask, reference in log.references.items():
-            quota, why = LOG_QUOTAS[log.outcome]
-            design = AuditDesign(task, subtask, reference, PoolDesign("observed"), (log.outcome,), (1.0,),
-                                 LOG_QUALIFICATION, groupings, "", quota=quota, quota_reason=why)
-            db.execute(SAVE_DESIGN, design.row())
+        for subtask in log.references:
+            _save_design(db, log, task, subtask)
     return fingerprint
+
+
+def _save_design(db: sqlite3.Connection, log: DecisionLog, task: str, subtask: str) -> None:
+    quota, why = LOG_QUOTAS[log.outcome]
+    design = AuditDesign(task, subtask, log.references[subtask], PoolDesign("observed"), (log.outcome,), (1.0,),
+                         LOG_QUALIFICATION, split_groupings(log.spec.demographics), "", quota=quota, quota_reason=why)
+    db.execute(SAVE_DESIGN, design.row())
+
+
+def append_log(store: Store, log: DecisionLog, task: str, label: str) -> dict:
+    """Add the decisions of ``log`` (a new chunk) to the log system ``label`` of ``task``, in one transaction, without
+    reading the stored decisions: the same spec, applicant ids never stored before (looked up by index), pools
+    numbered after the stored ones (a log without a pool column continues its subtask's one pool), a new subtask
+    with its own design. The system keeps its fingerprint; its details gain the chunk (rows, dates, chain). Returns
+    the new details."""
+    with store.transaction() as db:
+        found = db.execute("SELECT fingerprint, details FROM models WHERE label = ?", (label,)).fetchone()
+        details = json.loads(found[1]) if found else {}
+        systems = dict(db.execute("SELECT subtask, id FROM recorded_systems WHERE model = ? AND task = ?",
+                                  (found[0], task)).fetchall()) if found else {}
+        if not systems or details.get("kind") != "decision log":
+            raise AuditError(f"--append: task {task!r} of {store.path} holds no decision log named {label!r}; "
+                             "import its first part without --append")
+        if details.get("spec") != json.loads(log.spec.canonical()):
+            raise AuditError(f"--append: {log.path} is read with another spec than the stored log {label!r} "
+                             f"(stored: {json.dumps(details.get('spec'), sort_keys=True)}); append with the same spec")
+        if not log.spec.pool and log.outcome == "rank":
+            raise AuditError(f"--append: {label!r} ranks each subtask as one pool (its spec names no pool column); "
+                             "a ranked log is appended pool by pool: give the spec a pool column")
+        _check_new_ids(db, list(systems.values()), log, label)
+        for subtask, part in log.decisions.groupby("subtask", sort=True):
+            system = systems.get(str(subtask))
+            if system is None:
+                system = db.execute("INSERT INTO recorded_systems (model, task, subtask, outcome) VALUES (?, ?, ?, ?)",
+                                    (found[0], task, str(subtask), log.outcome)).lastrowid
+                _save_design(db, log, task, str(subtask))
+            part = part.sort_values(["pool", "position"])
+            if log.spec.pool:  # new pools after the stored ones
+                part = part.assign(pool=part["pool"] + _next(db, "pool", "system = ?", system))
+            else:  # the subtask's one pool goes on
+                part = part.assign(position=part["position"] + _next(db, "position", "system = ? AND pool = 0",
+                                                                     system))
+            insert_decisions(db, system, part)
+        dates = [d for d in (details.get("first_date"), details.get("last_date"), log.first_date, log.last_date) if d]
+        chain = chain_digest(details.get("chain_sha256") or chain_digest("", details["source_sha256"]), log.digest)
+        details.update(rows=details["rows"] + log.rows, chain_sha256=chain, chunks=details.get("chunks", 1) + 1,
+                       first_date=min(dates, default=""), last_date=max(dates, default=""),
+                       unknown={c: details["unknown"].get(c, 0) + n for c, n in log.unknown.items()},
+                       appended=[*details.get("appended", []),
+                                 {"source": log.path.name, "sha256": log.digest, "rows": log.rows,
+                                  "first_date": log.first_date, "last_date": log.last_date}])
+        db.execute("UPDATE models SET details = ? WHERE fingerprint = ?", (json.dumps(details, sort_keys=True),
+                                                                           found[0]))
+    return details
+
+
+def _next(db: sqlite3.Connection, column: str, where: str, system: int) -> int:
+    """One more than the largest stored ``column`` (pool or position) of ``system`` (a primary-key lookup)."""
+    return int(db.execute(f"SELECT COALESCE(MAX({column}) + 1, 0) FROM recorded_decisions WHERE {where}",
+                          (system,)).fetchone()[0])
+
+
+def _check_new_ids(db: sqlite3.Connection, systems: list[int], log: DecisionLog, label: str) -> None:
+    """Refuse a chunk holding an applicant id already stored for the system (named with its row of the chunk)."""
+    ids = log.decisions["applicant"].tolist()
+    marks = ",".join("?" * len(systems))
+    for start in range(0, len(ids), 900):
+        chunk = ids[start:start + 900]
+        stored = {row[0] for row in db.execute(
+            f"SELECT applicant FROM recorded_decisions WHERE system IN ({marks}) AND applicant IN "
+            f"({','.join('?' * len(chunk))})", (*systems, *chunk))}
+        if stored:
+            row = start + next(i for i, applicant in enumerate(chunk) if applicant in stored)
+            raise AuditError(f"{log.path}, row {row + 1}, column {log.spec.applicant!r}: applicant {ids[row]!r} is "
+                             f"already stored in the log {label!r} (ids are never reused); nothing was appended")

@@ -59,9 +59,12 @@ def systems(store: Store, scores: pd.DataFrame, task: str, mode: str) -> pd.Data
         recorded = "source_sha256" in info  # imported decisions: dated by the decisions, hashed by their source
         precision = "n/a (recorded)" if recorded else "/".join(
             str(v) for v in (info.get("quant", ""), info.get("dtype", "")) if v)
+        appended = len(info.get("appended", ()))  # an appended log: hashed by its chain of chunks
+        source = portable_path(str(info.get("source" if recorded else "location", "")))
         rows.append({"model": label, "fingerprint": fingerprint,
-                     "content hash": info.get("source_sha256" if recorded else "content_id", ""),
-                     "source": portable_path(str(info.get("source" if recorded else "location", ""))),
+                     "content hash": info["chain_sha256"] if appended else info.get(
+                         "source_sha256" if recorded else "content_id", ""),
+                     "source": f"{source} + {appended} appended (chain of {appended + 1})" if appended else source,
                      "kind": info.get("kind", ""), "registered": _date(created),
                      "precision": precision, "device": info.get("device", ""),
                      "backend": "imported" if recorded else info.get("runtime", info.get("engine", "transformers")),
