@@ -13,6 +13,7 @@ PAGES = [
     st.Page("pages/model_rankings.py", title="Model rankings", icon=":material/leaderboard:"),
     st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
     st.Page("pages/cairo_explorer.py", title="CAIRO explorer", icon=":material/travel_explore:"),
+    st.Page("pages/monitor.py", title="Monitor", icon=":material/monitor_heart:"),
     st.Page("pages/runs.py", title="Runs", icon=":material/history:"),
 ]
 

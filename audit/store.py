@@ -406,6 +406,14 @@ class Store:
             GROUP BY d.system, d.pool, d.grp, date""", (int(k), task))
         return systems, counts
 
+    def dated_tasks(self) -> list[str]:
+        """The tasks with at least one dated recorded decision (what monitoring can watch), sorted."""
+        if decided_column(self.db) == "NULL":
+            return []
+        return self.query("SELECT DISTINCT s.task FROM recorded_systems s WHERE EXISTS (SELECT 1 FROM "
+                          "recorded_decisions d WHERE d.system = s.id AND d.decided IS NOT NULL) ORDER BY s.task"
+                          )["task"].astype(str).tolist()
+
     def pairwise_table(self) -> pd.DataFrame:
         """Every planned pairwise prompt with its result, both candidates' groups and the prompt's options (JSON)."""
         query = """

@@ -16,6 +16,7 @@ from audit.errors import AuditError
 from audit.metrics.impact import FOUR_FIFTHS
 from audit.metrics.inference import METHODS
 from audit.metrics.schema import is_pairwise
+from audit.monitor import MonitorSettings, Monitoring, monitor_table
 from audit.reporting import provenance
 from audit.reporting.ll144_section import ll144_section
 from audit.store_tables import answer_table, pair_table
@@ -79,6 +80,8 @@ class ReportData:
     diagnostics: pd.DataFrame
     comparison: dict[str, pd.DataFrame] = field(default_factory=dict)
     ll144: str = ""  # the LL144 summary section (HTML) of recorded systems, :mod:`audit.reporting.ll144_section`
+    #: the task's dated decisions watched week by week (:func:`audit.monitor.monitor_table`); None without dates
+    monitoring: Monitoring | None = None
     generated: str = ""
     version: str = ""
     #: one row per system × grouping × category (:meth:`audit.audit.Audit.verdicts`); None for pairwise modes
@@ -160,19 +163,28 @@ def collect(settings: ReportSettings, tables: StoreTables | None = None) -> Repo
     with ThreadPoolExecutor(1, thread_name_prefix="report-store") as background:
         read = background.submit(_stored, settings, scores.copy(), task)  # its own copy: pandas is not thread-safe
         data = _computed(settings, tables, scores, task)
-        data.models, data.prompts, data.diagnostics, data.data, data.trail = read.result()
+        data.models, data.prompts, data.diagnostics, data.data, data.trail, data.monitoring = read.result()
     return data
 
 
 def _stored(settings: ReportSettings, scores: pd.DataFrame, task: str
-            ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, tuple[str, int, str], pd.DataFrame]:
-    """(systems, prompts, diagnostics, data hash, audit trail) of ``scores`` of ``task``, read from the store."""
+            ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, tuple[str, int, str], pd.DataFrame, Monitoring | None]:
+    """(systems, prompts, diagnostics, data hash, audit trail, monitoring) of ``scores`` of ``task``, read from the
+    store; the monitoring (weekly looks, the report's quota, threshold, confidence and family) where ``task`` has
+    dated decisions."""
     subtasks = [t for t in sorted(scores["subtask"].astype(str).unique()) if not settings.subtasks
                 or t in settings.subtasks]
     with _open(settings.store) as store:
         return (provenance.systems(store, scores, task, settings.mode),
                 provenance.prompts(store, task, scores, settings.mode), _diagnostics(store, scores, settings.mode),
-                data_hash(store, task, subtasks), trail(store, task))
+                data_hash(store, task, subtasks), trail(store, task), _monitoring(store, settings, task))
+
+
+def _monitoring(store: Store, settings: ReportSettings, task: str) -> Monitoring | None:
+    if task not in store.dated_tasks():
+        return None
+    return monitor_table(store, task, MonitorSettings(k=settings.k, threshold=settings.threshold,
+                                                      alpha=1 - (settings.ci or 0.95), family=settings.family))
 
 
 def _computed(settings: ReportSettings, tables: StoreTables, scores: pd.DataFrame, task: str) -> ReportData:

@@ -32,6 +32,7 @@ from audit.reporting import page_one
 from audit.reporting.html import table
 from audit.reporting.page_one import VERDICT_CSS
 from audit.reporting.method import GLOSSARY, method_paragraphs, policy_paragraph
+from audit.reporting.monitoring_section import monitoring_section
 from audit.reporting.provenance import RECORDED_HASHES, SCORED_HASHES, portable_path
 from audit.reporting.style import STYLE, page_style
 from audit.tasks.recorded import mode_name
@@ -465,7 +466,9 @@ def _origin(system: dict) -> str:
 #: the report's sections, in order (each ReportData → HTML)
 SECTIONS: list[Callable[[ReportData], str]] = [page_one.headline, audited, page_one.sign_off, verdict,
                                                findings_section, method, gaps, comparison,
-                                               lambda data: data.ll144, closing, appendix]
+                                               lambda data: data.ll144,
+                                               lambda data: monitoring_section(data.monitoring, _figure), closing,
+                                               appendix]
 
 
 def render_html(data: ReportData, sections: list[Callable[[ReportData], str]] | None = None) -> str:
