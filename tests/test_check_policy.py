@@ -259,3 +259,23 @@ def test_the_documented_example_policy_reads_as_documented(tmp_path):
     assert (found.threshold, found.reading, found.family, found.confidence, found.quota, found.minimum_sample,
             found.tasks, found.systems, found.inconclusive_fails, found.monitoring.enabled) == (
         0.8, "practice", "system", 0.95, 1, 100, (STUDY,), ("gpt-4", "gpt-3.5-turbo"), False, False)
+
+
+def test_monitoring_alarms_fail_the_drifting_job_only_when_the_policy_watches(demo, tmp_path):
+    """The demo's synthetic dated log: job-03's women fall to 0.6 of men's rate at week 27. Its cumulative verdict is
+    inconclusive, so it passes without monitoring; with monitoring on, ``check`` fails it (and only it) on the alarm
+    ``monitor`` raises, with the same period and detector."""
+    task = "synthetic-dated-log"
+    quiet = audit("check", "--db", demo, "--policy", policy(tmp_path, f"tasks: [{task}]\nmonitoring: off\n"))
+    assert quiet.returncode == 0, quiet.stdout + quiet.stderr
+    watched = policy(tmp_path, f"tasks: [{task}]\nmonitoring: {{alpha: 0.05, period: week}}\n", "watched.yaml")
+    done = audit("check", "--db", demo, "--policy", watched, "--junit", tmp_path / "j.xml")
+    assert done.returncode == 1, done.stderr
+    failures = [line for line in done.stdout.splitlines() if line.startswith("- FAIL")]
+    monitored = audit_json("monitor", "--db", demo, "--task", task, "--format", "json")["summary"]
+    alarmed = [row for row in monitored if row["alarm"]]
+    assert [row["subtask"] for row in alarmed] == ["job-03"] and len(failures) == 1
+    assert f"job-03 · sex F: monitoring alarm since the week of {alarmed[0]['first_alarm']}" in failures[0]
+    assert f"detector {alarmed[0]['detector']:.4g} at its level {alarmed[0]['level']:.4g}" in failures[0]
+    suite = ET.parse(tmp_path / "j.xml").getroot().find("testsuite")
+    assert suite.get("failures") == "1" and suite.get("tests") == "3"

@@ -14,6 +14,7 @@ from audit.commands.verdict_commands import verdict_rows
 from audit.errors import AuditError
 from audit.formatting import markdown_table, md_text, pvalue, subtask_name
 from audit.metrics.verdict import ADVERSE, INCONCLUSIVE, rollup
+from audit.monitor import MonitorSettings, monitor_table
 from audit.output import check_target, write_atomic
 from audit.policy import Policy, load_policy
 from audit.present.junit import Case, junit_xml
@@ -50,8 +51,9 @@ def run_check(args: argparse.Namespace) -> int:
     policy = load_policy(args.policy)
     with Store(args.db, create=False) as store:
         tables = StoreTables.read(store)
-    judged = _verdicts(policy, tables)
-    systems, failures = _results(judged, policy, tables)
+        judged = _verdicts(policy, tables)
+        alarms = _alarms(policy, store, list(judged))
+    systems, failures = _results(judged, policy, tables, alarms)
     if args.junit is not None:
         cases = [Case(row.task, f"{row.model} · {subtask_name(row.subtask)}", tuple(
             failures.loc[(failures["task"] == row.task) & (failures["model"] == row.model)
@@ -96,11 +98,33 @@ def _verdicts(policy: Policy, tables: StoreTables) -> dict[str, tuple[int, str, 
     return out
 
 
-def _results(judged: dict[str, tuple[int, str, pd.DataFrame]], policy: Policy,
-             tables: StoreTables) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(one row per task × system × subtask: its verdict and whether it passes; one row per failure: task, model,
-    subtask, grouping, category, reason and its one-line ``line``)."""
-    systems, failures = [], []
+def _alarms(policy: Policy, store: Store, tasks: list[str]) -> list[dict]:
+    """One failure row per monitoring alarm raised at the last look on the dated decisions of ``tasks`` (none when
+    the policy's monitoring is off), as ``monitor`` raises it under the policy's threshold, family and quota."""
+    if not policy.monitoring.enabled:
+        return []
+    watch, dated, rows = policy.monitoring, set(store.dated_tasks()), []
+    for task in (t for t in tasks if t in dated):
+        settings = MonitorSettings(watch.period, k=policy.quota_for(task), threshold=policy.threshold,
+                                   alpha=watch.alpha, family=policy.family, horizon=watch.horizon)
+        summary = monitor_table(store, task, settings).summary
+        named = summary["model"].isin(policy.systems) if policy.systems else True
+        for row in summary[summary["alarm"] & named].itertuples():
+            line = (f"FAIL {task} · {row.model} · {subtask_name(row.subtask)} · {row.grouping} {row.name}: "
+                    f"monitoring alarm since the {watch.period} of {row.first_alarm} — impact ratio of the last "
+                    f"{settings.window} {watch.period}s {row.recent_ratio:.3g} against {row.comparator}, detector "
+                    f"{row.detector:.4g} at its level {row.level:.4g} (a fair system alarms within {watch.horizon} "
+                    f"looks with a chance of at most {watch.alpha:g})")
+            rows.append({"task": task, "model": row.model, "subtask": row.subtask, "grouping": row.grouping,
+                         "category": row.category, "reason": "monitoring alarm", "line": " ".join(line.split())})
+    return rows
+
+
+def _results(judged: dict[str, tuple[int, str, pd.DataFrame]], policy: Policy, tables: StoreTables,
+             alarms: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(one row per task × system × subtask: its verdict and whether it passes; one row per failure, the monitoring
+    ``alarms`` included: task, model, subtask, grouping, category, reason and its one-line ``line``)."""
+    systems, failures = [], list(alarms)
     for task, (k, _, table) in judged.items():
         design = tables.design(task)
         for row in table.itertuples(index=False):
