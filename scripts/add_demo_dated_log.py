@@ -1,7 +1,8 @@
 """Add a small synthetic dated decision log to the demo store, so monitoring has something to show at once.
 
 The log is SYNTHETIC (audit/recorded/synthetic.py, seeded): 3 jobs × 52 weeks × 150 decisions a job-week (23,400
-decisions, 0/1 outcome, sex F/M, selection rate 0.3) from 2025-01-06; job-03's women's rate falls to 0.6 of men's
+decisions, 0/1 outcome, sex F/M, selection rate 0.3) from 2025-01-06, decided in requisitions of 10 applicants (the
+pool column ``req``: a job's applicants of one week, in arrival order); job-03's women's rate falls to 0.6 of men's
 from the 27th week on. It is imported with ``python -m audit import`` (its run recorded in the store's trail) as the
 system ``synthetic-screener`` of task ``synthetic-dated-log`` (sorted after the GPT hiring study, which the
 dashboard opens on); the source file is named ``synthetic-dated-log.csv``, so the provenance says what it is.
@@ -19,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from audit.cli import main  # noqa: E402
-from audit.recorded.synthetic import SPEC, dated_log  # noqa: E402
+from audit.recorded.synthetic import POOLED_SPEC, dated_log  # noqa: E402
 
 TASK, LABEL = "synthetic-dated-log", "synthetic-screener"
 
@@ -30,8 +31,8 @@ def add(db: str) -> int:
     os.chdir(ROOT)
     data, spec = Path("data") / f"{TASK}.csv", Path("data") / f"{TASK}.yaml"
     try:
-        spec.write_text(SPEC)
-        dated_log(3, 52, 150, drifts={2: (26, 0.6)}, seed=42).to_csv(data, index=False)
+        spec.write_text(POOLED_SPEC)
+        dated_log(3, 52, 150, drifts={2: (26, 0.6)}, seed=42, pool=10).to_csv(data, index=False)
         return main(["import", "--format", "decisions", "--data", str(data), "--spec", str(spec), "--task", TASK,
                      "--label", LABEL, "--db", db])
     finally:

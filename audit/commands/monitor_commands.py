@@ -84,7 +84,7 @@ def markdown(result: Monitoring) -> str:
     since = f" from {s.since}" if s.since else ""
     out = [f"# Monitoring of task {result.task}\n",
            f"{len(result.periods)} looks ({s.period}s starting {result.periods[0]} … {result.periods[-1]}){since}; "
-           f"rank logs selected at k = {result.k} ({result.quota_reason}); threshold {s.threshold:g}; family "
+           f"selected: {result.quota_reason} (k = {result.k} where the log ranks); threshold {s.threshold:g}; family "
            f"{s.family}. {result.guarantee()}\n",
            f"**Alarms now:** {int(summary['alarm'].sum())} of {len(summary)} watched pairs"
            + (f"; {result.undated} undated decisions left out." if result.undated else ".") + "\n",

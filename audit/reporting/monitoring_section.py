@@ -22,8 +22,8 @@ PAIR = ["model", "subtask", "grouping", "category"]
 
 def _plan(monitoring: Monitoring) -> str:
     s, periods = monitoring.settings, monitoring.periods
-    decided = (f"rank logs selected at the quota k = {monitoring.k} ({monitoring.quota_reason}), 0/1 logs on "
-               "their recorded decisions, score logs on the scoring rate (above the median of the system's scores)")
+    decided = (f"{monitoring.quota_reason} (rank logs selected at k = {monitoring.k}, 0/1 logs on their recorded "
+               "decisions, score logs on the scoring rate: above the median of the system's scores)")
     undated = (f" {monitoring.undated} decisions without a date are not watched." if monitoring.undated else "")
     rows = [("watched", "per system × subtask × grouping × category: the selection rate and the impact ratio against "
                         "the comparator (the most-selected category over the watched span), cumulative with its "
