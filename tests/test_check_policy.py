@@ -144,8 +144,8 @@ def test_junit_parses_and_counts_match(logged, demo, tmp_path):
     assert audit("check", "--db", demo, "--policy", policy(tmp_path, "quota: {study-gpt-hiring: 1, resume: 2}\n",
                                                           "all.yaml"), "--junit", study).returncode == 1
     suites = ET.parse(study).getroot().findall("testsuite")
-    assert [s.get("name") for s in suites] == [STUDY, "resume"]
-    assert [len(s.findall("testcase")) for s in suites] == [8, 16]
+    assert [s.get("name") for s in suites] == [STUDY, "synthetic-dated-log", "resume"]  # the store's order
+    assert [len(s.findall("testcase")) for s in suites] == [8, 3, 16]
     assert sum(len(s.findall("testcase/failure")) for s in suites) == int(ET.parse(study).getroot().get("failures"))
 
 
