@@ -1,76 +1,85 @@
-"""Monitor: a task's dated decision logs watched period by period — the impact ratio over time with its
-anytime-valid band, and alarms whose chance of being raised by a fair system is bounded (:mod:`audit.monitor`)."""
+"""Monitor: a task's dated decision log watched look by look (audit/monitor.py), alarms first, then per category
+the impact ratio over time with its anytime-valid band, the recent window and the threshold."""
 from pathlib import Path
 
 import streamlit as st
 
 from audit.errors import AuditError
-from audit.metrics.impact import FOUR_FIFTHS
 from audit.metrics.verdict import DEFAULT_FAMILY, FAMILIES
-from audit.monitor import PERIODS, Monitoring, MonitorSettings, monitor_table
-from audit.present.monitor_chart import ratio_over_time
+from audit.monitor import PERIODS, MonitorSettings, Monitoring, monitor_table
+from audit.present import monitor_chart
 from audit.present.tooltips import TOOLTIPS
 from audit.store import Store
 from audit.store_files import store_version
 from pages.shared import common
 
-SHOWN = {"model": "system", "subtask": "subtask", "grouping": "grouping", "name": "group", "comparator": "comparator",
-         "members": "decisions", "rate": "rate", "cumulative_ratio": "ratio", "band_lo": "band low",
-         "band_hi": "band high", "recent_ratio": "last window", "change": "change", "alarm": "alarm",
-         "first_alarm": "first raised", "evidence_then": "detector then", "to_clear": "what would clear it"}
-
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def dated_tasks(path: str, version: tuple) -> list[str]:
+def tasks_of(path: str, version: tuple) -> list[str]:
+    """The store's tasks with dated recorded decisions; ``version`` keys the cache."""
     with Store(path, create=False) as store:
         return store.dated_tasks()
 
 
-@st.cache_data(show_spinner="Counting the decisions period by period…", max_entries=16)
-def watched(path: str, version: tuple, task: str, settings: MonitorSettings) -> Monitoring:
+@st.cache_resource(show_spinner=False, max_entries=32)
+def monitoring(path: str, version: tuple, task: str, settings: MonitorSettings) -> Monitoring:
+    """The task's monitoring under ``settings`` (shared by every session, never mutated)."""
     with Store(path, create=False) as store:
         return monitor_table(store, task, settings)
 
 
 common.page()
 st.title("Monitor")
-st.caption("A deployed system's dated decisions, one look per period: each category's impact ratio against the "
-           "most-selected one over time, with a band valid at every look at once, and an alarm when the evidence "
-           "shows adverse impact. The same numbers: `python -m audit monitor --db FILE --task TASK`.")
+st.caption("A dated decision log watched period by period: an alarm needs anytime-valid evidence of adverse impact "
+           "(valid however often one looks) and a recent ratio under the threshold. The same table: "
+           "`python -m audit monitor --db FILE --task T`.")
 path = st.session_state.get("store_path") or common.default_store()
-tasks = dated_tasks(path, store_version(path)) if Path(path).is_file() else []
-if not tasks:
-    st.info("No task of this store has dated decisions. Import a decision log whose spec names its date column "
-            "(`date:`) with `python -m audit import --format decisions`, and append each new period with "
-            "`--append`; this page then watches it.")
+if not Path(path).is_file():
+    st.info("This store does not exist yet: import a dated decision log to monitor it.")
     st.stop()
-task = st.selectbox("task", tasks, key="monitor_task")
-period_column, threshold_column, alpha_column, family_column = st.columns(4)
-period = period_column.selectbox("look every", list(PERIODS), index=list(PERIODS).index("week"),
-                                 key="monitor_period", help=TOOLTIPS["period"])
-threshold = threshold_column.number_input("threshold", 0.5, 1.0, FOUR_FIFTHS, 0.05, key="monitor_threshold",
-                                          help=TOOLTIPS["threshold"])
-alpha = alpha_column.select_slider("false-alarm bound α", [0.01, 0.05, 0.1], value=0.05, key="monitor_alpha",
-                                   help=TOOLTIPS["alpha"])
-family = family_column.selectbox("family", list(FAMILIES), index=list(FAMILIES).index(DEFAULT_FAMILY),
-                                 key="monitor_family", help=TOOLTIPS["family"])
+version = store_version(path)
 try:
-    result = watched(path, store_version(path), task, MonitorSettings(period, threshold=float(threshold),
-                                                                       alpha=alpha, family=family))
+    tasks = tasks_of(path, version)
+except AuditError as exc:
+    common.error("Cannot read the store:", exc)
+    st.stop()
+if not tasks:
+    st.info("No task of this store has dated recorded decisions: import a decision log with a date column "
+            "(the spec's `date:`) to monitor it.")
+    st.stop()
+top = st.columns(5)
+task = top[0].selectbox("task", tasks, key="monitor_task", help=TOOLTIPS["monitor_task"])
+period = top[1].selectbox("period", list(PERIODS), index=list(PERIODS).index("week"), key="monitor_period",
+                          help=TOOLTIPS["monitor_period"])
+threshold = top[2].number_input("threshold", 0.05, 1.0, 0.8, 0.05, key="monitor_threshold",
+                                help=TOOLTIPS["monitor_threshold"])
+alpha = top[3].number_input("alpha", 0.001, 0.5, 0.05, 0.01, format="%.3f", key="monitor_alpha",
+                            help=TOOLTIPS["monitor_alpha"])
+family = top[4].selectbox("family", list(FAMILIES), index=list(FAMILIES).index(DEFAULT_FAMILY), key="monitor_family",
+                          help=TOOLTIPS["monitor_family"])
+try:
+    with st.spinner("Watching the log…"):
+        result = monitoring(path, version, task, MonitorSettings(period=period, threshold=float(threshold),
+                                                                 alpha=float(alpha), family=family))
 except AuditError as exc:
     common.error("Cannot monitor this task:", exc)
     st.stop()
 st.caption(result.guarantee())
-summary = result.summary.sort_values(["alarm", "recent_ratio"], ascending=[False, True]).reset_index(drop=True)
-raised = int(summary["alarm"].sum())
-(st.error if raised else st.success)(f"Alarms now: {raised} of {len(summary)} watched pairs, over "
-                                     f"{len(result.periods)} {period}s from {result.periods[0]}.")
-st.dataframe(summary[list(SHOWN)].rename(columns=SHOWN), hide_index=True, width="stretch", key="monitor_summary")
-chosen = st.selectbox("pair over time", summary.index.tolist(), key="monitor_pair",
-                      format_func=lambda i: " · ".join(map(str, summary.loc[i, ["model", "subtask", "grouping"]]))
-                      + f": {summary.loc[i, 'name']} against {summary.loc[i, 'comparator']}"
-                      + (" (alarm)" if summary.loc[i, "alarm"] else ""))
-pair = summary.loc[chosen]
-looks = result.looks[(result.looks[["model", "subtask", "grouping", "category"]]
-                      == pair[["model", "subtask", "grouping", "category"]].to_numpy()).all(axis=1)]
-common.chart(ratio_over_time(looks, threshold=float(threshold), period=period), looks, "monitor")
+if result.undated:
+    st.caption(f"{result.undated} decisions without a date are left out.")
+alarms = monitor_chart.alarm_table(result.summary)
+raised = int(alarms["alarm"].sum())
+st.header(f"Alarms: {raised} of {len(alarms)} watched pairs")
+st.dataframe(alarms, hide_index=True, width="stretch", key="monitor_alarms")
+
+st.header("Ratios over time")
+series = monitor_chart.watched_series(result.summary)
+if not series:
+    st.info("No pair of categories to watch in this task.")
+    st.stop()
+labels = [" · ".join(key) for key in series]  # shown as plain text
+chosen = st.selectbox("system · subtask · grouping (alarmed first)", labels, key="monitor_series")
+key = series[labels.index(chosen)]
+figure = monitor_chart.monitor_figure(result.looks, key, float(threshold))
+common.chart(figure, result.looks[(result.looks[monitor_chart.KEYS] == list(key)).all(axis=1)],
+             f"monitor_{'_'.join(key)}")

@@ -12,7 +12,8 @@ from audit.paths import DEMO_STORE
 os.environ["HF_HUB_OFFLINE"] = "1"
 APP = str(DEMO_STORE.parent.parent / "app.py")
 PAGES = ["pages/overview.py", "pages/run_audit.py", "pages/allocation_gaps.py", "pages/group_correlations.py",
-         "pages/model_rankings.py", "pages/cairo_explorer.py", "pages/compare.py", "pages/runs.py"]
+         "pages/model_rankings.py", "pages/cairo_explorer.py", "pages/compare.py", "pages/runs.py",
+         "pages/monitor.py"]
 
 
 def app(monkeypatch, store, task: str = "resume") -> AppTest:

@@ -20,8 +20,9 @@ SHOTS = ROOT / "artifacts" / "screenshots"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 PAGES = {"overview": "", "run_audit": "run_audit", "allocation_gaps": "allocation_gaps",
          "group_correlations": "group_correlations", "model_rankings": "model_rankings",
-         "cairo_explorer": "cairo_explorer", "compare": "compare", "runs": "runs"}
-CHART_PAGES = {"allocation_gaps", "group_correlations", "model_rankings", "cairo_explorer", "compare"}
+         "cairo_explorer": "cairo_explorer", "compare": "compare", "runs": "runs", "monitor": "monitor"}
+CHART_PAGES = {"allocation_gaps", "group_correlations", "model_rankings", "cairo_explorer", "compare",
+               "monitor"}
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 

@@ -17,8 +17,10 @@ TOOLTIPS = {
          "design, in the sidebar). k stops below the pool size: selecting everyone leaves no gap to measure.",
     "overview_k": "Changes which candidates count as selected (the k best of each pool), so every ratio and verdict; "
                   "starts at the design's quota, every k is in the row below.",
-    "period": "Changes the looks: one per period (a pool counts in the period of its latest decision); the false-alarm "
-              "bound holds over the horizon's looks.",
-    "threshold": "Changes the size an alarm needs: the ratio of the last window of periods below it.",
-    "alpha": "Changes the evidence an alarm needs: a fair system alarms within the horizon with a chance of at most α.",
+    "monitor_task": "Changes which dated decision log is watched: tasks whose recorded decisions carry a date.",
+    "monitor_period": "Changes the look schedule: one look per period, each period's decisions counted at its end.",
+    "monitor_threshold": "Changes the impact ratio below which the recent window counts as adverse (an alarm needs "
+                         "it below and the evidence at its level).",
+    "monitor_alpha": "Changes the false-alarm bound: a fair family alarms within the horizon with chance at most α.",
+    "monitor_family": "Changes the correction for many pairs: a larger family raises the detector's level.",
 }

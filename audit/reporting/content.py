@@ -16,7 +16,8 @@ from audit.errors import AuditError
 from audit.metrics.impact import FOUR_FIFTHS
 from audit.metrics.inference import METHODS
 from audit.metrics.schema import is_pairwise
-from audit.monitor import MonitorSettings, Monitoring, monitor_table
+from audit.monitor import Monitoring
+from audit.reporting.monitoring_section import watched
 from audit.reporting import provenance
 from audit.reporting.ll144_section import ll144_section
 from audit.store_tables import answer_table, pair_table
@@ -181,10 +182,7 @@ def _stored(settings: ReportSettings, scores: pd.DataFrame, task: str
 
 
 def _monitoring(store: Store, settings: ReportSettings, task: str) -> Monitoring | None:
-    if task not in store.dated_tasks():
-        return None
-    return monitor_table(store, task, MonitorSettings(k=settings.k, threshold=settings.threshold,
-                                                      alpha=1 - (settings.ci or 0.95), family=settings.family))
+    return watched(store, task, settings.threshold, settings.family, k=settings.k, alpha=1 - (settings.ci or 0.95))
 
 
 def _computed(settings: ReportSettings, tables: StoreTables, scores: pd.DataFrame, task: str) -> ReportData:
