@@ -20,6 +20,17 @@ from audit.tasks import get_task  # noqa: E402
 from audit.tasks.resume import ResumeTask  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+#: the costliest modules (vLLM starts, long real-model runs; docs/ci-time.md), heaviest first: run before the rest so
+#: that no worker ends the suite alone on one of them (``make test`` passes ``--no-loadscope-reorder``, or xdist would
+#: order the files by their number of tests and start these last)
+FIRST = ("test_api_backend.py", "test_vllm_backend.py", "test_listwise.py", "test_precision.py",
+         "test_listwise_backends.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules of :data:`FIRST` first, in that order; every other module after them, in collection order."""
+    rank = {name: i for i, name in enumerate(FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))
 
 
 @pytest.fixture(scope="session")

@@ -2,10 +2,13 @@
 (`vllm serve`, when the vLLM virtualenv is installed: `make vllm-env`) and the project's own small server
 (tests/openai_server.py) —: same numbers as in-process, resumable after the server dies mid-run (the built-in
 server only: the client's side of a death is the same whichever server dies), one clear error and
-an untouched store for every misconfiguration, and the API key nowhere on disk or in logs."""
+an untouched store for every misconfiguration, the API key nowhere on disk or in logs, and the study's listwise
+generate reading through ``vllm serve``. The module starts one server of each kind for all its tests (a vLLM start
+is most of a vLLM test's cost)."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -15,14 +18,16 @@ from audit.backend.api import api_ref
 from audit.backend.protocol import Backend
 from audit.backend.spec import BackendSpec, load_backend
 from audit.store import Store
-from audit.tasks import get_task
-from served import KINDS, NAME, free_port, served, served_here
+from audit.tasks import get_task, study
+from served import KINDS, NAME, VLLM_TEST_FLAGS, free_port, needs_vllm, served, served_here
+from tests.test_listwise import DEMO, cli
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk-test-9f3e1c-secret"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "AUDIT_TEST_KEY": KEY,
        "AUDIT_WRONG_KEY": "sk-wrong"}
 KEYED = ("--api-key-env", "AUDIT_TEST_KEY")
+VLLM_ONE_CHUNK = ("--max-num-batched-tokens", "4096")  # a whole study prompt in one prefill chunk
 
 
 @pytest.fixture(scope="module", params=KINDS)
@@ -32,8 +37,9 @@ def kind(request) -> str:
 
 @pytest.fixture(scope="module")
 def url(kind):
-    """A server of ``kind`` that demands the key in AUDIT_TEST_KEY, shared by the module's tests."""
-    with served(kind, ENV, key_env="AUDIT_TEST_KEY") as (base, _):
+    """A server of ``kind`` that demands the key in AUDIT_TEST_KEY, shared by the module's tests (vLLM prefills up to
+    4,096 tokens at once: a study prompt in one chunk)."""
+    with served(kind, ENV, key_env="AUDIT_TEST_KEY", vllm_flags=(*VLLM_TEST_FLAGS, *VLLM_ONE_CHUNK)) as (base, _):
         yield base
 
 
@@ -132,6 +138,29 @@ def test_the_api_key_appears_nowhere(url, tmp_path):
     for path in files:
         assert KEY.encode() not in path.read_bytes(), path
     assert all(KEY not in r.stdout + r.stderr for r in runs)
+
+
+@pytest.mark.parametrize("kind", [pytest.param("vllm", marks=needs_vllm)], indirect=True)
+def test_vllm_serve_through_the_api_runs_the_generate_reading(url, tmp_path: Path) -> None:
+    """``vllm serve`` of the bundled model (the module's vLLM server), called by the API backend. The prompt (2.5k
+    tokens) is prefilled in one chunk: vLLM's CPU runner fails on a seeded request whose prefill is chunked ("CPU
+    Generator does not use offset"); ``--backend vllm`` in process prefills up to ``CPU_PREFILL_TOKENS`` at once on
+    CPU for the same reason. Replies are cut at 48 tokens (the study's 500 took over 300 s a reply on a slow, loaded
+    CI machine): the test is about the wiring, and a cut reply is read as the study's parser reads it."""
+    db = tmp_path / "demo.db"
+    shutil.copy(DEMO, db)
+    code, out, err = cli("score", "--task", study.TASK, "--mode", "listwise", "--model", f"openai:{NAME}",
+                         "--base-url", url, *KEYED, "--rankings", "2", "--max-tokens", "48", "--subtask", "retail",
+                         "--db", str(db))
+    assert "2 prompts, 2 scored" in out, err
+    unreadable = int(out.split("(no name mentioned; left out): ")[1].split(" of")[0])
+    assert code == (2 if unreadable == 2 else 0), err  # every reply unreadable: nothing to audit, an error
+    with Store(db, create=False) as store:
+        systems = store.recorded_systems()
+        replies = store.query("SELECT answer FROM choice_results WHERE method = 'listwise-generate'")
+    assert len(replies) == 2 and all(isinstance(reply, str) for reply in replies["answer"])
+    mine = systems[systems["model"] == f"openai:{NAME} listwise-generate"]
+    assert (mine["pools"].sum() if len(mine) else 0) == 2 - unreadable
 
 
 def test_run_page_takes_an_api_model_and_reports_an_unreachable_url(monkeypatch, tmp_path):

@@ -1,9 +1,9 @@
 """The study's listwise protocol on the other backends: the Ray executor (a real local Ray cluster, workers calling the
-in-order test server), ``vllm serve`` through the API backend (the vLLM virtualenv) and an optional GGUF model pack."""
+in-order test server) and an optional GGUF model pack (``vllm serve`` through the API backend is in
+tests/test_api_backend.py, on that module's vLLM server)."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Iterator
@@ -15,12 +15,10 @@ from audit.backend.registry import installed_models
 from audit.listwise import replace_options, top1_probabilities
 from audit.store import Store
 from audit.tasks import study
-from served import NAME as SERVED, VLLM_TEST_FLAGS, needs_vllm, served
 from tests.listwise_server import NAME, serving
 from tests.test_listwise import DEMO, cli
 
 RANKER = f"openai:{NAME} listwise-generate"
-VLLM_ONE_CHUNK = ("--max-num-batched-tokens", "4096")  # a whole study prompt in one prefill chunk
 
 
 @pytest.fixture()
@@ -53,30 +51,6 @@ def test_ray_executor_gives_the_in_process_rankings(tmp_path: Path, ranker: str)
     assert found == rankings(tmp_path / "local.db", RANKER) and len(found) == 16 * 8
     first = {(int(pool), group) for _, pool, group, score in found if score == 1}
     assert first == {(i, study.draw("retail", i, 0).groups[0]) for i in range(16)}
-
-
-@needs_vllm
-def test_vllm_serve_through_the_api_runs_the_generate_reading(tmp_path: Path) -> None:
-    """``vllm serve`` of the bundled model, called by the API backend. The prompt (2.5k tokens) is prefilled in one
-    chunk: vLLM's CPU runner fails on a seeded request whose prefill is chunked ("CPU Generator does not use
-    offset"); ``--backend vllm`` in process prefills up to ``CPU_PREFILL_TOKENS`` at once on CPU for the same reason.
-    Replies are cut at 48 tokens (the study's 500 took over 300 s a reply on a slow, loaded CI machine): the test is
-    about the wiring, and a cut reply is read as the study's parser reads it."""
-    db = tmp_path / "demo.db"
-    shutil.copy(DEMO, db)
-    with served("vllm", dict(os.environ), vllm_flags=(*VLLM_TEST_FLAGS, *VLLM_ONE_CHUNK)) as (url, _):
-        code, out, err = cli("score", "--task", study.TASK, "--mode", "listwise", "--model", f"openai:{SERVED}",
-                             "--base-url", url, "--rankings", "2", "--max-tokens", "48", "--subtask", "retail",
-                             "--db", str(db))
-    assert "2 prompts, 2 scored" in out, err
-    unreadable = int(out.split("(no name mentioned; left out): ")[1].split(" of")[0])
-    assert code == (2 if unreadable == 2 else 0), err  # every reply unreadable: nothing to audit, an error
-    with Store(db, create=False) as store:
-        systems = store.recorded_systems()
-        replies = store.query("SELECT answer FROM choice_results WHERE method = 'listwise-generate'")
-    assert len(replies) == 2 and all(isinstance(reply, str) for reply in replies["answer"])
-    mine = systems[systems["model"] == f"openai:{SERVED} listwise-generate"]
-    assert (mine["pools"].sum() if len(mine) else 0) == 2 - unreadable
 
 
 @pytest.mark.skipif("gemma3-270m" not in installed_models(), reason="the gemma3-270m GGUF pack is not installed "
