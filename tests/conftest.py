@@ -21,8 +21,8 @@ from audit.tasks.resume import ResumeTask  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 #: the costliest modules (vLLM starts, long real-model runs; bench/README.md, "The test suite on CI"), heaviest
-#: first: run before the rest so that no worker ends the suite alone on one of them (``make test`` passes ``--no-loadscope-reorder``, or xdist would
-#: order the files by their number of tests and start these last)
+#: first: run before the rest so that no worker ends the suite alone on one of them (``make test`` passes
+#: ``--no-loadscope-reorder``, or xdist would order the files by their number of tests and start these last)
 FIRST = ("test_api_backend.py", "test_vllm_backend.py", "test_listwise.py", "test_precision.py",
          "test_listwise_backends.py")
 
