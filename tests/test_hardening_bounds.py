@@ -270,7 +270,8 @@ def test_ll144_reads_only_recorded_systems():
     status, out, err = run(["ll144", "--db", str(DEMO_STORE)])
     assert status == 0, err
     sections = re.findall(r"^## (\S+):", out, re.M)
-    assert set(sections) == {"gpt-3.5-turbo", "gpt-4"}, sections  # never the scored smollm2-135m's pairwise pools
+    # the recorded systems (the study's two and the synthetic dated log's), never the scored smollm2-135m's pools
+    assert set(sections) == {"gpt-3.5-turbo", "gpt-4", "synthetic-screener"}, sections
 
 
 MEASURE = """
