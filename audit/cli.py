@@ -8,6 +8,7 @@ import importlib
 import math
 import os
 import sys
+from pathlib import Path
 
 from audit.errors import AuditError
 from audit.prompts import check_new_tokens
@@ -26,10 +27,14 @@ COMMANDS = {**dict.fromkeys(("score", "scores", "pairs", "answers", "designs", "
             "position-bias": "position_commands", "runs": "runs_commands", "monitor": "monitor_commands"}
 
 
+#: how the usage line names the tool: as it was started (the ``audit`` console script, else ``python -m audit``)
+PROG = "audit" if Path(sys.argv[0]).name == "audit" else "python -m audit"
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The ``python -m audit`` parser with every sub-command registered, or only the family of ``command`` when it
     names one (each family imports what it runs: the others' imports would only slow the start)."""
-    parser = argparse.ArgumentParser(prog="python -m audit", description=__doc__)
+    parser = argparse.ArgumentParser(prog=PROG, description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     families = [COMMANDS[command]] if command in COMMANDS else dict.fromkeys(COMMANDS.values())
     for family in families:

@@ -47,7 +47,7 @@ def test_console_script_runs_the_command_line(tmp_path):
     helped = subprocess.run([str(CONSOLE_SCRIPT), "--help"], cwd=tmp_path, env=bare_env(), capture_output=True,
                             text=True, timeout=300)
     assert helped.returncode == 0, helped.stderr
-    assert "verdict" in helped.stdout and "score" in helped.stdout
+    assert helped.stdout.startswith("usage: audit ") and "verdict" in helped.stdout and "score" in helped.stdout
     bad = subprocess.run([str(CONSOLE_SCRIPT), "verdict", "--db", str(tmp_path / "missing.db")], cwd=tmp_path,
                          env=bare_env(), capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and bad.stderr.startswith("error:") and len(bad.stderr.splitlines()) == 1, bad.stderr
