@@ -1,6 +1,5 @@
 """Monitor: a task's dated decision log watched look by look (audit/monitor.py), alarms first, then per category
 the impact ratio over time with its anytime-valid band, the recent window and the threshold."""
-from pathlib import Path
 
 import streamlit as st
 
@@ -33,10 +32,7 @@ st.title("Monitor")
 st.caption("A dated decision log watched period by period: an alarm needs anytime-valid evidence of adverse impact "
            "(valid however often one looks) and a recent ratio under the threshold. The same table: "
            "`python -m audit monitor --db FILE --task T`.")
-path = st.session_state.get("store_path") or common.default_store()
-if not Path(path).is_file():
-    st.info("This store does not exist yet: import a dated decision log to monitor it.")
-    st.stop()
+path = common.existing_store("This store does not exist yet: import a dated decision log to monitor it.")
 version = store_version(path)
 try:
     tasks = tasks_of(path, version)

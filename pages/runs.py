@@ -1,6 +1,5 @@
 """Runs: the result store's audit trail, every command and dashboard action that wrote results or a report to it."""
 import json
-from pathlib import Path
 
 import streamlit as st
 
@@ -15,10 +14,7 @@ st.title("Runs")
 st.caption("The store's audit trail, oldest first: what ran (command or dashboard action), when (UTC), by which "
            "version of the tool, with which options, on which data (fingerprints) and what it wrote. Rows are only "
            "ever added; commands that only print are not recorded. The same list: `python -m audit runs --db FILE`.")
-path = st.session_state.get("store_path") or common.default_store()
-if not Path(path).is_file():
-    st.info("This store does not exist yet: run an audit to create it.")
-    st.stop()
+path = common.existing_store("This store does not exist yet: run an audit to create it.")
 try:
     with Store(path, create=False) as store:
         runs = trail(store)

@@ -178,11 +178,9 @@ def _stored(settings: ReportSettings, scores: pd.DataFrame, task: str
     with _open(settings.store) as store:
         return (provenance.systems(store, scores, task, settings.mode),
                 provenance.prompts(store, task, scores, settings.mode), _diagnostics(store, scores, settings.mode),
-                data_hash(store, task, subtasks), trail(store, task), _monitoring(store, settings, task))
-
-
-def _monitoring(store: Store, settings: ReportSettings, task: str) -> Monitoring | None:
-    return watched(store, task, settings.threshold, settings.family, k=settings.k, alpha=1 - (settings.ci or 0.95))
+                data_hash(store, task, subtasks), trail(store, task),
+                watched(store, task, settings.threshold, settings.family, k=settings.k,
+                        alpha=1 - (settings.ci or 0.95)))
 
 
 def _computed(settings: ReportSettings, tables: StoreTables, scores: pd.DataFrame, task: str) -> ReportData:

@@ -233,6 +233,15 @@ def view_inputs(path: str, stored: views.StoreTables) -> views.View:
     return views.View(store=path, version=store_version(path), selection=selection)
 
 
+def existing_store(missing: str) -> str:
+    """The sidebar's store path, or stop the page with ``missing`` (an info line) when no store is there yet."""
+    path = st.session_state.get("store_path") or default_store()
+    if not Path(path).is_file():
+        st.info(missing)
+        st.stop()
+    return path
+
+
 def need_view() -> views.View:
     """The current view (see :func:`page`), or stop the page with a hint when the store holds nothing to show."""
     current = page()
