@@ -1,9 +1,9 @@
 """Allocation-audit dashboard: ``streamlit run app.py``. Sidebar view settings + navigation between the pages."""
 import streamlit as st
 
-from pages.shared import common
+from pages.frame import sidebar
 
-common.configure()
+sidebar.configure()
 
 PAGES = [
     st.Page("pages/overview.py", title="Overview", icon=":material/home:", default=True),
@@ -18,5 +18,5 @@ PAGES = [
 ]
 
 navigation = st.navigation(PAGES)
-common.entry_sidebar()  # rendered by the entry script, so the filters keep their state across pages
+sidebar.entry_sidebar()  # rendered by the entry script, so the filters keep their state across pages
 navigation.run()

@@ -12,6 +12,7 @@ from audit.formatting import subtask_name
 from audit.tasks.recorded import shown_modes
 from audit.metrics.inference import METHODS
 from pages.allocation.panels import bundle_tables, impact_section, planner_panel, report_buttons
+from pages.frame import sidebar
 from pages.shared import common, verdict_panel
 
 
@@ -43,7 +44,8 @@ def read_table(view: views.View, k: int, method: str) -> pd.DataFrame:
 
 
 st.title("Allocation gaps")
-current, table, k = common.metric_view("k_gaps")
+current = sidebar.need_view()
+table, k = common.metric_view(current, "k_gaps")
 st.header(f"Verdict and impact ratios at k = {k}")
 verdict_panel.verdict(current, k, impact=True)
 

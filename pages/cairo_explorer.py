@@ -12,6 +12,8 @@ from audit.cairo import explorer
 from audit.cairo.explorer import MAX_M, SEARCH_LABELS
 from audit.cairo.search import PairResult, few_models_warning
 from audit.errors import AuditError
+from audit.store_files import store_version
+from pages.frame import sidebar
 from pages.shared import common
 
 
@@ -42,12 +44,12 @@ st.caption("CAIRO (Zayed et al.): each metric's bias is Σ over subgroups |mean 
            "agree; the average over all combinations shows what an unselected combination gives. The grey band is the best r "
            "the same search reaches with the models shuffled (no agreement at all); the held-out r selects on half "
            "of each set's prompts and measures on the other half.")
-current = common.page()
+current = sidebar.page()
 path = current.store if current else st.session_state.get("store_path") or common.default_store()
 if not Path(path).is_file():
     st.info("This store does not exist yet: run `python -m audit cairo run` to create it.")
     st.stop()
-version = common.store_version(path)
+version = store_version(path)
 try:
     scorers, decodings, writers = choices(path, version)
 except AuditError as exc:

@@ -7,6 +7,7 @@ from audit.present import charts, readable
 from audit.errors import AuditError
 from audit.formatting import md_text
 from audit.tasks import study
+from pages.frame import sidebar
 from pages.shared import common, position_panel
 
 
@@ -23,7 +24,7 @@ st.title("Compare two systems")
 st.caption("B against A: each group's gap difference with a bootstrap interval — paired where both systems scored the "
            "same candidates (the same resampled candidates for both), with the candidates whose selection flips and "
            "the rank correlation of their scores; unpaired where they ranked different candidates (recorded pools).")
-current = common.need_view()
+current = sidebar.need_view()
 if current.selection.mode != "pointwise":
     st.info("Comparisons read pointwise scores; choose the pointwise scoring mode in the sidebar.")
     st.stop()

@@ -4,6 +4,7 @@ import streamlit as st
 
 from audit import formatting, views
 from audit.present import charts
+from pages.frame import sidebar
 from pages.shared import common
 
 
@@ -19,7 +20,8 @@ st.title("Group correlations")
 st.caption("For each group, the correlation of each bias metric with the allocation gap across the selected "
            "models and subtasks (the RABBI paper's Figure 6). Few points give unstable r: read n and p on hover. "
            "Error bars: bootstrap intervals of r (candidates resampled within groups, metrics and gaps recomputed).")
-current, table, k = common.metric_view("k_corr")
+current = sidebar.need_view()
+table, k = common.metric_view(current, "k_corr")
 quota = common.at_quota(current, k)
 if quota.rows.empty:
     st.info("No rows for the selected models, subtasks and groups.")

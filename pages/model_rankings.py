@@ -4,6 +4,7 @@ import streamlit as st
 
 from audit import views
 from audit.present import charts
+from pages.frame import sidebar
 from pages.shared import common
 
 
@@ -18,7 +19,8 @@ st.title("Model rankings")
 st.caption("Per subtask, models are ranked by the root mean square over groups of each metric and of the true gap "
            "(1 = least biased). NDCG@N scores how well a metric's ranking finds the truly fairest models; its "
            "bands are bootstrap intervals (candidates resampled within groups, every ranking recomputed).")
-current, table, k = common.metric_view("k_rank")
+current = sidebar.need_view()
+table, k = common.metric_view(current, "k_rank")
 quota = common.at_quota(current, k)
 if quota.rows["model"].nunique() < 2:
     st.info("Select at least two models to rank.")

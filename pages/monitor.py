@@ -10,6 +10,7 @@ from audit.present import monitor_chart
 from audit.present.tooltips import TOOLTIPS
 from audit.store import Store
 from audit.store_files import store_version
+from pages.frame import sidebar
 from pages.shared import common
 
 
@@ -27,7 +28,7 @@ def monitoring(path: str, version: tuple, task: str, settings: MonitorSettings) 
         return monitor_table(store, task, settings)
 
 
-common.page()
+sidebar.page()
 st.title("Monitor")
 st.caption("A dated decision log watched period by period: an alarm needs anytime-valid evidence of adverse impact "
            "(valid however often one looks) and a recent ratio under the threshold. The same table: "

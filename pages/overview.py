@@ -8,10 +8,11 @@ from audit.errors import AuditError
 from audit.formatting import md_text
 from audit.metrics.shape import score_shape
 from audit.tasks.recorded import mode_name, shown_modes
+from pages.frame import sidebar
 from pages.shared import common, verdict_panel
 
 st.title("Allocation audit")
-current = common.need_view()
+current = sidebar.need_view()
 stored = common.tables(current)
 design = stored.design(current.selection.task)
 names = common.names(current)

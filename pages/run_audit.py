@@ -8,8 +8,9 @@ from audit.backend import DEFAULT_MODEL, QUANTS, REGISTRY, installed_models
 from audit.backend.api import PREFIX
 from audit.scoring import PAIRWISE_METHODS
 from audit.errors import AuditError
-from audit.store_files import run_store
+from audit.store_files import is_demo, run_store, user_store
 from audit.tasks import DATA_TASKS, TASKS, get_task, list_subtasks
+from pages.frame import sidebar
 from pages.shared import common
 from pages.run.runner import run_tasks
 from pages.run.task_inputs import discard_refused, named_error, task_inputs
@@ -20,11 +21,11 @@ TASK_TITLES = {"resume": "resume screening (shipped)", "essay": "essay grading (
                "paper-resume": "RABBI paper's resume data (folder)"}
 
 
-common.page()
+sidebar.page()
 st.title("Run audit")
 st.caption("Scores go to the result store chosen in the sidebar; results already there are reused, never re-scored.")
 store_path = st.session_state.get("store_path") or common.default_store()
-target = str(common.user_store()) if common.is_demo(store_path) else store_path
+target = str(user_store()) if is_demo(store_path) else store_path
 st.text(f"store: {target}" + (" (your own store: the shipped demo store is only read)" if target != store_path else ""))
 
 if st.session_state.pop("run_active", False):
@@ -100,8 +101,8 @@ if st.button("Run", type="primary", disabled=not name or not tasks, key="run_sta
     st.session_state["run_active"] = False
     if summaries:
         st.session_state["run_summaries"] = readable.run_table(summaries)
-        common.set_next("store_path", target)
-        common.set_next("task", summaries[0].task)
+        sidebar.set_next("store_path", target)
+        sidebar.set_next("task", summaries[0].task)
         st.rerun()  # the sidebar shows the store and task just written
 
 if "run_summaries" in st.session_state:

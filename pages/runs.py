@@ -7,9 +7,10 @@ from audit.errors import AuditError
 from audit.present.trail import readable
 from audit.store import Store
 from audit.store_runs import trail
+from pages.frame import sidebar
 from pages.shared import common
 
-common.page()
+sidebar.page()
 st.title("Runs")
 st.caption("The store's audit trail, oldest first: what ran (command or dashboard action), when (UTC), by which "
            "version of the tool, with which options, on which data (fingerprints) and what it wrote. Rows are only "

@@ -191,16 +191,17 @@ def test_paper_settings_switch_the_jsd_estimator_and_leave_out_inconsistent_mode
 
 def test_models_above_the_inconsistency_threshold_are_listed():
     from audit.errors import AuditError
+    from audit.store_files import store_version
     from pages.shared import common
 
     from audit.selection import Selection
 
     path = str(DEMO_STORE)
     base = Selection("resume", "pairwise-likelihood", grouping="race × gender", reference="W_M", ci=0.9, n_boot=50)
-    found = common.audit_of(path, common.store_version(path), replace(base, max_inconsistent=0.55)).rows
+    found = common.audit_of(path, store_version(path), replace(base, max_inconsistent=0.55)).rows
     assert len(found.table) and not found.skipped
     with pytest.raises(AuditError, match=r"smollm2-135m · resume: excluded, 16% of 168 pairs inconsistent \(> 10%\)"):
-        common.audit_of(path, common.store_version(path), replace(base, max_inconsistent=0.10)).rows
+        common.audit_of(path, store_version(path), replace(base, max_inconsistent=0.10)).rows
 
 
 def test_compare_page_compares_recorded_systems_unpaired(demo):

@@ -94,9 +94,9 @@ def test_page_glue_stays_small_and_the_library_never_imports_streamlit():
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    # glue only (widgets, caching, boxes: the verdict family, every-k row and position panel added 90 lines); the
-    # view-models they show live in audit/
-    assert sum(len(p.read_text("utf-8").splitlines()) for p in (root / "pages" / "shared").glob("*.py")) < 400
+    # glue every page shares (caches, quota slider, boxes, exports); the sidebar is the app's frame (pages/frame/),
+    # a page's own panels live beside it, and the view-models they show live in pages/view_models/ and audit/
+    assert sum(len(p.read_text("utf-8").splitlines()) for p in (root / "pages" / "shared").glob("*.py")) <= 300
     for path in (root / "audit").rglob("*.py"):
         assert "import streamlit" not in path.read_text("utf-8"), path
 
