@@ -2,4 +2,4 @@
 
 __version__ = "0.1.0"
 """The package version, the tool's version where it does not run from a git checkout
-(:func:`audit.store_runs.tool_version`)."""
+(:func:`audit.store.runs.tool_version`)."""

@@ -35,8 +35,8 @@ import torch  # noqa: E402
 from audit.backend import CausalLM, resolve  # noqa: E402
 from audit.backend.chat import render_ids  # noqa: E402
 from audit.backend.loading import converted_dir  # noqa: E402
-from audit.listwise import READINGS, ListwiseRun, run_listwise  # noqa: E402
-from audit.store import Store  # noqa: E402
+from audit.run.listwise import READINGS, ListwiseRun, run_listwise  # noqa: E402
+from audit.store.database import Store  # noqa: E402
 from audit.tasks import get_task  # noqa: E402
 
 # Published shapes (config.json of meta-llama/Llama-2-7b-hf and mistralai/Mistral-7B-v0.1).

@@ -1,7 +1,7 @@
 """Listwise throughput of the 2024 study's protocol: rankings per second for the bundled SmolLM2 on this CPU, by the
 likelihood and the generate readings (transformers, in process), and by the generate reading through the API backend
 against ``vllm serve`` of the same model (the vLLM virtualenv, ``make vllm-env``). The same rankings (job ``retail``,
-seed 0) each time, each run into a fresh store through :func:`audit.listwise.run_listwise`, timed with
+seed 0) each time, each run into a fresh store through :func:`audit.run.listwise.run_listwise`, timed with
 ``time.perf_counter``; the model is loaded (and vLLM started) before the clock starts.
 
     HF_HUB_OFFLINE=1 python bench/listwise.py [--rankings 3] [--no-vllm]
@@ -29,8 +29,8 @@ import torch  # noqa: E402
 from audit.backend import resolve  # noqa: E402
 from audit.backend.loading import converted_dir  # noqa: E402
 from audit.backend.spec import BackendSpec, ModelOptions, spec_for  # noqa: E402
-from audit.listwise import ListwiseRun, run_listwise  # noqa: E402
-from audit.store import Store  # noqa: E402
+from audit.run.listwise import ListwiseRun, run_listwise  # noqa: E402
+from audit.store.database import Store  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"

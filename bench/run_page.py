@@ -21,8 +21,8 @@ sys.path.insert(0, str(ROOT))
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from audit.store import Store  # noqa: E402
-from audit.store_tables import score_table  # noqa: E402
+from audit.store.database import Store  # noqa: E402
+from audit.store.tables import score_table  # noqa: E402
 
 LOAD = ("import time, os; os.environ['HF_HUB_OFFLINE'] = '1'; start = time.perf_counter(); "
         "from audit.backend import CausalLM, resolve; CausalLM.load(resolve('smollm2-135m', quant='{quant}')); "

@@ -29,9 +29,9 @@ import torch  # noqa: E402
 
 from audit.backend import CausalLM, ModelRef, resolve  # noqa: E402
 from audit.backend.spec import BackendSpec  # noqa: E402
-from audit.distributed import Cluster, RayExecutor  # noqa: E402
-from audit.scoring import BatchJob, run_scoring  # noqa: E402
-from audit.store import Store  # noqa: E402
+from audit.run.distributed import Cluster, RayExecutor  # noqa: E402
+from audit.run.scoring import BatchJob, run_scoring  # noqa: E402
+from audit.store.database import Store  # noqa: E402
 from audit.tasks import get_task  # noqa: E402
 from audit.tasks.base import Task  # noqa: E402
 

@@ -25,8 +25,8 @@ from audit.metrics import MetricSuite, allocation_gaps  # noqa: E402
 from audit.metrics.bands import draws_table, validity_bands  # noqa: E402
 from audit.metrics.inference import adjusted  # noqa: E402
 from audit.paths import DEMO_STORE  # noqa: E402
-from audit.store_tables import score_table  # noqa: E402
-from audit.store import Store  # noqa: E402
+from audit.store.tables import score_table  # noqa: E402
+from audit.store.database import Store  # noqa: E402
 
 MODES = {"pointwise": "per-group", "pairwise-likelihood": "observed", "pairwise": "observed"}
 

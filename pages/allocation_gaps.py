@@ -4,7 +4,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from audit import views
+from audit.engine import views
 from audit.present import charts, readable
 from audit.present.tooltips import TOOLTIPS
 from audit.errors import AuditError

@@ -12,7 +12,7 @@ from audit.cairo import explorer
 from audit.cairo.explorer import MAX_M, SEARCH_LABELS
 from audit.cairo.search import PairResult, few_models_warning
 from audit.errors import AuditError
-from audit.store_files import store_version
+from audit.store.files import store_version
 from pages.frame import sidebar
 from pages.shared import common
 

@@ -2,7 +2,7 @@
 import plotly.graph_objects as go
 import streamlit as st
 
-from audit import views
+from audit.engine import views
 from audit.present import charts
 from pages.frame import sidebar
 from pages.shared import common

@@ -1,15 +1,15 @@
-"""Monitor: a task's dated decision log watched look by look (audit/monitor.py), alarms first, then per category
+"""Monitor: a task's dated decision log watched look by look (audit/engine/monitor.py), alarms first, then per category
 the impact ratio over time with its anytime-valid band, the recent window and the threshold."""
 
 import streamlit as st
 
 from audit.errors import AuditError
 from audit.metrics.verdict import DEFAULT_FAMILY, FAMILIES
-from audit.monitor import PERIODS, MonitorSettings, Monitoring, monitor_table
+from audit.engine.monitor import PERIODS, MonitorSettings, Monitoring, monitor_table
 from audit.present import monitor_chart
 from audit.present.tooltips import TOOLTIPS
-from audit.store import Store
-from audit.store_files import store_version
+from audit.store.database import Store
+from audit.store.files import store_version
 from pages.frame import sidebar
 from pages.shared import common
 

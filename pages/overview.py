@@ -1,7 +1,7 @@
 """Overview: the audit's verdict for the task shown first, then what the result store holds for it."""
 import streamlit as st
 
-from audit import views
+from audit.engine import views
 from audit.present import charts, readable
 from audit.present.tooltips import TOOLTIPS
 from audit.errors import AuditError

@@ -6,9 +6,9 @@ import streamlit as st
 from audit.present import readable
 from audit.backend import DEFAULT_MODEL, QUANTS, REGISTRY, installed_models
 from audit.backend.api import PREFIX
-from audit.scoring import PAIRWISE_METHODS
+from audit.run.scoring import PAIRWISE_METHODS
 from audit.errors import AuditError
-from audit.store_files import is_demo, run_store, user_store
+from audit.store.files import is_demo, run_store, user_store
 from audit.tasks import DATA_TASKS, TASKS, get_task, list_subtasks
 from pages.frame import sidebar
 from pages.shared import common

@@ -5,8 +5,8 @@ import streamlit as st
 
 from audit.errors import AuditError
 from audit.present.trail import readable
-from audit.store import Store
-from audit.store_runs import trail
+from audit.store.database import Store
+from audit.store.runs import trail
 from pages.frame import sidebar
 from pages.shared import common
 

@@ -15,8 +15,8 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from audit.store import Store
-from audit.store_runs import Run, append, data_reads
+from audit.store.database import Store
+from audit.store.runs import Run, append, data_reads
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTE = ("backfilled by scripts/backfill_demo_runs.py from the store's rows and the build scripts: at = its first "

@@ -15,9 +15,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from audit.answer_parser import parse_choice
-from audit.store_tables import answer_table, score_table
-from audit.store import CHOICE_RESULTS, Store
+from audit.store.answer_parser import parse_choice
+from audit.store.tables import answer_table, score_table
+from audit.store.database import CHOICE_RESULTS, Store
 from audit.tasks.base import ChatPrompt
 
 ANSWERS = pd.read_csv(Path(__file__).parent / "data" / "pairwise_answers.csv", keep_default_na=False)

@@ -17,7 +17,7 @@ from helpers import Done, audit
 from audit.backend.api import api_ref
 from audit.backend.protocol import Backend
 from audit.backend.spec import BackendSpec, load_backend
-from audit.store import Store
+from audit.store.database import Store
 from audit.tasks import get_task, study
 from served import KINDS, NAME, VLLM_TEST_FLAGS, free_port, needs_vllm, served, served_here
 from tests.test_listwise import DEMO, cli

@@ -10,9 +10,9 @@ import pytest
 from audit.present import charts
 from audit.metrics import MetricSuite, model_rankings, ndcg_table, validity
 from audit.paths import DEMO_STORE
-from audit.store_tables import score_table
-from audit.store import Store
-from audit.views import StoreTables
+from audit.store.tables import score_table
+from audit.store.database import Store
+from audit.engine.views import StoreTables
 
 
 #: the demo's tasks whose groups are race × gender codes (its synthetic dated log is coded by sex alone)

@@ -191,10 +191,10 @@ def test_paper_settings_switch_the_jsd_estimator_and_leave_out_inconsistent_mode
 
 def test_models_above_the_inconsistency_threshold_are_listed():
     from audit.errors import AuditError
-    from audit.store_files import store_version
+    from audit.store.files import store_version
     from pages.shared import common
 
-    from audit.selection import Selection
+    from audit.engine.selection import Selection
 
     path = str(DEMO_STORE)
     base = Selection("resume", "pairwise-likelihood", grouping="race × gender", reference="W_M", ci=0.9, n_boot=50)

@@ -10,8 +10,8 @@ from streamlit.testing.v1 import AppTest
 
 from audit.backend import DEFAULT_MODEL, installed_models
 from audit.paths import DEMO_STORE
-from audit.store_tables import score_table
-from audit.store import Store
+from audit.store.tables import score_table
+from audit.store.database import Store
 from fake_backend import installed
 
 os.environ["HF_HUB_OFFLINE"] = "1"

@@ -11,8 +11,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from audit.backend import DEFAULT_MODEL, installed_models
-from audit.store_tables import score_table
-from audit.store import Store
+from audit.store.tables import score_table
+from audit.store.database import Store
 from fake_backend import installed
 from loan_spec import loan_spec
 

@@ -1,12 +1,12 @@
-"""Table shaping behind the pages (audit.views, free of Streamlit): groupings, filters and the store summary."""
+"""Table shaping behind the pages (audit.engine.views and pages/view_models, free of Streamlit): groupings, filters and the store summary."""
 from __future__ import annotations
 
 import pandas as pd
 
-from audit import views
+from audit.engine import views
 from audit.design import regroup_code, split_groupings
-from audit.selection import Selection
-from audit.store import Store
+from audit.engine.selection import Selection
+from audit.store.database import Store
 
 
 def test_group_codes_marginalise_to_their_parts():

@@ -8,15 +8,15 @@ from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
-import audit.audit as audit_module
-from audit.audit import Audit
+import audit.engine.audit as audit_module
+from audit.engine.audit import Audit
 from audit.cli import build_parser, main
 from audit.commands.options import selection_from
 from audit.errors import AuditError
 from audit.paths import DEMO_STORE
-from audit.selection import Selection
-from audit.store import Store
-from audit.views import StoreTables
+from audit.engine.selection import Selection
+from audit.store.database import Store
+from audit.engine.views import StoreTables
 
 
 @pytest.fixture(scope="module")

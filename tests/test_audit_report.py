@@ -22,7 +22,7 @@ from audit.metrics.verdict import rule_text
 from audit.paths import DEMO_STORE
 from audit.reporting import ReportSettings, build_report, print_pdf, report_steps
 from audit.reporting.layout import measure, too_wide
-from audit.selection import Selection
+from audit.engine.selection import Selection
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 BOOT = "100"

@@ -26,7 +26,7 @@ import pytest
 
 from audit.cli import main
 from audit.paths import DEMO_STORE
-from audit.store import Store
+from audit.store.database import Store
 from audit.tasks import get_task
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -482,7 +482,7 @@ def test_two_custom_datasets_with_the_same_subtask_are_analysed_apart(tmp_path):
 
 def test_csv_exports_neutralise_formulas_and_keep_negative_numbers(tmp_path):
     """Item 11: text cells starting = + - @ get a leading quote; numbers stay numbers; metrics reads them back."""
-    from audit.output import csv_text
+    from audit.store.output import csv_text
 
     import pandas as pd
 
@@ -557,7 +557,7 @@ def test_text_longer_than_the_context_is_named_before_scoring_and_cut_only_when_
     ``truncate`` the texts are cut so that every prompt fits the context."""
     import time
 
-    from audit.context_fit import fit_candidates
+    from audit.run.context_fit import fit_candidates
     from audit.tasks import get_task
 
     data = table(tmp_path, "id,text,group\nlong1," + "lorem ipsum " * 8500 + ",A\nshort1,Steady income.,B\n"

@@ -1,4 +1,4 @@
-"""The store in front of a backend (audit/cached.py) and the backend capabilities a run needs (refused up front)."""
+"""The store in front of a backend (audit/run/cached.py) and the backend capabilities a run needs (refused up front)."""
 from __future__ import annotations
 
 import json
@@ -7,12 +7,12 @@ import sqlite3
 import pytest
 
 from audit.backend.spec import ModelOptions, check_offers, load_backend, spec_for
-from audit.cached import CachedBackend, InProcess
+from audit.run.cached import CachedBackend, InProcess
 from audit.cairo.continuations import Decoding, SampleJob, text_key
 from audit.errors import AuditError
 from audit.prompts import ChatPrompt, LabelScores
-from audit.scoring import BatchJob, run_scoring
-from audit.store import CONTINUATIONS, LABEL_RESULTS, Store
+from audit.run.scoring import BatchJob, run_scoring
+from audit.store.database import CONTINUATIONS, LABEL_RESULTS, Store
 from served import served_here
 
 LABELS = json.dumps(["Yes", "No"])

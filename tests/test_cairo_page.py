@@ -16,7 +16,7 @@ from audit.cairo.bias import metric_cells
 from audit.cairo.scored import scored_continuations
 from audit.cairo.search import Options, ranking_table, search_all, source_table
 from audit.paths import DEMO_STORE
-from audit.store import Store
+from audit.store.database import Store
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 APP = str(DEMO_STORE.parent.parent / "app.py")

@@ -16,7 +16,7 @@ from audit.cairo.prompts import PromptSets
 from audit.cairo.scored import scored_continuations
 from audit.cairo.toxicity import ProfanityScorer
 from audit.errors import AuditError
-from audit.store import Store
+from audit.store.database import Store
 from audit.tasks.base import ChatPrompt
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from audit.policy import MAX_POLICY_BYTES, Monitoring, load_policy
+from audit.engine.policy import MAX_POLICY_BYTES, Monitoring, load_policy
 from helpers import ROOT, audit, audit_json
 
 STUDY = "study-gpt-hiring"

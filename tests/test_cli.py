@@ -14,7 +14,7 @@ import pytest
 from fake_backend import installed
 from helpers import audit
 
-from audit.store import Store
+from audit.store.database import Store
 
 
 @pytest.fixture(scope="module")

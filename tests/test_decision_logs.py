@@ -14,8 +14,8 @@ import pytest
 
 from audit.cli import main
 from helpers import audit_json
-from audit.store import Store
-from audit.views import StoreTables
+from audit.store.database import Store
+from audit.engine.views import StoreTables
 
 POOLS, SIZE = 80, 5
 SPEC = "applicant: id\ndemographics: [sex, race]\npool: req\nsubtask: job\ndate: day\n"

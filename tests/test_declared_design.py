@@ -10,7 +10,7 @@ import pytest
 
 from audit.design import WHOLE, AuditDesign
 from audit.errors import AuditError
-from audit.store import Store
+from audit.store.database import Store
 from audit.tasks import get_task, list_subtasks, resume
 from audit.tasks.designs import design_of, derived_design
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from audit.backend.protocol import Backend, Sampling, Tokenizing
-from audit.scoring import BatchJob, check_rows
+from audit.run.scoring import BatchJob, check_rows
 from fake_backend import FakeBackend
 
 

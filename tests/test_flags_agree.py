@@ -7,14 +7,14 @@ import re
 
 import pytest
 
-from audit.audit import Audit
+from audit.engine.audit import Audit
 from audit.metrics.impact import FOUR_FIFTHS
 from audit.metrics.verdict import ADVERSE, NO_EVIDENCE
 from audit.paths import DEMO_STORE
 from audit.present.readable import category_verdicts
-from audit.selection import Selection
-from audit.store import Store
-from audit.views import StoreTables
+from audit.engine.selection import Selection
+from audit.store.database import Store
+from audit.engine.views import StoreTables
 
 
 @pytest.fixture(scope="module")

@@ -208,7 +208,7 @@ def test_the_dashboard_sends_only_keys_its_operator_allows_and_only_where_it_say
 def test_run_page_refuses_a_key_variable_the_operator_did_not_allow(monkeypatch, tmp_path):
     from streamlit.testing.v1 import AppTest
 
-    from audit.store import Store
+    from audit.store.database import Store
 
     with Misbehaving('{"data": [{"id": "smollm2-135m"}]}') as server:
         monkeypatch.setenv("AUDIT_DB", str(tmp_path / "run.db"))

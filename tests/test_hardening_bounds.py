@@ -24,13 +24,13 @@ from typing import Callable
 
 import pytest
 
-from audit import listwise as listwise_module
+from audit.run import listwise as listwise_module
 from audit.backend import ModelRef
 from audit.bounded import MAX_COLUMNS, check_columns
 from audit.errors import AuditError
-from audit.listwise import DRAW_BATCH, MAX_RANKINGS, PARSED, ListwiseOutcome, ListwiseRun, run_listwise
+from audit.run.listwise import DRAW_BATCH, MAX_RANKINGS, PARSED, ListwiseOutcome, ListwiseRun, run_listwise
 from audit.paths import DEMO_STORE
-from audit.store import Store
+from audit.store.database import Store
 from audit.tasks import study
 from audit.tasks.loaders import read_rows
 from helpers import running_with
@@ -425,7 +425,7 @@ def test_a_full_disk_at_the_first_results_write_leaves_the_store_as_it_was(tmp_p
     the model, candidates, prompts, plan rows and design written before them in the run roll back with them."""
     import sqlite3
 
-    from audit.store import Store
+    from audit.store.database import Store
 
     shutil.copyfile(DEMO_STORE, tmp_path / "store.db")
     original = Store.save_results
@@ -481,7 +481,7 @@ def test_names_from_a_decision_log_cannot_break_markdown_tables(tmp_path):
 
 def test_a_report_that_cannot_be_written_leaves_no_partial_file(tmp_path):
     """A full disk (a 64 KiB tmpfs) while the report is written: one error, and no ``.partial`` file beside it."""
-    from audit.output import write_atomic
+    from audit.store.output import write_atomic
 
     small = tmp_path / "small"
     small.mkdir()

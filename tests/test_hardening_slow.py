@@ -19,7 +19,7 @@ from typing import Iterator
 import pytest
 
 from audit.backend import api
-from audit.listwise import KEPT_BYTES, kept_reply, stored_order
+from audit.run.listwise import KEPT_BYTES, kept_reply, stored_order
 from audit.tasks import study
 from helpers import serving_in_thread
 from test_bad_inputs import run

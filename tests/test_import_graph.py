@@ -32,7 +32,7 @@ def imports(path: Path, known: dict[str, Path]) -> set[str]:
 def test_no_import_cycle_in_audit():
     known = modules()
     graph = {name: imports(path, known) - {name} for name, path in known.items()}
-    assert graph["audit.backend.registry"] and graph["audit.store"]  # the graph was read
+    assert graph["audit.backend.registry"] and graph["audit.store.database"]  # the graph was read
     try:
         TopologicalSorter(graph).prepare()
     except CycleError as cycle:
@@ -42,10 +42,10 @@ def test_no_import_cycle_in_audit():
 def test_the_store_imports_nothing_from_the_layers_above_it():
     known = modules()
     graph = {name: imports(path, known) - {name} for name, path in known.items()}
-    reached, todo = set(), ["audit.store"]
+    reached, todo = set(), ["audit.store.database"]
     while todo:
         for name in graph[todo.pop()] - reached:
             reached.add(name)
             todo.append(name)
-    above = sorted(n for n in reached if n.startswith(("audit.recorded", "audit.scoring", "audit.cached")))
-    assert not above, f"audit.store reaches {above}"
+    above = sorted(n for n in reached if n.startswith(("audit.recorded", "audit.run.scoring", "audit.run.cached")))
+    assert not above, f"audit.store.database reaches {above}"

@@ -13,9 +13,9 @@ from typing import Iterator
 import pytest
 
 from audit.cli import main
-from audit.store import Store
+from audit.store.database import Store
 from audit.tasks import study
-from audit.listwise import ListwiseJob, likelihood_answer, replace_options, top1_probabilities
+from audit.run.listwise import ListwiseJob, likelihood_answer, replace_options, top1_probabilities
 from tests.helpers import needs_cuda
 from tests.listwise_server import NAME, Handler, serving
 from tests.recorded_study import JOBS, MODELS, extracted

@@ -12,8 +12,8 @@ import pytest
 
 from audit.backend import CausalLM, resolve
 from audit.backend.registry import installed_models
-from audit.listwise import replace_options, top1_probabilities
-from audit.store import Store
+from audit.run.listwise import replace_options, top1_probabilities
+from audit.store.database import Store
 from audit.tasks import study
 from tests.listwise_server import NAME, serving
 from tests.test_listwise import DEMO, cli

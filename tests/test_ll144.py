@@ -1,5 +1,5 @@
 """The LL144 summary of a decision log built by hand, imported into a real store and read through
-:meth:`audit.audit.Audit.ll144`: counts, rates, ratios, Fisher p-values (an unpooled log is one pool) and Holm's
+:meth:`audit.engine.audit.Audit.ll144`: counts, rates, ratios, Fisher p-values (an unpooled log is one pool) and Holm's
 adjustment over every pair of the grouping's categories, computed here independently; unknown category, a category
 under 2 %, insufficient evidence, exclusion."""
 from __future__ import annotations
@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 from scipy.stats import fisher_exact
 
-from audit.audit import Audit
+from audit.engine.audit import Audit
 from audit.cli import main
-from audit.selection import Selection
-from audit.store import Store
-from audit.views import StoreTables
+from audit.engine.selection import Selection
+from audit.store.database import Store
+from audit.engine.views import StoreTables
 
 
 def applicants(sex: str, race: str, n: int, selected: int) -> list[dict]:

@@ -153,10 +153,10 @@ def test_the_study_at_k1_exact_p_values_families_and_a_planner_answer_for_every_
         pytest.skip("data/demo.db not built")
     db = tmp_path / "demo.db"
     db.write_bytes(demo.read_bytes())
-    from audit.audit import Audit
-    from audit.selection import Selection
-    from audit.store import Store
-    from audit.views import StoreTables
+    from audit.engine.audit import Audit
+    from audit.engine.selection import Selection
+    from audit.store.database import Store
+    from audit.engine.views import StoreTables
 
     with Store(str(db), create=False) as store:
         tables = StoreTables.read(store)

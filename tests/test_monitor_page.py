@@ -17,7 +17,7 @@ from audit.recorded.synthetic import SPEC, dated_log
 from audit.reporting.monitoring_section import monitoring_section, watched
 from audit.reporting.render import _figure
 from audit.reporting.style import STYLE
-from audit.store import Store
+from audit.store.database import Store
 from helpers import audit_status
 
 os.environ["HF_HUB_OFFLINE"] = "1"

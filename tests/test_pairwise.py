@@ -7,8 +7,8 @@ import itertools
 import pandas as pd
 import pytest
 
-from audit.answer_parser import parse_choice
-from audit.pairwise import candidate_scores, choice_from_logprobs, pair_outcomes
+from audit.store.answer_parser import parse_choice
+from audit.store.pairwise import candidate_scores, choice_from_logprobs, pair_outcomes
 
 OPTIONS = ("Maria Lopez", "James Walsh")
 

@@ -9,14 +9,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from audit.audit import Audit
+from audit.engine.audit import Audit
 from audit.cli import main
 from audit.design import AuditDesign, PoolDesign, split_groupings
 from audit.tasks.recorded import RANKING_RUN_NAMES
 from audit.reporting.ll144_section import ll144_section
-from audit.selection import Selection
-from audit.store import Store
-from audit.views import StoreTables
+from audit.engine.selection import Selection
+from audit.store.database import Store
+from audit.engine.views import StoreTables
 from recorded_study import extracted, one_job, study_table
 
 JOB = "HR specialist"

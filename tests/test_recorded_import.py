@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from audit.cli import main
-from audit.store import Store
+from audit.store.database import Store
 from recorded_study import JOBS, extracted, study_table
 
 #: (model, job, group) → (selection rate, impact ratio) as published in the study's notebook

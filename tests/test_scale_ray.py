@@ -16,9 +16,9 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from audit.backend.spec import BackendSpec  # noqa: E402
-from audit.distributed import RayExecutor, connect  # noqa: E402
-from audit.scoring import run_scoring  # noqa: E402
-from audit.store import Store  # noqa: E402
+from audit.run.distributed import RayExecutor, connect  # noqa: E402
+from audit.run.scoring import run_scoring  # noqa: E402
+from audit.store.database import Store  # noqa: E402
 from audit.tasks import get_task  # noqa: E402
 from helpers import audit  # noqa: E402
 from loan_spec import loan_spec  # noqa: E402

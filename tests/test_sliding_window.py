@@ -14,7 +14,7 @@ import pytest
 
 from audit.backend import CausalLM, ModelRef, resolve
 from audit.backend.loading import converted_dir
-from audit.listwise import replace_options, top1_probabilities
+from audit.run.listwise import replace_options, top1_probabilities
 from audit.tasks import get_task, study
 
 

@@ -18,10 +18,10 @@ import pytest
 from fake_backend import FakeBackend, installed
 from helpers import audit
 
-from audit.scoring import run_scoring
+from audit.run.scoring import run_scoring
 from audit.errors import AuditError
-from audit.store_tables import score_table
-from audit.store import Store
+from audit.store.tables import score_table
+from audit.store.database import Store
 from audit.tasks import get_task
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -112,7 +112,7 @@ def test_two_concurrent_writers(db_path):
 CREATE_AT = """
 import sys, time
 from pathlib import Path
-from audit.store import Store
+from audit.store.database import Store
 from audit.tasks import get_task
 folder, me = Path(sys.argv[1]), sys.argv[2]
 print("ready", flush=True)

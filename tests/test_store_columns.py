@@ -1,4 +1,4 @@
-"""The recorded decisions read column by column (audit.store_columns) equal the row-by-row read of the same query,
+"""The recorded decisions read column by column (audit.store.columns) equal the row-by-row read of the same query,
 to the last bit of every value, on every path: integer outcomes, fractional scores, a text holding the separator,
 no decisions."""
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from audit.store import RECORDED_QUERY as QUERY, Store, save_recorded
+from audit.store.database import RECORDED_QUERY as QUERY, Store, save_recorded
 
 RECORDED_QUERY = QUERY.format(decided="decided")
 

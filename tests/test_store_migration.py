@@ -17,8 +17,8 @@ import pytest
 from audit.cli import main
 from audit.metrics import MetricSuite
 from audit.paths import DEMO_STORE
-from audit.store_tables import score_table
-from audit.store import SCHEMA_VERSION, Store, data_hash
+from audit.store.tables import score_table
+from audit.store.database import SCHEMA_VERSION, Store, data_hash
 
 ROOT = Path(__file__).resolve().parent.parent
 V1_COMMIT = "3f5a29e"  # the last commit whose data/demo.db has schema version 1

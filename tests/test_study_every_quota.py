@@ -14,10 +14,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from audit.audit import Audit
-from audit.selection import Selection
-from audit.store import Store
-from audit.views import StoreTables
+from audit.engine.audit import Audit
+from audit.engine.selection import Selection
+from audit.store.database import Store
+from audit.engine.views import StoreTables
 
 DEMO = Path(__file__).resolve().parents[1] / "data" / "demo.db"
 TASK = "study-gpt-hiring"

@@ -7,8 +7,8 @@ import pytest
 
 from audit.cli import main
 from audit.paths import DEMO_STORE
-from audit.store_tables import score_table
-from audit.store import Store
+from audit.store.tables import score_table
+from audit.store.database import Store
 
 
 @pytest.fixture(scope="module")

@@ -16,9 +16,9 @@ from helpers import Done, audit
 
 from audit.backend.spec import BackendSpec
 from audit.backend.vllm_backend import vllm_ref
-from audit.scoring import BatchJob
+from audit.run.scoring import BatchJob
 from audit.errors import AuditError
-from audit.store import Store
+from audit.store.database import Store
 from audit.tasks import get_task
 from served import VLLM_PYTHON, needs_vllm
 from test_cairo_run import toy_run

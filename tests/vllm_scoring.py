@@ -15,8 +15,8 @@ from audit.backend import resolve
 from audit.backend.spec import BackendSpec
 from audit.backend.vllm_backend import VLLMBackend, vllm_ref
 from audit.cli import main as audit_main
-from audit.scoring import run_scoring
-from audit.store import Store
+from audit.run.scoring import run_scoring
+from audit.store.database import Store
 from audit.tasks import get_task
 
 

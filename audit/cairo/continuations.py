@@ -3,7 +3,7 @@
 Each prompt is continued as plain text (no chat template) by sampling: ``samples`` continuations per prompt, each
 of ``min_new_tokens``…``max_new_tokens`` new tokens at ``temperature`` / ``top_p``. Continuation ``i`` of a prompt
 is drawn with seed = SHA-256(seed, prompt, i), so it does not depend on batching or on which run produced it.
-Batches commit one at a time through the same store-backed model as scoring (:class:`audit.cached.CachedBackend`):
+Batches commit one at a time through the same store-backed model as scoring (:class:`audit.run.cached.CachedBackend`):
 a killed run resumes where it stopped.
 """
 from __future__ import annotations
@@ -16,11 +16,11 @@ from typing import Callable, Sequence
 from audit.backend import ModelRef
 from audit.backend.protocol import Sampling
 from audit.cairo.prompts import PromptSets
-from audit.cached import CachedBackend, InProcess
+from audit.run.cached import CachedBackend, InProcess
 from audit.cairo.toxicity import ToxicityScorer
 from audit.errors import AuditError
 from audit.prompts import check_new_tokens
-from audit.store import CONTINUATIONS, Store
+from audit.store.database import CONTINUATIONS, Store
 
 Progress = Callable[[int, int], None]
 
@@ -85,7 +85,7 @@ class ContinuationSummary:
 @dataclass(frozen=True)
 class SampleJob:
     """What every batch of continuations computes: one seeded ``sample`` per (prompt key, sample) item, rows
-    ``((prompt key, sample), text, text key)`` (picklable, like every :class:`~audit.cached.Job`)."""
+    ``((prompt key, sample), text, text key)`` (picklable, like every :class:`~audit.run.cached.Job`)."""
 
     decoding: Decoding
 
@@ -102,7 +102,7 @@ def generate_continuations(store: Store, prompt_sets: Sequence[PromptSets], ref:
                            load_backend: Callable[[], Sampling], decoding: Decoding, *, batch_size: int = 8,
                            progress: Progress | None = None) -> ContinuationSummary:
     """Continue every planned prompt ``decoding.samples`` times with ``ref``, ``batch_size`` prompts per ``sample``
-    call (each batch stored as it comes, by :class:`~audit.cached.CachedBackend`); the model loads only if work
+    call (each batch stored as it comes, by :class:`~audit.run.cached.CachedBackend`); the model loads only if work
     remains."""
     rows = plan_rows(prompt_sets)
     store.save_cairo_plan(rows)

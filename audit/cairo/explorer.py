@@ -10,7 +10,7 @@ from audit.cairo.bias import metric_cells
 from audit.cairo.prompts import ORIGINAL
 from audit.cairo.scored import scored_continuations
 from audit.cairo.search import Options, PairResult, correlation_table, ranking_table, search_all, source_table
-from audit.store import Store
+from audit.store.database import Store
 
 MAX_M = 6
 SEARCH_LABELS = {"same": "same combination for both metrics (the paper's code)",

@@ -7,7 +7,7 @@ import json
 import pandas as pd
 
 from audit.errors import AuditError
-from audit.store import Store
+from audit.store.database import Store
 
 
 def without_seed(decoding: str) -> str:

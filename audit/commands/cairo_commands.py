@@ -20,9 +20,9 @@ from audit.cairo.toxicity import DEFAULT_SCORER, get_scorer
 from audit.commands.api_options import add_api_arguments, model_options
 from audit.commands.io import cli_options, write_stdout
 from audit.errors import AuditError
-from audit.output import csv_text
-from audit.store import Store
-from audit.store_runs import recording
+from audit.store.output import csv_text
+from audit.store.database import Store
+from audit.store.runs import recording
 
 DEFAULT_DB = "results.db"
 

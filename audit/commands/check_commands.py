@@ -14,13 +14,13 @@ from audit.commands.verdict_commands import verdict_rows
 from audit.errors import AuditError
 from audit.formatting import markdown_table, md_text, pvalue, subtask_name
 from audit.metrics.verdict import ADVERSE, INCONCLUSIVE, rollup
-from audit.monitor import MonitorSettings, monitor_table
-from audit.output import check_target, write_atomic
-from audit.policy import Policy, load_policy
+from audit.engine.monitor import MonitorSettings, monitor_table
+from audit.store.output import check_target, write_atomic
+from audit.engine.policy import Policy, load_policy
 from audit.present.junit import Case, junit_xml
-from audit.selection import N_BOOT, N_PERM
-from audit.store import Store
-from audit.views import StoreTables
+from audit.engine.selection import N_BOOT, N_PERM
+from audit.store.database import Store
+from audit.engine.views import StoreTables
 
 FAILED = 1
 """Exit status when a system fails the policy (2 stays the status of an error)."""

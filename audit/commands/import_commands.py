@@ -10,8 +10,8 @@ from audit.recorded.log_spec import load_log_spec
 from audit.recorded.ranking_runs import read_runs
 from audit.recorded.storing import append_log, import_log, import_runs
 from audit.commands.io import cli_options
-from audit.store import Store
-from audit.store_runs import data_reads, recording
+from audit.store.database import Store
+from audit.store.runs import data_reads, recording
 from audit.tasks.recorded import RANKING_RUN_REFERENCE
 
 DEFAULT_TASK = "recorded"

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from audit.errors import AuditError
-from audit.output import csv_text, restore, write_atomic
+from audit.store.output import csv_text, restore, write_atomic
 from audit.bounded import check_columns, check_line_rows, check_text, read_bytes, read_parquet
 from audit.tasks.recorded import read_as_pointwise
 
@@ -96,7 +96,7 @@ def records(frame: pd.DataFrame) -> list[dict]:
 
 
 def cli_options(args: argparse.Namespace) -> dict:
-    """A command's options as its run records them (:func:`audit.store_runs.recording` leaves out secrets)."""
+    """A command's options as its run records them (:func:`audit.store.runs.recording` leaves out secrets)."""
     return {name: value for name, value in vars(args).items() if name not in ("command", "handler", "explicit_flags")}
 
 

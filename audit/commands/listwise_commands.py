@@ -8,11 +8,11 @@ from audit.backend.api import PREFIX
 from audit.cli import INTERRUPTED
 from audit.commands.run_options import backend_and_executor, check_scale_options, checked_label
 from audit.errors import AuditError
-from audit.listwise import MAX_RANKINGS, READINGS, ListwiseRun, check_sizes, run_listwise
+from audit.run.listwise import MAX_RANKINGS, READINGS, ListwiseRun, check_sizes, run_listwise
 from audit.commands.io import cli_options
-from audit.store import CHOICE_RESULTS, Store
-from audit.store_runs import data_reads, recording
-from audit.study_plan import plan_line
+from audit.store.database import CHOICE_RESULTS, Store
+from audit.store.runs import data_reads, recording
+from audit.engine.study_plan import plan_line
 from audit.tasks import study
 
 

@@ -15,10 +15,10 @@ from audit.commands.io import emit, emit_table
 from audit.commands.options import add_output, add_verdict_rule, check_date
 from audit.errors import AuditError
 from audit.formatting import md_text, ratio, subtask_name
-from audit.audit import Audit
-from audit.selection import Selection
-from audit.store import Store
-from audit.views import StoreTables
+from audit.engine.audit import Audit
+from audit.engine.selection import Selection
+from audit.store.database import Store
+from audit.engine.views import StoreTables
 
 #: what "selected" means for each outcome kind (see :func:`audit.recorded.decision_logs.selected_flags`)
 MEANINGS = {"rank": "selected = top {k} of each pool", "selected": "selected = the recorded selection (no quota)",

@@ -7,15 +7,15 @@ import sys
 
 import pandas as pd
 
-from audit.audit import Audit
+from audit.engine.audit import Audit
 from audit.commands.io import emit, emit_table, parse_quotas, read_table_file, records
 from audit.commands.options import add_adjust, add_bootstrap, add_output, add_selection, selection_from
 from audit.errors import AuditError
 from audit.metrics.schema import is_pairwise
 from audit.metrics.shape import score_shape
-from audit.store import Store
+from audit.store.database import Store
 from audit.tasks.recorded import shown_modes
-from audit.views import MODES, StoreTables
+from audit.engine.views import MODES, StoreTables
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:

@@ -1,4 +1,4 @@
-"""``python -m audit monitor``: a task's dated decision logs watched period by period (:mod:`audit.monitor`)."""
+"""``python -m audit monitor``: a task's dated decision logs watched period by period (:mod:`audit.engine.monitor`)."""
 from __future__ import annotations
 
 import argparse
@@ -13,9 +13,9 @@ from audit.formatting import markdown_table, number, subtask_name
 from audit.metrics.impact import FOUR_FIFTHS
 from audit.metrics.monitoring import HORIZON, WINDOW
 from audit.metrics.verdict import DEFAULT_FAMILY, FAMILIES
-from audit.monitor import PERIODS, MonitorSettings, Monitoring, monitor_table
-from audit.output import csv_text
-from audit.store import Store
+from audit.engine.monitor import PERIODS, MonitorSettings, Monitoring, monitor_table
+from audit.store.output import csv_text
+from audit.store.database import Store
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:

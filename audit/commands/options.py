@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING
 
 from audit.errors import AuditError
 from audit.metrics.inference import METHODS
-from audit.selection import N_BOOT, N_PERM
+from audit.engine.selection import N_BOOT, N_PERM
 
 if TYPE_CHECKING:
-    from audit.selection import Selection
-    from audit.views import StoreTables
+    from audit.engine.selection import Selection
+    from audit.engine.views import StoreTables
 
 
 def add_filters(parser: argparse.ArgumentParser, *, scope: str = "") -> None:
@@ -70,7 +70,7 @@ def add_output(parser: argparse.ArgumentParser, formats: tuple[str, ...], *, for
 
 def add_selection(parser: argparse.ArgumentParser, *, k: str = "list", k_help: str = "", mode: str | None = "pointwise",
                   groupings: bool = False, groups: bool = False, metrics: bool = True) -> None:
-    """The flags of one :class:`audit.selection.Selection`, spelled once for every command that reads results:
+    """The flags of one :class:`audit.engine.selection.Selection`, spelled once for every command that reads results:
     ``--task``, ``--mode``, ``--models``, ``--subtasks``, ``--grouping`` (repeatable with ``groupings``),
     ``--reference``, ``--pool``, ``--k`` (``list``: quotas such as 2, 1-8 or 1,3,5; ``one``: one quota, default the
     design's), with ``groups`` ``--groups``, with ``metrics`` ``--preset`` and ``--max-inconsistent``."""
@@ -103,11 +103,11 @@ def add_selection(parser: argparse.ArgumentParser, *, k: str = "list", k_help: s
 
 
 def selection_from(args: argparse.Namespace, tables: "StoreTables", **fields: object) -> "Selection":
-    """The one :class:`audit.selection.Selection` of a command's flags (any command's: flags it lacks keep the
+    """The one :class:`audit.engine.selection.Selection` of a command's flags (any command's: flags it lacks keep the
     selection's defaults; ``fields`` override, e.g. the mode of one pass): the store's only task unless ``--task``,
     ``--k`` as a tuple of quotas, a repeatable ``--grouping`` named once as the selection's grouping."""
     from audit.commands.io import parse_quotas
-    from audit.selection import Selection
+    from audit.engine.selection import Selection
 
     def flag(name: str, default: object = None) -> object:
         value = getattr(args, name, None)

@@ -5,14 +5,14 @@ import argparse
 import json
 
 
-from audit.audit import Audit
+from audit.engine.audit import Audit
 from audit.errors import AuditError
-from audit.output import csv_text
+from audit.store.output import csv_text
 from audit.commands.io import emit, read_table_file, records
 from audit.commands.options import add_bootstrap, add_output, add_selection, selection_from
 from audit.metrics.planner import SIZES
-from audit.store import Store
-from audit.views import StoreTables
+from audit.store.database import Store
+from audit.engine.views import StoreTables
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:

@@ -6,8 +6,8 @@ import argparse
 from functools import cache
 
 from audit.errors import AuditError
-from audit.policy import Policy, load_policy
-from audit.views import StoreTables
+from audit.engine.policy import Policy, load_policy
+from audit.engine.views import StoreTables
 
 #: the options a policy sets → the policy key that sets each
 GOVERNED = {"threshold": "threshold", "rule": "reading", "family": "family", "ci": "confidence", "k": "quota",

@@ -10,8 +10,8 @@ from audit.commands.io import emit, emit_table
 from audit.errors import AuditError
 from audit.formatting import markdown_table, md_text
 from audit.metrics.position import LARGER, UNBIASED_NOTE
-from audit.position_audit import PositionAudit, ranked_decisions
-from audit.store import Store
+from audit.engine.positions import PositionAudit, ranked_decisions
+from audit.store.database import Store
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from audit.audit import Audit
+from audit.engine.audit import Audit
 from audit.design import AuditDesign, PoolDesign
 from audit.errors import AuditError
 from audit.formatting import bound, md_text
@@ -20,14 +20,14 @@ from audit.commands.policy_options import add_policy, apply_policy
 from audit.commands.options import (add_adjust, add_bootstrap, add_selection, add_verdict_rule, check_date,
                                     selection_from)
 from audit.metrics.keys import UNQUOTED
-from audit.output import check_target, csv_text
+from audit.store.output import check_target, csv_text
 from audit.metrics.impact import FOUR_FIFTHS
-from audit.selection import N_PERM, Selection
-from audit.store import Store
+from audit.engine.selection import N_PERM, Selection
+from audit.store.database import Store
 from audit.tasks import study
 from audit.tasks.designs import declared_design
 from audit.tasks.recorded import shown_modes
-from audit.views import StoreTables
+from audit.engine.views import StoreTables
 
 if TYPE_CHECKING:
     from audit.reporting import Progress
@@ -115,7 +115,7 @@ def markdown(table: pd.DataFrame) -> str:
 
 
 def _store_impact(args: argparse.Namespace, tables: StoreTables, selection: Selection) -> pd.DataFrame:
-    """The impact ratios of the selection's :class:`audit.audit.Audit` at its quotas; quota-free recorded systems
+    """The impact ratios of the selection's :class:`audit.engine.audit.Audit` at its quotas; quota-free recorded systems
     (0/1 and score logs) at their recorded decisions, with k empty."""
     table = Audit(tables, selection).impact(selection.ks, tuple(args.grouping or ())).astype({"k": "Int64"})
     outcomes = tables.outcomes
@@ -125,7 +125,7 @@ def _store_impact(args: argparse.Namespace, tables: StoreTables, selection: Sele
 
 
 def run_impact(args: argparse.Namespace) -> int:
-    """Handler of ``impact``: per grouping, the impact ratios of the selection's :class:`audit.audit.Audit`."""
+    """Handler of ``impact``: per grouping, the impact ratios of the selection's :class:`audit.engine.audit.Audit`."""
     tables = _tables(args)
     selection = selection_from(args, tables)
     table = shown_modes(_store_impact(args, tables, selection), tables.designs)

@@ -11,10 +11,10 @@ from audit.backend.api import PREFIX
 from audit.backend.spec import BackendSpec, check_offers, runtime_for, spec_for
 from audit.commands.api_options import model_options
 from audit.errors import AuditError
-from audit.scoring import backend_needs
+from audit.run.scoring import backend_needs
 
 if TYPE_CHECKING:
-    from audit.distributed import RayExecutor
+    from audit.run.distributed import RayExecutor
 
 
 def checked_label(label: str) -> str:
@@ -58,7 +58,7 @@ def backend_and_executor(args: argparse.Namespace) -> tuple[BackendSpec, "RayExe
     """
     cluster = None
     if args.executor == "ray":
-        from audit.distributed import connect
+        from audit.run.distributed import connect
 
         cluster = connect(args.address, args.workers)
         if args.backend == "vllm" and not cluster.gpus:
@@ -68,7 +68,7 @@ def backend_and_executor(args: argparse.Namespace) -> tuple[BackendSpec, "RayExe
     spec = spec_for(args.model, options)
     if cluster is None:
         return spec, None
-    from audit.distributed import RayExecutor
+    from audit.run.distributed import RayExecutor
 
     print(f"ray: {cluster.workers} workers ({cluster.device}), {cluster.cpus} CPUs and {cluster.gpus} GPUs "
           "in the cluster", file=sys.stderr)

@@ -6,10 +6,10 @@ import json
 
 from audit.commands.io import emit, records
 from audit.formatting import md_text
-from audit.output import csv_text
+from audit.store.output import csv_text
 from audit.present.trail import readable
-from audit.store import Store
-from audit.store_runs import trail
+from audit.store.database import Store
+from audit.store.runs import trail
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:

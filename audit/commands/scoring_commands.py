@@ -13,13 +13,13 @@ from audit.backend.spec import BACKENDS
 from audit.commands.api_options import add_api_arguments
 from audit.commands.listwise_commands import add_listwise_arguments, run_listwise_score
 from audit.commands.run_options import backend_and_executor, check_scale_options, checked_label
-from audit.scoring import MODES, PAIRWISE_METHODS, check_options, run_scoring
+from audit.run.scoring import MODES, PAIRWISE_METHODS, check_options, run_scoring
 from audit.commands.io import cli_options, write_stdout
 from audit.errors import AuditError
-from audit.output import check_target, csv_text, write_atomic
-from audit.store_tables import answer_table, design_table, pair_table, score_table
-from audit.store import Store
-from audit.store_runs import data_reads, recording
+from audit.store.output import check_target, csv_text, write_atomic
+from audit.store.tables import answer_table, design_table, pair_table, score_table
+from audit.store.database import Store
+from audit.store.runs import data_reads, recording
 from audit.tasks import TASKS, get_task, list_subtasks, study
 from audit.tasks.recorded import shown_modes
 

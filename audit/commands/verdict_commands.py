@@ -8,7 +8,7 @@ from dataclasses import replace
 import pandas as pd
 
 from audit.commands.io import emit, read_table_file, records
-from audit.audit import Audit
+from audit.engine.audit import Audit
 from audit.commands.policy_options import add_policy, apply_policy
 from audit.commands.options import add_bootstrap, add_output, add_selection, add_verdict_rule, selection_from
 from audit.errors import AuditError
@@ -17,12 +17,12 @@ from audit.metrics.impact import FOUR_FIFTHS
 from audit.design import WHOLE, PoolDesign
 from audit.metrics.verdict import rollup, rule_text, store_line
 from audit.present.readable import system_verdicts, verdict_words
-from audit.output import csv_text
-from audit.store import Store
+from audit.store.output import csv_text
+from audit.store.database import Store
 from audit.tasks.designs import declared_design
 from audit.tasks.recorded import shown_modes
-from audit.selection import N_PERM
-from audit.views import StoreTables
+from audit.engine.selection import N_PERM
+from audit.engine.views import StoreTables
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:

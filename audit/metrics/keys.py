@@ -76,7 +76,7 @@ class KeyData:
 @dataclass(frozen=True)
 class Codes:
     """What :func:`split_keys` reads of a validated score table apart from its groups, coded once: a regrouping of
-    the same rows (:meth:`audit.audit.Audit.keys` of each grouping) reuses it."""
+    the same rows (:meth:`audit.engine.audit.Audit.keys` of each grouping) reuses it."""
 
     key_id: np.ndarray
     keys: list[tuple[str, ...]]

@@ -40,7 +40,7 @@ class MetricSuite:
     ``keep_draws`` (with ``ci``): keep every replicate of every metric and gap as ``draws`` = (index, {column: (rows,
     n_boot)}), the input of :func:`audit.metrics.bands.validity_bands`, from the same replicates as the bounds (the
     JSD draws use the default estimator, so they are left NaN under ``paper-exact``).
-    ``outcomes``: the store's recorded systems (:meth:`audit.store.Store.recorded_systems`), so a 0/1 or score log's
+    ``outcomes``: the store's recorded systems (:meth:`audit.store.database.Store.recorded_systems`), so a 0/1 or score log's
     gaps are those of its recorded decisions (:func:`audit.metrics.keys.with_decisions`).
     ``pool_sizes`` maps each (model, subtask, mode) to its pool size, the largest valid k.
     """

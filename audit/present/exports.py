@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from audit.errors import AuditError
-from audit.output import csv_text
+from audit.store.output import csv_text
 from audit.present.browser import figure_image_later
 
 FIGURE_FORMATS = ("png", "svg", "pdf", "html")

@@ -1,4 +1,4 @@
-"""The Monitor page's and the report's figure and alarm table over a :class:`audit.monitor.Monitoring`: per category
+"""The Monitor page's and the report's figure and alarm table over a :class:`audit.engine.monitor.Monitoring`: per category
 of one system, subtask and grouping, the cumulative impact ratio with its anytime-valid band, the ratio of the recent
 window, the threshold and the alarmed periods, the counts behind each point on hover. Names from data are escaped."""
 from __future__ import annotations

@@ -11,13 +11,13 @@ import pandas as pd
 
 from audit.design import AuditDesign
 from audit.formatting import estimate, number, pvalue, ratio, subtask_name
-from audit.views import LOW_LABEL_MASS, View
+from audit.engine.views import LOW_LABEL_MASS, View
 from audit.metrics.impact import FOUR_FIFTHS
 from audit.metrics.verdict import (ADVERSE, BEYOND_REACH, DEFAULT_FAMILY, FAMILIES, INCONCLUSIVE, MORE_DATA,
                                    NO_EVIDENCE, PLAN_REACH, rollup, rule_text, store_line)
 
 if TYPE_CHECKING:  # the scoring module loads the model backends: not needed to read a table
-    from audit.scoring import RunSummary
+    from audit.run.scoring import RunSummary
 
 
 def family_words(family: str) -> str:
@@ -194,7 +194,7 @@ def group_names(design: AuditDesign, codes: Iterable[str]) -> dict[str, str]:
 
 
 def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
-    """The store summary of one task (:func:`audit.views.store_summary`), system first, without the task column,
+    """The store summary of one task (:func:`audit.engine.views.store_summary`), system first, without the task column,
     subtasks by :func:`audit.formatting.subtask_name`."""
     return summary.drop(columns=["task"]).rename(columns={"model": "system"}).assign(
         subtask=summary["subtask"].map(subtask_name))
@@ -213,13 +213,13 @@ def json_text(text: str, keys: Sequence[str] = ()) -> str:
 
 
 def model_table(models: pd.DataFrame) -> pd.DataFrame:
-    """Registered models (:func:`audit.views.model_table`) with their details in words."""
+    """Registered models (:func:`audit.engine.views.model_table`) with their details in words."""
     details = models["details"].map(lambda text: json_text(text, ("kind", "quant", "dtype", "device")))
     return models.assign(details=details).rename(columns={"model": "system"})
 
 
 def label_mass_table(mass: pd.DataFrame) -> pd.DataFrame:
-    """Label mass per model (:func:`audit.views.label_mass`) with the share formatted and the flag in words."""
+    """Label mass per model (:func:`audit.engine.views.label_mass`) with the share formatted and the flag in words."""
     return pd.DataFrame({"system": mass["model"], "mean label mass": mass["mean label mass"].map(number),
                          "below the threshold": mass["low"].map({True: "yes", False: "no"})})
 
@@ -232,7 +232,7 @@ def run_table(summaries: Sequence[RunSummary]) -> pd.DataFrame:
 
 
 def low_mass_note(mass: pd.DataFrame, view: View) -> str:
-    """Which models of the view are marked ✕ for low label mass (:func:`audit.views.label_mass`), or ""."""
+    """Which models of the view are marked ✕ for low label mass (:func:`audit.engine.views.label_mass`), or ""."""
     chosen = view.selection
     low = sorted(set(mass.loc[mass["low"] & mass["model"].isin(chosen.models), "model"])) \
         if chosen.mode == "pointwise" else []
@@ -257,7 +257,7 @@ class Verdict(NamedTuple):
 
 
 def verdict(table: pd.DataFrame, sizes: dict[str, int], k: int, ci: float) -> Verdict:
-    """:class:`Verdict` of the rows of :meth:`audit.audit.Audit.verdicts` (``sizes``: each grouping's pool)."""
+    """:class:`Verdict` of the rows of :meth:`audit.engine.audit.Audit.verdicts` (``sizes``: each grouping's pool)."""
     return Verdict(overall_line(table, k), system_verdicts(table), category_verdicts(table),
                    impact_by_grouping(table, sizes, k),
                    verdict_note(ci, k, sizes, _first(table, "family", DEFAULT_FAMILY), _first(table, "rule", "practice")))

@@ -1,4 +1,4 @@
-"""The audit trail (:func:`audit.store_runs.trail`) in words: one short line each for a run's options, what it read
+"""The audit trail (:func:`audit.store.runs.trail`) in words: one short line each for a run's options, what it read
 and what it wrote, as the ``runs`` command's Markdown, the Runs page and the report's appendix show them."""
 from __future__ import annotations
 

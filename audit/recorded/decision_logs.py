@@ -21,7 +21,7 @@ import pandas as pd
 
 from audit.errors import AuditError
 from audit.metrics.ll144 import UNKNOWN, unknown_mask
-from audit.store_recorded import OUTCOMES
+from audit.store.recorded import OUTCOMES
 from audit.recorded.log_spec import LogSpec
 from audit.bounded import (MAX_COLUMNS, MAX_HEADER_BYTES, check_columns, check_line_rows, check_text, column_list,
                             csv_fields, read_bytes, read_parquet)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.errors import AuditError
-from audit.store_recorded import OUTCOMES
+from audit.store.recorded import OUTCOMES
 from audit.tasks.specs import check_keys, read_mapping
 
 KEYS = {"applicant", "demographics", "outcome", "pool", "subtask", "date", "reference", "label"}

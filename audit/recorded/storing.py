@@ -2,7 +2,7 @@
 them like a model.
 
 Each recorded candidate becomes one decision of the store's recorded tables (outcome ``rank``; read back with the
-rank-derived score ``(n − rank) / (n − 1)`` within its pool of n, see :mod:`audit.store_recorded`): pool = its run
+rank-derived score ``(n − rank) / (n − 1)`` within its pool of n, see :mod:`audit.store.recorded`): pool = its run
 file number, position = its place in the order shown, so candidates read back as ``<run file number>.<position>``.
 The model's fingerprint is the source: a SHA-256 over every file's path and hash, with the file count, row count,
 partial replies and date range in its details. Everything is written in one transaction.
@@ -25,7 +25,7 @@ from audit.recorded.ranking_runs import RankingRuns
 from audit.tasks.recorded import (LOG_QUALIFICATION, LOG_QUOTAS, RANKING_RUN_GROUPINGS, RANKING_RUN_NAMES,
                                    RANKING_RUN_QUALIFICATION, RANKING_RUN_QUOTA, RANKING_RUN_QUOTA_REASON,
                                    RANKING_RUN_REFERENCE)
-from audit.store import SAVE_DESIGN, Store, insert_decisions, save_recorded
+from audit.store.database import SAVE_DESIGN, Store, insert_decisions, save_recorded
 
 FINGERPRINT_PREFIX = "rec-"
 LABEL = "rank"

@@ -12,8 +12,8 @@ from audit.present.browser import print_pdf, warm_up
 from audit.reporting.content import ReportSettings, collect
 from audit.reporting.findings import Finding, findings
 from audit.reporting.render import render_html
-from audit.store_runs import data_reads, record_report
-from audit.views import StoreTables
+from audit.store.runs import data_reads, record_report
+from audit.engine.views import StoreTables
 
 #: a report's steps, as :func:`build_report` announces them
 COMPUTING, WRITING, PRINTING = ("computing the audit's numbers", "drawing the charts and writing the document",
@@ -51,7 +51,7 @@ def recorded_report(settings: ReportSettings, fmt: str, action: str, options: Ma
                     download: str = "") -> tuple[bytes, int | None]:
     """:func:`build_report` as one run ``action`` (with ``options``) of the store's audit trail: the report names
     the run that records it, and the run its file (``out``, or the page's ``download`` name), the systems and the
-    data it read (:func:`audit.store_runs.record_report`). Returns the report and its run number (None where the
+    data it read (:func:`audit.store.runs.record_report`). Returns the report and its run number (None where the
     store is only read)."""
     selection = settings.selection
     return record_report(settings.store, action, options,

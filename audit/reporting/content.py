@@ -10,22 +10,22 @@ from pathlib import Path
 
 import pandas as pd
 
-from audit.audit import Audit
+from audit.engine.audit import Audit
 from audit.design import AuditDesign
 from audit.errors import AuditError
 from audit.metrics.impact import FOUR_FIFTHS
 from audit.metrics.inference import METHODS
 from audit.metrics.schema import is_pairwise
-from audit.monitor import Monitoring
+from audit.engine.monitor import Monitoring
 from audit.reporting.monitoring_section import watched
 from audit.reporting import provenance
 from audit.reporting.ll144_section import ll144_section
-from audit.store_tables import answer_table, pair_table
+from audit.store.tables import answer_table, pair_table
 from audit.tasks.recorded import mode_name
-from audit.selection import Selection
-from audit.store import Store, data_hash
-from audit.store_runs import tool_version, trail
-from audit.views import StoreTables, regroup
+from audit.engine.selection import Selection
+from audit.store.database import Store, data_hash
+from audit.store.runs import tool_version, trail
+from audit.engine.views import StoreTables, regroup
 
 @dataclass(frozen=True)
 class ReportSettings:
@@ -34,7 +34,7 @@ class ReportSettings:
     of two model labels (A, B), the verdicts' impact-ratio ``threshold``, the ``paper`` (``a4`` or ``letter``), the
     sign-off block's ``auditor``, ``firm`` and ``distribution_date`` (YYYY-MM-DD; each left as a blank line to fill in
     when empty; the date is also the LL144 section's) and ``run``, the number of the store's run that records the
-    report (None: not recorded, see :func:`audit.store_runs.record_report`), and ``policy``, the (path, SHA-256) of
+    report (None: not recorded, see :func:`audit.store.runs.record_report`), and ``policy``, the (path, SHA-256) of
     the audit policy file the selection was read from (None: none). The selection's choices read as the
     settings' own (``settings.grouping``, ``settings.ci``, …); after :func:`collect` its grouping, reference and
     pool hold the values the report used."""
@@ -81,18 +81,18 @@ class ReportData:
     diagnostics: pd.DataFrame
     comparison: dict[str, pd.DataFrame] = field(default_factory=dict)
     ll144: str = ""  # the LL144 summary section (HTML) of recorded systems, :mod:`audit.reporting.ll144_section`
-    #: the task's dated decisions watched week by week (:func:`audit.monitor.monitor_table`); None without dates
+    #: the task's dated decisions watched week by week (:func:`audit.engine.monitor.monitor_table`); None without dates
     monitoring: Monitoring | None = None
     generated: str = ""
     version: str = ""
-    #: one row per system × grouping × category (:meth:`audit.audit.Audit.verdicts`); None for pairwise modes
+    #: one row per system × grouping × category (:meth:`audit.engine.audit.Audit.verdicts`); None for pairwise modes
     verdicts: pd.DataFrame | None = None
     #: each declared grouping's smallest pool size (a quota k is defined below it)
     pool_sizes: dict[str, int] = field(default_factory=dict)
     #: (SHA-256 of the data behind the results, number of rows, what they are), see
-    #: :func:`audit.store.data_hash`
+    #: :func:`audit.store.database.data_hash`
     data: tuple[str, int, str] = ("", 0, "rows")
-    #: the store's audit trail of the report's task as it stood before this report (:func:`audit.store_runs.trail`)
+    #: the store's audit trail of the report's task as it stood before this report (:func:`audit.store.runs.trail`)
     trail: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
@@ -153,7 +153,7 @@ def _diagnostics(store: Store, scores: pd.DataFrame, mode: str) -> pd.DataFrame:
 
 def collect(settings: ReportSettings, tables: StoreTables | None = None) -> ReportData:
     """Read the store (``tables``: its tables, when already read) and compute every table of the report through the
-    selection's :class:`audit.audit.Audit` (verdicts for pointwise scores only; an AuditError on bad settings, store
+    selection's :class:`audit.engine.audit.Audit` (verdicts for pointwise scores only; an AuditError on bad settings, store
     untouched). What is read from the store alone (systems, prompts, diagnostics, the data hash) is read in a second
     thread, on its own connection, while the audit computes."""
     if tables is None:

@@ -1,6 +1,6 @@
 """The report's NYC Local Law 144 bias-audit summary of the recorded systems of a task (imported decisions or
 rankings): for sex, race/ethnicity and their intersection separately, per category the applicants, selection rate,
-impact ratio with its CI and the adjusted test of :meth:`audit.audit.Audit.ll144` (the verdict's), the unknown category's
+impact ratio with its CI and the adjusted test of :meth:`audit.engine.audit.Audit.ll144` (the verdict's), the unknown category's
 count, categories under 2 % flagged and "insufficient evidence" where a category is too small; with the data's
 source and date range, the audit date and a field for the distribution date.
 
@@ -16,11 +16,11 @@ from html import escape
 
 import pandas as pd
 
-from audit.audit import Audit
+from audit.engine.audit import Audit
 from audit.formatting import ratio, subtask_name
 from audit.reporting.provenance import RECORDED_HASHES
 from audit.metrics.ll144 import MIN_APPLICANTS, SMALL_SHARE, UNKNOWN
-from audit.views import StoreTables
+from audit.engine.views import StoreTables
 
 def _sources(tables: StoreTables, models: list[str]) -> list[str]:
     """Per recorded model: its source, source hash and the date range of its decisions, from its stored details."""
@@ -65,7 +65,7 @@ HEADER = ("<tr><th>category</th><th>applicants</th><th>selection rate</th><th>im
 
 def ll144_section(audit: Audit, k: int, *, distribution_date: str = "", exclude_small: str | None = None) -> str:
     """The section as HTML at quota ``k`` ("" when the audit's task has no recorded systems): the table of
-    :meth:`audit.audit.Audit.ll144`, read off the same verdicts as the report's; every name is escaped."""
+    :meth:`audit.engine.audit.Audit.ll144`, read off the same verdicts as the report's; every name is escaped."""
     summary = audit.ll144(k, exclude_small)
     tables, selection = audit.tables, audit.selection
     if summary.empty:

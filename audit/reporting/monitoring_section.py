@@ -10,9 +10,9 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from audit.metrics.verdict import FAMILIES
-from audit.monitor import MonitorSettings, Monitoring, monitor_table
+from audit.engine.monitor import MonitorSettings, Monitoring, monitor_table
 from audit.present import monitor_chart
-from audit.store import Store
+from audit.store.database import Store
 
 #: at most this many alarmed systems get a figure (the table lists every alarm)
 MAX_FIGURES = 6

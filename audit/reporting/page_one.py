@@ -3,7 +3,7 @@ adverse finding, lowest impact ratio first), then what was audited (:func:`audit
 sign-off block (scope, auditor, firm, dates, signature line; blank lines where not given).
 
 Every verdict and ratio here is read off the report's own verdict table (:attr:`ReportData.verdicts`, computed once
-by the report's :class:`audit.audit.Audit`, the same rows as ``python -m audit verdict``), never computed again."""
+by the report's :class:`audit.engine.audit.Audit`, the same rows as ``python -m audit verdict``), never computed again."""
 from __future__ import annotations
 
 from html import escape

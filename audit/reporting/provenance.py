@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from audit.store import Store
+from audit.store.database import Store
 
 #: the result table whose ``created`` column dates a mode's scoring
 _RESULTS = {"pointwise": ("label_results", "pointwise_plan", "r.labels = p.labels"),

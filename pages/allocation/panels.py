@@ -6,7 +6,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from audit import views
+from audit.engine import views
 from audit.present import charts, exports, readable
 from audit.errors import AuditError
 from audit.metrics.planner import plan_at

@@ -1,17 +1,17 @@
-"""The app's frame: the sidebar (store, task, filters) that makes the :class:`audit.views.View` every page reads."""
+"""The app's frame: the sidebar (store, task, filters) that makes the :class:`audit.engine.views.View` every page reads."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import streamlit as st
 
-from audit import views
+from audit.engine import views
 from audit.errors import AuditError
 from audit.formatting import subtask_name
 from audit.metrics.presets import PRESETS
 from audit.present.tooltips import TOOLTIPS
-from audit.selection import N_BOOT, Selection
-from audit.store_files import default_store, is_demo, store_version, user_store
+from audit.engine.selection import N_BOOT, Selection
+from audit.store.files import default_store, is_demo, store_version, user_store
 from audit.tasks.recorded import mode_name
 from pages.shared.common import error, load_tables
 from pages.view_models import address

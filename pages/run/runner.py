@@ -8,9 +8,9 @@ import streamlit as st
 from audit.backend.api import dashboard_key_env
 from audit.backend.protocol import Backend
 from audit.backend.spec import BackendSpec, ModelOptions, load_backend, spec_for
-from audit.scoring import RunSummary, backend_needs, run_scoring
-from audit.store import Store
-from audit.store_runs import data_reads, recording
+from audit.run.scoring import RunSummary, backend_needs, run_scoring
+from audit.store.database import Store
+from audit.store.runs import data_reads, recording
 from audit.tasks.base import Task
 
 
@@ -35,7 +35,7 @@ def model(spec: BackendSpec, needs: tuple[str, ...], purpose: str) -> Backend:
 def run_tasks(path: str, tasks: Sequence[Task], name: str, quant: str, *, batch_size: int, base_url: str = "",
               key_env: str = "", **options: object) -> list[RunSummary]:
     """Score every task with the model (a served one for ``openai:NAME`` at ``base_url``) into the store at ``path``,
-    one progress bar per task; ``options`` go to :func:`audit.scoring.run_scoring`. A backend that cannot do the asked
+    one progress bar per task; ``options`` go to :func:`audit.run.scoring.run_scoring`. A backend that cannot do the asked
     mode is refused before any scoring starts; an :class:`AuditError` stops the run (finished batches stay stored).
     The run is one row of the store's audit trail."""
     mode = str(options.get("mode", "pointwise"))

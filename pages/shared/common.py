@@ -10,16 +10,16 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from audit import views
+from audit.engine import views
 from audit.present import exports, readable
 from audit.present.tooltips import TOOLTIPS
-from audit.audit import Audit
+from audit.engine.audit import Audit
 from pages.view_models import address
 from pages.view_models.quota_view import Quota
 from audit.errors import AuditError
-from audit.store_files import default_store
-from audit.selection import Selection
-from audit.store import Store
+from audit.store.files import default_store
+from audit.engine.selection import Selection
+from audit.store.database import Store
 from pages.view_models.report_view import bundle_settings
 
 
@@ -55,7 +55,7 @@ def view_scores(view: views.View) -> pd.DataFrame:
 
 @st.cache_resource(show_spinner=False, max_entries=32)
 def audit_of(path: str, version: tuple, selection: Selection) -> Audit:
-    """The :class:`audit.audit.Audit` of ``selection`` on the store (bootstrap draws kept for the bands), reading the
+    """The :class:`audit.engine.audit.Audit` of ``selection`` on the store (bootstrap draws kept for the bands), reading the
     metric pass of its base selection's audit, so a change of filter or of k reuses what was computed; shared by
     every page and session, never mutated (its views are computed on first use and kept inside it)."""
     base = None if selection == selection.base() else audit_of(path, version, selection.base())

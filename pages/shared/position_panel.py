@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from audit import views
+from audit.engine import views
 from audit.formatting import md_text
 from audit.metrics.position import LARGER, UNBIASED_NOTE
-from audit.position_audit import PositionAudit, first_shown_words, position_grid, ranked_decisions
-from audit.store import Store
+from audit.engine.positions import PositionAudit, first_shown_words, position_grid, ranked_decisions
+from audit.store.database import Store
 
 
 @st.cache_data(show_spinner="Reading shown positions…", max_entries=8)

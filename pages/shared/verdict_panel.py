@@ -1,5 +1,5 @@
 """The verdict at the top of the Overview and the Allocation page: the verdicts at every quota k of one cached
-:class:`audit.audit.Audit` of the view's task, systems and subtasks, read at the page's k with its impact tables per
+:class:`audit.engine.audit.Audit` of the view's task, systems and subtasks, read at the page's k with its impact tables per
 grouping."""
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from audit import views
+from audit.engine import views
 from audit.present import readable
 from audit.present.tooltips import TOOLTIPS
 from audit.errors import AuditError
 from audit.metrics.verdict import DEFAULT_FAMILY, FAMILIES
-from audit.selection import Selection
+from audit.engine.selection import Selection
 from pages.shared import common
 
 

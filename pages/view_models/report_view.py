@@ -9,7 +9,7 @@ import pandas as pd
 
 from audit.metrics.verdict import DEFAULT_FAMILY
 from audit.reporting import ReportSettings
-from audit.views import View, fingerprints
+from audit.engine.views import View, fingerprints
 
 
 def report_settings(view: View, k: int, adjust: str = "holm", family: str = DEFAULT_FAMILY, *,

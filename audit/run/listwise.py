@@ -38,9 +38,9 @@ from audit.design import AuditDesign, PoolDesign, split_groupings
 from audit.errors import AuditError
 from audit.prompts import ChatPrompt, check_new_tokens
 from audit.recorded.ranking_runs import read_order
-from audit.cached import CachedBackend, Executor, InProcess, Progress
-from audit.scoring import RunSummary, check_rows
-from audit.store import CHOICE_RESULTS, SAVE_DESIGN, Store, save_recorded, storable
+from audit.run.cached import CachedBackend, Executor, InProcess, Progress
+from audit.run.scoring import RunSummary, check_rows
+from audit.store.database import CHOICE_RESULTS, SAVE_DESIGN, Store, save_recorded, storable
 from audit.tasks import study
 from audit.tasks.recorded import RANKING_RUN_GROUPINGS, RANKING_RUN_NAMES, RANKING_RUN_REFERENCE
 

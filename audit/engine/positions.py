@@ -9,7 +9,7 @@ import pandas as pd
 
 from audit.formatting import interval
 from audit.metrics.position import position_bias, position_vs_group
-from audit.store import Store
+from audit.store.database import Store
 
 QUERY = """SELECT m.label AS model, s.subtask, d.pool, d.position, d.grp, d.value
            FROM recorded_decisions d JOIN recorded_systems s ON s.id = d.system JOIN models m ON m.fingerprint = s.model

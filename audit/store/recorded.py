@@ -28,8 +28,8 @@ def rank_scores(rank: pd.Series, size: pd.Series) -> pd.Series:
 
 
 def decision_scores(raw: pd.DataFrame, systems: pd.DataFrame) -> pd.DataFrame:
-    """The store's recorded decisions (columns of :data:`audit.store.RECORDED_QUERY`) of ``systems`` (columns of
-    :data:`audit.store.RECORDED_SYSTEMS_QUERY`) as pointwise score rows: candidate = the applicant id, else
+    """The store's recorded decisions (columns of :data:`audit.store.database.RECORDED_QUERY`) of ``systems`` (columns of
+    :data:`audit.store.database.RECORDED_SYSTEMS_QUERY`) as pointwise score rows: candidate = the applicant id, else
     ``<pool>.<position>`` (the query's ``candidate_id``); qualified 1, label mass 1, ``pool`` the stored pool, ``date``
     the decision's date (``YYYY-MM-DD``; missing where the log has none)."""
     if raw.empty or systems.empty:

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from audit.audit import Audit
+from audit.engine.audit import Audit
 from audit.errors import AuditError
 from audit.metrics.verdict import BEYOND_REACH, NOT_COMPARABLE, ON_THRESHOLD, PLAN_REACH
-from audit.selection import Selection
-from audit.store import Store
+from audit.engine.selection import Selection
+from audit.store.database import Store
 from audit.tasks import study
-from audit.views import StoreTables
+from audit.engine.views import StoreTables
 
 #: the study's published quota: the first-ranked resume
 K = 1

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 SEPARATOR = "\x1f"  # the unit separator: joins the text columns (a text holding it is read row by row instead)
-#: the columns of :data:`audit.store.RECORDED_QUERY`, each joined in one scan (so in one order); the values as
+#: the columns of :data:`audit.store.database.RECORDED_QUERY`, each joined in one scan (so in one order); the values as
 #: integers, with how many are not
 COLUMNS_QUERY = """SELECT COUNT(*), group_concat(system), group_concat(pool), group_concat(grp, char(31)),
     group_concat(COALESCE(applicant, pool || '.' || position), char(31)), group_concat(CAST(value AS INTEGER)),
@@ -22,9 +22,9 @@ VALUES_QUERY = "SELECT value FROM recorded_decisions"  # the same scan, same ord
 
 
 def recorded_columns(db: sqlite3.Connection, rows_query: str, decided: str) -> pd.DataFrame:
-    """The table of ``rows_query`` (:data:`audit.store.RECORDED_QUERY`: system, pool, group, value, candidate_id,
+    """The table of ``rows_query`` (:data:`audit.store.database.RECORDED_QUERY`: system, pool, group, value, candidate_id,
     date), read as columns; ``rows_query`` itself (row by row) where a text holds the separator. ``decided``: the
-    date column's name, or ``NULL`` in a store without one (:func:`audit.store.decided_column`)."""
+    date column's name, or ``NULL`` in a store without one (:func:`audit.store.database.decided_column`)."""
     rows_query = rows_query.format(decided=decided)
     count, systems, pools, groups, candidates, values, fractional, dated = db.execute(
         COLUMNS_QUERY.format(decided=decided)).fetchone()

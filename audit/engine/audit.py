@@ -1,4 +1,4 @@
-"""One audit, shaped like fairlearn's ``MetricFrame``: the store's tables and one :class:`audit.selection.Selection`
+"""One audit, shaped like fairlearn's ``MetricFrame``: the store's tables and one :class:`audit.engine.selection.Selection`
 in; every view a page, a CLI command or the report shows (the resolved design, pool sizes, the metric rows with their
 draws, rows / correlations / rankings at k, impact ratios, verdicts, a comparison, the planner's curves) computed on
 first use and kept, so a view not asked costs nothing and a failing view raises its AuditError only when asked.
@@ -29,9 +29,9 @@ from audit.metrics.pools import pool_size
 from audit.metrics.quota import check_quota
 from audit.metrics.schema import is_pairwise, text_categories
 from audit.metrics.verdict import decide, measure
-from audit.selection import Selection
+from audit.engine.selection import Selection
 from audit.tasks.recorded import ll144_groupings
-from audit.views import MetricRows, StoreTables, metric_rows, pool_of, regroup
+from audit.engine.views import MetricRows, StoreTables, metric_rows, pool_of, regroup
 
 T = TypeVar("T")
 Draws = tuple[pd.DataFrame, dict[str, np.ndarray]]

@@ -18,9 +18,9 @@ from audit.errors import AuditError
 from audit.metrics import MetricSuite
 from audit.metrics.pairwise import drop_unreliable
 from audit.metrics.schema import is_pairwise
-from audit.store_tables import PAIR_COLUMNS, SCORE_COLUMNS, dated_scores, pairs_of, pairwise_mode
-from audit.selection import Selection
-from audit.store import Store
+from audit.store.tables import PAIR_COLUMNS, SCORE_COLUMNS, dated_scores, pairs_of, pairwise_mode
+from audit.engine.selection import Selection
+from audit.store.database import Store
 from audit.tasks.designs import completed, declared_design
 
 #: score-table modes in display order; pairwise scores are relative to the pools they were recorded in
@@ -42,7 +42,7 @@ class StoreTables:
     pairs: pd.DataFrame
     models: pd.DataFrame
     designs: dict[tuple[str, str], AuditDesign]
-    outcomes: pd.DataFrame  # recorded systems with their outcome kind (:meth:`audit.store.Store.recorded_systems`)
+    outcomes: pd.DataFrame  # recorded systems with their outcome kind (:meth:`audit.store.database.Store.recorded_systems`)
     #: what :attr:`summary` is made of, for tables read from a store: each score row's time of record (NaN for
     #: pairwise modes) and the pairwise prompts' columns :func:`store_summary` reads
     recorded_at: np.ndarray | None = None
@@ -115,7 +115,7 @@ def one_task(tasks: Sequence[str], chosen: str | None) -> str:
 
 @dataclass(frozen=True)
 class View:
-    """What the sidebar selects: the store (path and version) and one :class:`audit.selection.Selection` with its
+    """What the sidebar selects: the store (path and version) and one :class:`audit.engine.selection.Selection` with its
     grouping and reference resolved; hashable so it can key cached audits."""
 
     store: str
@@ -190,7 +190,7 @@ def metric_rows(tables: StoreTables, *, task: str, mode: str, grouping: str, ref
     the reason (e.g. a partial run lacking a group or a qualified candidate, or a pairwise model above
     ``max_inconsistent`` inconsistent pairs). ``n_perm`` adds permutation p-values and ``keep_draws`` (with ``ci``)
     keeps the bootstrap replicates behind the bounds, all from the same metric pass; ``pool`` overrides the stored
-    pool design. Callers go through :class:`audit.audit.Audit`."""
+    pool design. Callers go through :class:`audit.engine.audit.Audit`."""
     part = tables.design(task).part(grouping)
     chosen = (tables.scores["task"] == task) & (tables.scores["mode"] == mode)
     scores = regroup(tables.scores[chosen], part)

@@ -11,7 +11,7 @@ Recorded systems (decisions a deployed system already made: decision logs, recor
 ``selected`` or ``score``) and ``recorded_decisions`` (one row per decision: system, pool, position in the pool,
 group code, outcome value, applicant id or NULL, decision date ``YYYY-MM-DD`` or NULL).
 :meth:`Store.pointwise_table` reads them back as pointwise
-results (see :func:`audit.store_recorded.decision_scores`).
+results (see :func:`audit.store.recorded.decision_scores`).
 """
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ import pandas as pd
 
 from audit.design import AuditDesign
 from audit.errors import AuditError
-from audit.store_columns import recorded_columns
-from audit.store_recorded import OUTCOMES, decision_scores, legacy_decisions
+from audit.store.columns import recorded_columns
+from audit.store.recorded import OUTCOMES, decision_scores, legacy_decisions
 
 APPLICATION = "allocation-audit"
 BUSY_TIMEOUT_S = 120
@@ -369,7 +369,7 @@ class Store:
 
     def recorded_decisions(self) -> pd.DataFrame:
         """Every recorded decision (the columns of :data:`RECORDED_QUERY`), read column by column
-        (:func:`audit.store_columns.recorded_columns`)."""
+        (:func:`audit.store.columns.recorded_columns`)."""
         try:
             return recorded_columns(self.db, RECORDED_QUERY, decided_column(self.db))
         except (sqlite3.DatabaseError, pd.errors.DatabaseError) as exc:
@@ -596,7 +596,7 @@ def _add_decided(db: sqlite3.Connection) -> None:
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     2: _record_designs,  # the designs table
     3: _move_recorded,  # recorded systems in their own tables
-    4: lambda db: None,  # the runs table (the audit trail, audit.store_runs), empty until a run is recorded
+    4: lambda db: None,  # the runs table (the audit trail, audit.store.runs), empty until a run is recorded
     5: _add_decided,  # each recorded decision's date (NULL for decisions imported before)
 }
 SCHEMA_VERSION = max(MIGRATIONS)

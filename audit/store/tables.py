@@ -8,8 +8,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from audit.pairwise import candidate_scores, pair_outcomes, with_choices
-from audit.store import Store
+from audit.store.pairwise import candidate_scores, pair_outcomes, with_choices
+from audit.store.database import Store
 
 SCORE_COLUMNS = ["model", "task", "subtask", "mode", "candidate_id", "group", "qualified", "score",
                  "pool", "label_mass", "fingerprint", "date"]
@@ -37,7 +37,7 @@ def pairwise_mode(method: pd.Series) -> pd.Series:
 
 def pairwise_prompts(store: Store) -> pd.DataFrame:
     """The store's pairwise prompts with generated answers classified by the current parser (see
-    :func:`audit.pairwise.with_choices`)."""
+    :func:`audit.store.pairwise.with_choices`)."""
     return with_choices(store.pairwise_table())
 
 

@@ -1,5 +1,5 @@
 """What one audit looks at: a frozen, hashable selection shared by the dashboard, the CLI and the report, so each
-computes the same table from the same choices (see :class:`audit.audit.Audit`)."""
+computes the same table from the same choices (see :class:`audit.engine.audit.Audit`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace

@@ -1,7 +1,7 @@
 """Pairwise answers → choices → candidate scores (RABBI paper, section 3.2).
 
 Every pair of a pool is asked in both orders. Per prompt, the chosen candidate gets 0.5, a tie gives 0.25 to each,
-and an irregular answer (naming no one the parser can tell, see :mod:`audit.answer_parser`) gives 0, as in the paper's
+and an irregular answer (naming no one the parser can tell, see :mod:`audit.store.answer_parser`) gives 0, as in the paper's
 code. Summed over a pair's two prompts this is the paper's rule: a consistent win scores 1 (0 for the loser), an
 inconsistent (flipped) pair 0.5 each, and a tie 0.25 per prompt. A candidate's score is the sum over its pool
 opponents. Generated answers are re-read from their stored text whenever results are read (:func:`with_choices`), so
@@ -15,7 +15,7 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from audit.answer_parser import FIRST, SECOND, TIE, parse_choice
+from audit.store.answer_parser import FIRST, SECOND, TIE, parse_choice
 
 KEYS = ["model", "fingerprint", "task", "subtask", "method", "pool"]
 

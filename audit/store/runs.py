@@ -5,7 +5,7 @@ and what it wrote (``wrote``: rows the store gained per table, files with their 
 was stopped part-way or the row was backfilled.
 
 Rows are only added: triggers refuse to change or delete one. The table is outside every fingerprint of the store's
-content (:func:`audit.store.data_hash`, model fingerprints, designs), so recording a run changes none of them.
+content (:func:`audit.store.database.data_hash`, model fingerprints, designs), so recording a run changes none of them.
 Commands that only print are not recorded."""
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ import pandas as pd
 
 from audit import __version__
 from audit.errors import AuditError
-from audit.output import write_atomic
-from audit.store import Store, data_hash
-from audit.store_files import is_demo
+from audit.store.output import write_atomic
+from audit.store.database import Store, data_hash
+from audit.store.files import is_demo
 
 COLUMNS = ["run", "at", "action", "version", "options", "reads", "wrote", "note"]
 SECRET_WORDS = ("key", "token", "secret", "password", "credential")
@@ -168,7 +168,7 @@ def record_report(path: str, action: str, options: Mapping[str, object], build: 
 
 def data_reads(store: Store, task: str, subtasks: Sequence[str] = (), labels: Sequence[str] = ()) -> dict:
     """What a run of ``task`` read, by fingerprint: each system (``labels``, default every system of the task) and
-    the SHA-256 of the task's data in ``subtasks`` (default all) as :func:`audit.store.data_hash` computes it."""
+    the SHA-256 of the task's data in ``subtasks`` (default all) as :func:`audit.store.database.data_hash` computes it."""
     db = store.db
     subtasks = list(subtasks) or [row[0] for row in db.execute(
         "SELECT subtask FROM candidates WHERE task = ? UNION SELECT subtask FROM recorded_systems WHERE task = ? "

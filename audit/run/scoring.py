@@ -1,9 +1,9 @@
-"""Run a scoring job: task → prompts → the store-backed model (:class:`audit.cached.CachedBackend`) → store.
+"""Run a scoring job: task → prompts → the store-backed model (:class:`audit.run.cached.CachedBackend`) → store.
 
 The model is loaded only when some prompt is missing from the store, so a repeated run does no model work.
 Computing a batch (:class:`BatchJob`: backend + prompts → result rows) is separate from writing it: an
-:class:`~audit.cached.Executor` computes batches (in this process by default, or on a Ray cluster, see
-:mod:`audit.distributed`) and this process alone commits each finished batch to the store on its own.
+:class:`~audit.run.cached.Executor` computes batches (in this process by default, or on a Ray cluster, see
+:mod:`audit.run.distributed`) and this process alone commits each finished batch to the store on its own.
 Cancelling (the progress callback returns ``False``) or killing the process loses at most the batches in
 flight, and the next run picks up from there.
 """
@@ -17,12 +17,12 @@ from typing import Any, Callable, Sequence
 
 from audit.backend import ModelRef
 from audit.backend.protocol import Backend
-from audit.cached import Batch, CachedBackend, Executor, Fetched, InProcess, Progress
-from audit.context_fit import fit_candidates
+from audit.run.cached import Batch, CachedBackend, Executor, Fetched, InProcess, Progress
+from audit.run.context_fit import fit_candidates
 from audit.errors import AuditError
-from audit.answer_parser import parse_choice
-from audit.pairwise import choice_from_logprobs, pair_outcomes, with_choices
-from audit.store import CHOICE_RESULTS, LABEL_RESULTS, Store
+from audit.store.answer_parser import parse_choice
+from audit.store.pairwise import choice_from_logprobs, pair_outcomes, with_choices
+from audit.store.database import CHOICE_RESULTS, LABEL_RESULTS, Store
 from audit.tasks.base import Candidate, ChatPrompt, Task
 from audit.tasks.designs import design_of
 

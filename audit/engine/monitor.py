@@ -24,9 +24,9 @@ from audit.errors import AuditError
 from audit.metrics.ll144 import MIN_APPLICANTS, UNKNOWN
 from audit.metrics.monitoring import HORIZON, WINDOW, LookCounts, watch_pair
 from audit.metrics.verdict import DEFAULT_FAMILY, FAMILIES
-from audit.store import Store
+from audit.store.database import Store
 from audit.tasks.designs import completed
-from audit.views import one_task
+from audit.engine.views import one_task
 
 #: a period's name → its pandas period frequency (weeks run Monday to Sunday)
 PERIODS = {"day": "D", "week": "W-SUN", "month": "M", "quarter": "Q"}
@@ -98,7 +98,7 @@ class Monitoring:
 
 def monitor_table(store: Store, task: str | None, settings: MonitorSettings) -> Monitoring:
     """The monitoring of ``task``'s dated recorded systems in ``store`` under ``settings`` (see the module); the
-    decisions are counted in the store (:meth:`audit.store.Store.decision_counts`), never read whole."""
+    decisions are counted in the store (:meth:`audit.store.database.Store.decision_counts`), never read whole."""
     settings.check()
     designs = store.designs()
     task = one_task(sorted({t for t, _ in designs}), task)

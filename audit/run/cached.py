@@ -1,8 +1,8 @@
 """The store in front of a backend: this tool's take on lm-evaluation-harness' ``CachingLM``.
 
 A :class:`CachedBackend` answers requests (item → prompt) for one kind of output of one model and its settings (a
-:class:`~audit.store.ResultTable` and its scope): items already stored are read back; only the missing ones go to
-the inner backend, through an :class:`Executor` (this process, or a Ray cluster: :mod:`audit.distributed`), in
+:class:`~audit.store.database.ResultTable` and its scope): items already stored are read back; only the missing ones go to
+the inner backend, through an :class:`Executor` (this process, or a Ray cluster: :mod:`audit.run.distributed`), in
 batches, and each batch is saved in one transaction as it completes. Killing the process or cancelling (the progress
 callback returns ``False``) loses at most the batches in flight; the next request computes only what is missing.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Generator, Mapping, Protocol, Sequence
 
-from audit.store import Item, ResultTable, Store
+from audit.store.database import Item, ResultTable, Store
 
 Progress = Callable[[int, int], "bool | None"]
 Batch = list[tuple[Any, Any]]  # (item, prompt) pairs computed together

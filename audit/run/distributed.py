@@ -1,7 +1,7 @@
 """Ray-distributed scoring: batches of missing prompts go to a pool of Ray actors, one model replica each.
 
 The driver (this process) stays the store's only writer: :class:`RayExecutor` plugs into
-:func:`audit.scoring.run_scoring`, which commits every batch as it streams back. A batch whose worker dies
+:func:`audit.run.scoring.run_scoring`, which commits every batch as it streams back. A batch whose worker dies
 (killed process, lost node) is resubmitted to another worker and the dead one is replaced, a bounded number
 of times; a batch is never committed twice, and a re-run after a crash dispatches only what is missing.
 
@@ -23,10 +23,10 @@ from typing import Any, Generator, Sequence
 from audit.backend.registry import REGISTRY
 from audit.backend.sources import ModelRef, file_sha256
 from audit.backend.spec import BackendSpec
-from audit.scoring import Batch, BatchJob
+from audit.run.scoring import Batch, BatchJob
 from audit.errors import AuditError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PASSED_ENV = ("HF_HUB_OFFLINE", "HF_HOME", "AUDIT_CACHE_DIR", "TRANSFORMERS_OFFLINE")
 CONNECT_TIMEOUT_S = 5
 
@@ -153,7 +153,7 @@ def worker_env() -> dict[str, str]:
 
 
 class RayExecutor:
-    """An :class:`audit.scoring.Executor` on Ray actors; use as a context manager (the actors end with it)."""
+    """An :class:`audit.run.scoring.Executor` on Ray actors; use as a context manager (the actors end with it)."""
 
     def __init__(self, spec: BackendSpec, cluster: Cluster, *, retries: int = 3):
         self.spec = spec
