@@ -32,7 +32,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from audit.metrics.impact import impact_ratios  # noqa: E402
-from audit.engine.views import regroup  # noqa: E402
+from audit.engine.metric_pass import regroup  # noqa: E402
 
 RACES, RACE_SHARES = ["A", "B", "H", "W"], [0.10, 0.15, 0.20, 0.55]
 GROUPINGS = {"race × sex": None, "race": 0, "sex": 1}

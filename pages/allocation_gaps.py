@@ -4,7 +4,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from audit.engine import views
+from pages.view_models.view import View, shown
 from audit.present import charts, readable
 from audit.present.tooltips import TOOLTIPS
 from audit.errors import AuditError
@@ -17,10 +17,10 @@ from pages.shared import common, verdict_panel
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def curves(view: views.View, model: str, subtask: str, gap: str, _table: pd.DataFrame) -> tuple[pd.DataFrame,
+def curves(view: View, model: str, subtask: str, gap: str, _table: pd.DataFrame) -> tuple[pd.DataFrame,
                                                                                                    go.Figure]:
     """Every k of one (model, subtask) and its gap-against-k figure with bootstrap bands."""
-    rows = views.shown(_table[(_table["model"] == model) & (_table["subtask"] == subtask)], view)
+    rows = shown(_table[(_table["model"] == model) & (_table["subtask"] == subtask)], view)
     names = common.names(view)
     title = (f"{charts.GAP_NAMES[gap]} against k: {model}, {subtask_name(subtask)} "
              f"({round(view.selection.ci * 100)} % bootstrap "
@@ -30,7 +30,7 @@ def curves(view: views.View, model: str, subtask: str, gap: str, _table: pd.Data
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def scatter_of(view: views.View, k: int, method: str) -> go.Figure:
+def scatter_of(view: View, k: int, method: str) -> go.Figure:
     """The metrics-against-gaps scatter at quota k (shared, never mutated: building it costs more than a rerun)."""
     quota, names = common.at_quota(view, k, method), common.names(view)
     return charts.gap_scatter(quota.rows, k=k, correlations=quota.overall(),
@@ -38,7 +38,7 @@ def scatter_of(view: views.View, k: int, method: str) -> go.Figure:
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def read_table(view: views.View, k: int, method: str) -> pd.DataFrame:
+def read_table(view: View, k: int, method: str) -> pd.DataFrame:
     """The metric rows at quota k as read on the page (names, intervals, formatted p-values); shared, never mutated."""
     return readable.metric_table(common.at_quota(view, k, method).rows, common.design(view))
 

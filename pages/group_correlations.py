@@ -4,14 +4,14 @@ import streamlit as st
 
 from audit import formatting
 
-from audit.engine import views
+from pages.view_models.view import View
 from audit.present import charts
 from pages.frame import sidebar
 from pages.shared import common
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def bars(view: views.View, k: int) -> go.Figure:
+def bars(view: View, k: int) -> go.Figure:
     """The per-group correlation bars at quota k (shared, never mutated)."""
     correlations = common.at_quota(view, k).correlations
     return charts.group_correlation_bars(correlations[correlations["scope"] != "overall"].reset_index(drop=True), k=k,

@@ -2,14 +2,14 @@
 import plotly.graph_objects as go
 import streamlit as st
 
-from audit.engine import views
+from pages.view_models.view import View
 from audit.present import charts
 from pages.frame import sidebar
 from pages.shared import common
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def figures(view: views.View, k: int, gap: str) -> tuple[go.Figure, go.Figure]:
+def figures(view: View, k: int, gap: str) -> tuple[go.Figure, go.Figure]:
     """The bump chart of ``gap`` and the NDCG@N curves at quota k (shared, never mutated)."""
     rankings, ndcg = common.at_quota(view, k).rankings
     return charts.bump_chart(rankings, gap=gap), charts.ndcg_curves(ndcg)

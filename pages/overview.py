@@ -1,7 +1,8 @@
 """Overview: the audit's verdict for the task shown first, then what the result store holds for it."""
 import streamlit as st
 
-from audit.engine import views
+from audit.engine.metric_pass import LOW_LABEL_MASS, label_mass
+from pages.view_models.view import shown
 from audit.present import charts, readable
 from audit.present.tooltips import TOOLTIPS
 from audit.errors import AuditError
@@ -74,8 +75,8 @@ if mode != current.selection.mode:  # recorded decisions: no model scored them, 
     st.stop()
 st.subheader("Label mass")
 st.caption(f"Mean share of the next-token probability on the task's labels (pointwise). Below "
-           f"{views.LOW_LABEL_MASS:.0%} a model mostly ignores the answer format and its scores are renormalised noise.")
-st.dataframe(readable.label_mass_table(views.label_mass(stored.scores, current.selection.task)), hide_index=True,
+           f"{LOW_LABEL_MASS:.0%} a model mostly ignores the answer format and its scores are renormalised noise.")
+st.dataframe(readable.label_mass_table(label_mass(stored.scores, current.selection.task)), hide_index=True,
              width="stretch")
 
 try:
@@ -83,7 +84,7 @@ try:
 except AuditError as exc:
     st.info(f"No scores to show for this selection: {exc}")
     st.stop()
-rows = views.shown(rows, current, with_reference=True)
+rows = shown(rows, current, with_reference=True)
 common.chart(charts.score_distributions(rows, names), rows, "score_distributions")
 if len(rows):
     shape = score_shape(rows)

@@ -12,7 +12,7 @@ from audit.metrics import MetricSuite, model_rankings, ndcg_table, validity
 from audit.paths import DEMO_STORE
 from audit.store.tables import score_table
 from audit.store.database import Store
-from audit.engine.views import StoreTables
+from audit.engine.tables import StoreTables
 
 
 #: the demo's tasks whose groups are race × gender codes (its synthetic dated log is coded by sex alone)

@@ -1,9 +1,11 @@
-"""Table shaping behind the pages (audit.engine.views and pages/view_models, free of Streamlit): groupings, filters and the store summary."""
+"""Table shaping behind the pages (audit.engine and pages/view_models, free of Streamlit): groupings, filters and the store summary."""
 from __future__ import annotations
 
 import pandas as pd
 
-from audit.engine import views
+from audit.engine.tables import StoreTables
+from pages.view_models.view import View, shown
+from audit.engine.metric_pass import label_mass, regroup
 from audit.design import regroup_code, split_groupings
 from audit.engine.selection import Selection
 from audit.store.database import Store
@@ -18,33 +20,33 @@ def test_group_codes_marginalise_to_their_parts():
 
 def test_regroup_maps_every_group_column_and_keeps_the_input():
     pairs = pd.DataFrame({"group_a": ["W_F", "B_M"], "group_b": ["A_M", "W_M"]})
-    out = views.regroup(pairs, 1, ("group_a", "group_b"))
+    out = regroup(pairs, 1, ("group_a", "group_b"))
     assert out.to_dict("list") == {"group_a": ["F", "M"], "group_b": ["M", "M"]}
     assert pairs["group_a"].tolist() == ["W_F", "B_M"]
-    assert views.regroup(pairs, None) is pairs
+    assert regroup(pairs, None) is pairs
 
 
 def test_shown_filters_task_models_subtasks_and_groups():
-    view = views.View(store="s.db", version=(), selection=Selection(
+    view = View(store="s.db", version=(), selection=Selection(
         "resume", grouping="race × gender", reference="W_M", models=("m1",), subtasks=("retail",), groups=("B_F",),
         n_boot=100))
     table = pd.DataFrame({"task": ["resume"] * 4 + ["essay"], "model": ["m1", "m1", "m2", "m1", "m1"],
                           "subtask": ["retail"] * 3 + ["hr", "retail"], "group": ["B_F", "W_M", "B_F", "B_F", "B_F"]})
-    assert views.shown(table, view).index.tolist() == [0]
-    assert len(views.shown(table, view, with_reference=True)) == 2
+    assert shown(table, view).index.tolist() == [0]
+    assert len(shown(table, view, with_reference=True)) == 2
     assert view.settings()["grouping"] == "race × gender" and "version" not in view.settings()
 
 
 def test_label_mass_flags_models_below_the_threshold():
     scores = pd.DataFrame({"task": ["essay"] * 3 + ["resume"], "mode": "pointwise", "model": ["a", "a", "b", "b"],
                            "label_mass": [0.001, 0.003, 0.4, 0.001]})
-    flags = views.label_mass(scores, "essay").set_index("model")
+    flags = label_mass(scores, "essay").set_index("model")
     assert flags.loc["a", "mean label mass"] == 0.002 and flags.loc["a", "low"] and not flags.loc["b", "low"]
 
 
 def test_empty_store_summary(tmp_path):
     with Store(tmp_path / "empty.db") as store:
-        tables = views.StoreTables.read(store)
+        tables = StoreTables.read(store)
         assert tables.summary.empty and "last scored / recorded" in tables.summary.columns
         assert tables.models.empty and tables.designs == {} and tables.tasks() == []
 

@@ -16,7 +16,7 @@ from audit.errors import AuditError
 from audit.paths import DEMO_STORE
 from audit.engine.selection import Selection
 from audit.store.database import Store
-from audit.engine.views import StoreTables
+from audit.engine.tables import StoreTables
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import pytest
 from audit.cli import main
 from helpers import audit_json
 from audit.store.database import Store
-from audit.engine.views import StoreTables
+from audit.engine.tables import StoreTables
 
 POOLS, SIZE = 80, 5
 SPEC = "applicant: id\ndemographics: [sex, race]\npool: req\nsubtask: job\ndate: day\n"

@@ -14,7 +14,7 @@ from audit.paths import DEMO_STORE
 from audit.present.readable import category_verdicts
 from audit.engine.selection import Selection
 from audit.store.database import Store
-from audit.engine.views import StoreTables
+from audit.engine.tables import StoreTables
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from audit.engine.audit import Audit
 from audit.cli import main
 from audit.engine.selection import Selection
 from audit.store.database import Store
-from audit.engine.views import StoreTables
+from audit.engine.tables import StoreTables
 
 
 def applicants(sex: str, race: str, n: int, selected: int) -> list[dict]:

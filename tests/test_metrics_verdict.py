@@ -156,7 +156,7 @@ def test_the_study_at_k1_exact_p_values_families_and_a_planner_answer_for_every_
     from audit.engine.audit import Audit
     from audit.engine.selection import Selection
     from audit.store.database import Store
-    from audit.engine.views import StoreTables
+    from audit.engine.tables import StoreTables
 
     with Store(str(db), create=False) as store:
         tables = StoreTables.read(store)

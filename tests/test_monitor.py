@@ -14,7 +14,7 @@ import pytest
 from audit.paths import DEMO_STORE
 from audit.recorded.synthetic import SPEC, dated_log
 from audit.store.database import Store
-from audit.engine.views import StoreTables
+from audit.engine.tables import StoreTables
 from helpers import audit_status
 
 RANK_SPEC = "applicant: id\ndemographics: [sex]\noutcome: {rank: rank}\npool: req\ndate: day\n"

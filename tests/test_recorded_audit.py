@@ -16,7 +16,7 @@ from audit.tasks.recorded import RANKING_RUN_NAMES
 from audit.reporting.ll144_section import ll144_section
 from audit.engine.selection import Selection
 from audit.store.database import Store
-from audit.engine.views import StoreTables
+from audit.engine.tables import StoreTables
 from recorded_study import extracted, one_job, study_table
 
 JOB = "HR specialist"

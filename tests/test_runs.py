@@ -25,7 +25,7 @@ from audit.reporting import provenance
 from audit.reporting.provenance import portable_path
 from audit.store.database import MIGRATIONS, SCHEMA_VERSION, Store, data_hash
 from audit.store.runs import COLUMNS, NOT_STORED, Run, append, clean_options, trail
-from audit.engine.views import StoreTables
+from audit.engine.tables import StoreTables
 
 APP = str(DEMO_STORE.parent.parent / "app.py")
 DEMO_RUNS = 9  # the runs that built the shipped demo store: 8 backfilled, then scripts/add_demo_dated_log.py's import

@@ -17,7 +17,7 @@ import pytest
 from audit.engine.audit import Audit
 from audit.engine.selection import Selection
 from audit.store.database import Store
-from audit.engine.views import StoreTables
+from audit.engine.tables import StoreTables
 
 DEMO = Path(__file__).resolve().parents[1] / "data" / "demo.db"
 TASK = "study-gpt-hiring"

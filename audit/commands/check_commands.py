@@ -20,7 +20,7 @@ from audit.engine.policy import Policy, load_policy
 from audit.present.junit import Case, junit_xml
 from audit.engine.selection import N_BOOT, N_PERM
 from audit.store.database import Store
-from audit.engine.views import StoreTables
+from audit.engine.tables import StoreTables
 
 FAILED = 1
 """Exit status when a system fails the policy (2 stays the status of an error)."""

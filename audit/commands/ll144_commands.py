@@ -18,7 +18,7 @@ from audit.formatting import md_text, ratio, subtask_name
 from audit.engine.audit import Audit
 from audit.engine.selection import Selection
 from audit.store.database import Store
-from audit.engine.views import StoreTables
+from audit.engine.tables import StoreTables
 
 #: what "selected" means for each outcome kind (see :func:`audit.recorded.decision_logs.selected_flags`)
 MEANINGS = {"rank": "selected = top {k} of each pool", "selected": "selected = the recorded selection (no quota)",

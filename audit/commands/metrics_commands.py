@@ -15,7 +15,8 @@ from audit.metrics.schema import is_pairwise
 from audit.metrics.shape import score_shape
 from audit.store.database import Store
 from audit.tasks.recorded import shown_modes
-from audit.engine.views import MODES, StoreTables
+from audit.engine.metric_pass import MODES
+from audit.engine.tables import StoreTables
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:

@@ -10,7 +10,7 @@ from audit.engine.selection import N_BOOT, N_PERM
 
 if TYPE_CHECKING:
     from audit.engine.selection import Selection
-    from audit.engine.views import StoreTables
+    from audit.engine.tables import StoreTables
 
 
 def add_filters(parser: argparse.ArgumentParser, *, scope: str = "") -> None:

@@ -12,7 +12,7 @@ from audit.commands.io import emit, read_table_file, records
 from audit.commands.options import add_bootstrap, add_output, add_selection, selection_from
 from audit.metrics.planner import SIZES
 from audit.store.database import Store
-from audit.engine.views import StoreTables
+from audit.engine.tables import StoreTables
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:

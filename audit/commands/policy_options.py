@@ -7,7 +7,7 @@ from functools import cache
 
 from audit.errors import AuditError
 from audit.engine.policy import Policy, load_policy
-from audit.engine.views import StoreTables
+from audit.engine.tables import StoreTables
 
 #: the options a policy sets → the policy key that sets each
 GOVERNED = {"threshold": "threshold", "rule": "reading", "family": "family", "ci": "confidence", "k": "quota",

@@ -27,7 +27,7 @@ from audit.store.database import Store
 from audit.tasks import study
 from audit.tasks.designs import declared_design
 from audit.tasks.recorded import shown_modes
-from audit.engine.views import StoreTables
+from audit.engine.tables import StoreTables
 
 if TYPE_CHECKING:
     from audit.reporting import Progress

@@ -22,7 +22,7 @@ from audit.store.database import Store
 from audit.tasks.designs import declared_design
 from audit.tasks.recorded import shown_modes
 from audit.engine.selection import N_PERM
-from audit.engine.views import StoreTables
+from audit.engine.tables import StoreTables
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:

@@ -31,7 +31,8 @@ from audit.metrics.schema import is_pairwise, text_categories
 from audit.metrics.verdict import decide, measure
 from audit.engine.selection import Selection
 from audit.tasks.recorded import ll144_groupings
-from audit.engine.views import MetricRows, StoreTables, metric_rows, pool_of, regroup
+from audit.engine.metric_pass import MetricRows, metric_rows, pool_of, regroup
+from audit.engine.tables import StoreTables
 
 T = TypeVar("T")
 Draws = tuple[pd.DataFrame, dict[str, np.ndarray]]

@@ -26,7 +26,7 @@ from audit.metrics.monitoring import HORIZON, WINDOW, LookCounts, watch_pair
 from audit.metrics.verdict import DEFAULT_FAMILY, FAMILIES
 from audit.store.database import Store
 from audit.tasks.designs import completed
-from audit.engine.views import one_task
+from audit.engine.tables import one_task
 
 #: a period's name → its pandas period frequency (weeks run Monday to Sunday)
 PERIODS = {"day": "D", "week": "W-SUN", "month": "M", "quarter": "Q"}

@@ -14,7 +14,7 @@ from audit.metrics.verdict import BEYOND_REACH, NOT_COMPARABLE, ON_THRESHOLD, PL
 from audit.engine.selection import Selection
 from audit.store.database import Store
 from audit.tasks import study
-from audit.engine.views import StoreTables
+from audit.engine.tables import StoreTables
 
 #: the study's published quota: the first-ranked resume
 K = 1

@@ -69,7 +69,7 @@ def _as_text_category(column: pd.Series) -> pd.Series:
 def text_categories(table: pd.DataFrame) -> pd.DataFrame:
     """``table`` with its string-typed text columns already categories of str (what :func:`check_scores` makes of
     them; empty cells stay empty, for it to report), so that one conversion serves the score table's every regrouping
-    (:func:`audit.engine.views.regroup` coarsens a categorical ``group`` through its categories)."""
+    (:func:`audit.engine.metric_pass.regroup` coarsens a categorical ``group`` through its categories)."""
     out = table.copy(deep=False)  # columns are replaced, never written into
     for column in (c for c in _TEXT if c in out and c not in _IDS):
         if pd.api.types.is_string_dtype(out[column].dtype) and out[column].dtype != object:

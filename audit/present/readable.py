@@ -11,7 +11,8 @@ import pandas as pd
 
 from audit.design import AuditDesign
 from audit.formatting import estimate, number, pvalue, ratio, subtask_name
-from audit.engine.views import LOW_LABEL_MASS, View
+from audit.engine.metric_pass import LOW_LABEL_MASS
+from audit.engine.selection import Selection
 from audit.metrics.impact import FOUR_FIFTHS
 from audit.metrics.verdict import (ADVERSE, BEYOND_REACH, DEFAULT_FAMILY, FAMILIES, INCONCLUSIVE, MORE_DATA,
                                    NO_EVIDENCE, PLAN_REACH, rollup, rule_text, store_line)
@@ -194,7 +195,7 @@ def group_names(design: AuditDesign, codes: Iterable[str]) -> dict[str, str]:
 
 
 def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
-    """The store summary of one task (:func:`audit.engine.views.store_summary`), system first, without the task column,
+    """The store summary of one task (:func:`audit.engine.tables.store_summary`), system first, without the task column,
     subtasks by :func:`audit.formatting.subtask_name`."""
     return summary.drop(columns=["task"]).rename(columns={"model": "system"}).assign(
         subtask=summary["subtask"].map(subtask_name))
@@ -213,13 +214,13 @@ def json_text(text: str, keys: Sequence[str] = ()) -> str:
 
 
 def model_table(models: pd.DataFrame) -> pd.DataFrame:
-    """Registered models (:func:`audit.engine.views.model_table`) with their details in words."""
+    """Registered models (:func:`audit.engine.tables.model_table`) with their details in words."""
     details = models["details"].map(lambda text: json_text(text, ("kind", "quant", "dtype", "device")))
     return models.assign(details=details).rename(columns={"model": "system"})
 
 
 def label_mass_table(mass: pd.DataFrame) -> pd.DataFrame:
-    """Label mass per model (:func:`audit.engine.views.label_mass`) with the share formatted and the flag in words."""
+    """Label mass per model (:func:`audit.engine.metric_pass.label_mass`) with the share formatted and the flag in words."""
     return pd.DataFrame({"system": mass["model"], "mean label mass": mass["mean label mass"].map(number),
                          "below the threshold": mass["low"].map({True: "yes", False: "no"})})
 
@@ -231,9 +232,9 @@ def run_table(summaries: Sequence[RunSummary]) -> pd.DataFrame:
                          for s in summaries])
 
 
-def low_mass_note(mass: pd.DataFrame, view: View) -> str:
-    """Which models of the view are marked ✕ for low label mass (:func:`audit.engine.views.label_mass`), or ""."""
-    chosen = view.selection
+def low_mass_note(mass: pd.DataFrame, chosen: Selection) -> str:
+    """Which models of ``chosen`` are marked ✕ for low label mass (:func:`audit.engine.metric_pass.label_mass`), or
+    ""."""
     low = sorted(set(mass.loc[mass["low"] & mass["model"].isin(chosen.models), "model"])) \
         if chosen.mode == "pointwise" else []
     return (f"Marked ✕ in the charts: {', '.join(low)} put less than {LOW_LABEL_MASS:.0%} of the next-token probability "

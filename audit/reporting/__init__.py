@@ -13,7 +13,7 @@ from audit.reporting.content import ReportSettings, collect
 from audit.reporting.findings import Finding, findings
 from audit.reporting.render import render_html
 from audit.store.runs import data_reads, record_report
-from audit.engine.views import StoreTables
+from audit.engine.tables import StoreTables
 
 #: a report's steps, as :func:`build_report` announces them
 COMPUTING, WRITING, PRINTING = ("computing the audit's numbers", "drawing the charts and writing the document",

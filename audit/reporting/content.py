@@ -25,7 +25,8 @@ from audit.tasks.recorded import mode_name
 from audit.engine.selection import Selection
 from audit.store.database import Store, data_hash
 from audit.store.runs import tool_version, trail
-from audit.engine.views import StoreTables, regroup
+from audit.engine.tables import StoreTables
+from audit.engine.metric_pass import regroup
 
 @dataclass(frozen=True)
 class ReportSettings:

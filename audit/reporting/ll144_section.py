@@ -20,7 +20,7 @@ from audit.engine.audit import Audit
 from audit.formatting import ratio, subtask_name
 from audit.reporting.provenance import RECORDED_HASHES
 from audit.metrics.ll144 import MIN_APPLICANTS, SMALL_SHARE, UNKNOWN
-from audit.engine.views import StoreTables
+from audit.engine.tables import StoreTables
 
 def _sources(tables: StoreTables, models: list[str]) -> list[str]:
     """Per recorded model: its source, source hash and the date range of its decisions, from its stored details."""

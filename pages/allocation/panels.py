@@ -6,7 +6,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from audit.engine import views
+from pages.view_models.view import View
 from audit.present import charts, exports, readable
 from audit.errors import AuditError
 from audit.metrics.planner import plan_at
@@ -18,7 +18,7 @@ from pages.view_models.report_view import report_settings
 from pages.shared import common, verdict_panel
 
 
-def planner_panel(view: views.View, model: str, subtask: str, k: int) -> go.Figure | None:
+def planner_panel(view: View, model: str, subtask: str, k: int) -> go.Figure | None:
     """The audit planner for one (model, subtask) as pilot: the target half-width, the answer and the curve."""
     st.subheader("Audit planner")
     if not st.toggle("plan an audit from this pilot: candidates per group for a target CI", key="plan_on"):
@@ -45,13 +45,13 @@ def planner_panel(view: views.View, model: str, subtask: str, k: int) -> go.Figu
     return fig
 
 
-def impact(view: views.View, k: int) -> pd.DataFrame:
+def impact(view: View, k: int) -> pd.DataFrame:
     """Impact ratios at k under every grouping the task declares whose pools exceed k, for the view's selection
     (kept by its cached audit; shared, never mutated)."""
     return common.audit(view).impact((k,))
 
 
-def bundle_tables(view: views.View, k: int) -> dict[str, pd.DataFrame]:
+def bundle_tables(view: View, k: int) -> dict[str, pd.DataFrame]:
     """The verdict and impact tables at quota k, as the CLI exports them, for the report bundle (a table not
     defined for this selection is left out)."""
     out = {}
@@ -63,7 +63,7 @@ def bundle_tables(view: views.View, k: int) -> dict[str, pd.DataFrame]:
     return out
 
 
-def impact_section(view: views.View, k: int) -> None:
+def impact_section(view: View, k: int) -> None:
     """The impact ratios of the view's scoring mode at quota k, as exported (codes, every interval bound)."""
     mode = view.selection.mode
     shown = mode_name(common.design(view), mode)
@@ -82,7 +82,7 @@ def impact_section(view: views.View, k: int) -> None:
             st.caption(readable.not_defined(grouping, None, k))
 
 
-def report_buttons(view: views.View, k: int, adjust: str = "holm") -> None:
+def report_buttons(view: View, k: int, adjust: str = "holm") -> None:
     """HTML and PDF buttons that build the audit report of the current view, each step shown as it runs, then offer
     it for download."""
     st.subheader("Audit report")

@@ -1,11 +1,13 @@
-"""The app's frame: the sidebar (store, task, filters) that makes the :class:`audit.engine.views.View` every page reads."""
+"""The app's frame: the sidebar (store, task, filters) that makes the :class:`audit.engine.View` every page reads."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import streamlit as st
 
-from audit.engine import views
+from pages.view_models.view import INCONSISTENT, View
+from audit.engine.metric_pass import MODES, pool_of
+from audit.engine.tables import StoreTables
 from audit.errors import AuditError
 from audit.formatting import subtask_name
 from audit.metrics.presets import PRESETS
@@ -30,7 +32,7 @@ def configure() -> None:
     st.set_page_config(page_title="Allocation audit", page_icon=":material/balance:", layout="wide")
 
 
-def page() -> views.View | None:
+def page() -> View | None:
     """Call first on every page: the view the sidebar selected (None if the store has nothing to show). ``app.py``
     renders the sidebar before the page (so its widgets keep their state); a page run without it (Streamlit's
     ``pages/`` fallback, AppTest after a page switch) renders the sidebar itself."""
@@ -47,7 +49,7 @@ def entry_sidebar() -> None:
 
 
 def sidebar() -> None:
-    """Store path, task and filters; stores the resulting :class:`views.View` in the session state."""
+    """Store path, task and filters; stores the resulting :class:`View` in the session state."""
     st.session_state["view"] = None
     with st.sidebar:
         st.header("Result store")
@@ -87,7 +89,7 @@ def store_input() -> str:
     return path
 
 
-def view_inputs(path: str, stored: views.StoreTables) -> views.View:
+def view_inputs(path: str, stored: StoreTables) -> View:
     """Task, mode, grouping, reference, filters and bootstrap settings; every choice comes from the task's design."""
     if st.session_state.get("task") not in stored.tasks():  # a reload: the address's task; another store: its first
         st.session_state["task"] = address.opened_task(st.session_state, stored.tasks()) or stored.tasks()[0]
@@ -97,7 +99,7 @@ def view_inputs(path: str, stored: views.StoreTables) -> views.View:
     design = stored.design(task)
     rows = stored.scores[stored.scores["task"] == task]
     present = set(rows["mode"].unique())
-    mode = st.selectbox("scoring mode", [m for m in views.MODES if m in present], key=f"mode_{task}",
+    mode = st.selectbox("scoring mode", [m for m in MODES if m in present], key=f"mode_{task}",
                         format_func=lambda m: mode_name(design, m))
     rows = rows[rows["mode"] == mode]
     grouping = st.radio("grouping", list(design.groupings), key=f"grouping_{task}", horizontal=True,
@@ -107,7 +109,7 @@ def view_inputs(path: str, stored: views.StoreTables) -> views.View:
     reference = st.selectbox("reference group", groups, index=groups.index(stored_ref) if stored_ref in groups else 0,
                              key=f"ref_{task}_{grouping}", format_func=design.display_name,
                              help=TOOLTIPS["reference"].format(stored=design.display_name(stored_ref)))
-    pool = views.pool_of(design, mode)
+    pool = pool_of(design, mode)
     st.caption(f"pool design: {pool} · qualified: {design.qualification}")
     models, subtasks = sorted(rows["model"].unique()), sorted(rows["subtask"].unique())
     chosen_models = st.multiselect("models", models, default=models, key=f"models_{task}_{mode}",
@@ -124,17 +126,17 @@ def view_inputs(path: str, stored: views.StoreTables) -> views.View:
     with st.expander("paper settings"):
         preset = st.radio("estimators", list(PRESETS), key="preset", horizontal=True,
                           help="; ".join(f"{p.name}: {p.description}" for p in PRESETS.values()))
-        cut = st.radio("leave out pairwise models with more inconsistent pairs than", list(views.INCONSISTENT),
+        cut = st.radio("leave out pairwise models with more inconsistent pairs than", list(INCONSISTENT),
                        key="max_inconsistent", horizontal=True, disabled=mode == "pointwise")
     selection = Selection(task, mode, models=tuple(chosen_models), subtasks=tuple(chosen_subtasks),
                           groups=tuple(chosen_groups), grouping=grouping, reference=reference, preset=preset,
-                          max_inconsistent=None if mode == "pointwise" else views.INCONSISTENT[cut], ci=ci,
+                          max_inconsistent=None if mode == "pointwise" else INCONSISTENT[cut], ci=ci,
                           n_boot=n_boot)
-    return views.View(store=path, version=store_version(path), selection=selection)
+    return View(store=path, version=store_version(path), selection=selection)
 
 
 
-def need_view() -> views.View:
+def need_view() -> View:
     """The current view (see :func:`page`), or stop the page with a hint when the store holds nothing to show."""
     current = page()
     if current is None:

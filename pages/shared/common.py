@@ -10,7 +10,10 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from audit.engine import views
+from audit.design import AuditDesign
+from audit.engine.tables import StoreTables
+from pages.view_models.view import View
+from audit.engine.metric_pass import label_mass, regroup
 from audit.present import exports, readable
 from audit.present.tooltips import TOOLTIPS
 from audit.engine.audit import Audit
@@ -24,32 +27,32 @@ from pages.view_models.report_view import bundle_settings
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def load_tables(path: str, version: tuple) -> views.StoreTables:
+def load_tables(path: str, version: tuple) -> StoreTables:
     """Every table of the store at ``path``, each read once; ``version`` keys the cache."""
     with Store(path, create=False) as store:
-        return views.StoreTables.read(store)
+        return StoreTables.read(store)
 
 
-def tables(view: views.View) -> views.StoreTables:
+def tables(view: View) -> StoreTables:
     """The store's tables for the current view."""
     return load_tables(view.store, view.version)
 
 
-def design(view: views.View) -> views.AuditDesign:
+def design(view: View) -> AuditDesign:
     """The stored design of the view's task."""
     return tables(view).design(view.selection.task)
 
 
-def names(view: views.View) -> dict[str, str]:
+def names(view: View) -> dict[str, str]:
     """Group code → display name for every group of the view's task (whole codes and each grouping's)."""
     scores = tables(view).scores
     return readable.group_names(design(view), scores.loc[scores["task"] == view.selection.task, "group"].unique())
 
 
-def view_scores(view: views.View) -> pd.DataFrame:
+def view_scores(view: View) -> pd.DataFrame:
     """The score rows of the view's task and mode with groups coarsened to its grouping."""
     scores = tables(view).scores
-    return views.regroup(scores[(scores["task"] == view.selection.task) & (scores["mode"] == view.selection.mode)],
+    return regroup(scores[(scores["task"] == view.selection.task) & (scores["mode"] == view.selection.mode)],
                          design(view).part(view.selection.grouping))
 
 
@@ -62,19 +65,19 @@ def audit_of(path: str, version: tuple, selection: Selection) -> Audit:
     return Audit(load_tables(path, version), selection, draws=True, base=base)
 
 
-def audit(view: views.View, selection: Selection | None = None) -> Audit:
+def audit(view: View, selection: Selection | None = None) -> Audit:
     """The cached audit of the view's selection (or of ``selection`` on the view's store)."""
     return audit_of(view.store, view.version, selection or view.selection)
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def at_quota(view: views.View, k: int, method: str = "holm") -> Quota:
+def at_quota(view: View, k: int, method: str = "holm") -> Quota:
     """The view's audit at quota k with p-values adjusted by ``method`` (rows flagged for label mass); shared by
     every page, never mutated."""
     return Quota.of(audit(view, replace(view.selection, adjust=method)), k, tables(view).scores)
 
 
-def metric_view(current: views.View, slider_key: str) -> tuple[pd.DataFrame, int]:
+def metric_view(current: View, slider_key: str) -> tuple[pd.DataFrame, int]:
     """The metric table of ``current`` for every k (unfiltered, shared: never mutate it) and the quota k of the
     page's slider; stops the page with the reason when there is nothing to show."""
     try:
@@ -86,7 +89,8 @@ def metric_view(current: views.View, slider_key: str) -> tuple[pd.DataFrame, int
     if found.skipped:
         with st.expander(f"{len(found.skipped)} model · subtask combination(s) left out"):
             st.text("\n".join(found.skipped))
-    note = readable.low_mass_note(views.label_mass(tables(current).scores, current.selection.task), current)
+    note = readable.low_mass_note(label_mass(tables(current).scores, current.selection.task),
+                                  current.selection)
     if note:
         st.info(note)
     pool = int(found.table["k"].max())
@@ -100,7 +104,7 @@ def error(title: str, exc: Exception, box: Callable[[str], Any] = st.error) -> N
     st.code(str(exc), language=None, wrap_lines=True)
 
 
-def quota_slider(pool: int, key: str, view: views.View) -> int:
+def quota_slider(pool: int, key: str, view: View) -> int:
     """The quota k slider, 1 … pool size − 1 (at k = pool size everyone is selected and every gap is 0 by
     construction). Each task of ``view`` keeps its own k, shared by every page: it opens at the page address's ``k``
     when the address names the task, else at the design's quota, and goes back into the address."""
@@ -137,7 +141,7 @@ def chart(fig: go.Figure, table: pd.DataFrame, name: str) -> None:
 
 
 def bundle_button(page: str, figures: dict[str, go.Figure], tables_: dict[str, pd.DataFrame],
-                  current: views.View, more: Callable[[], dict[str, pd.DataFrame]] = dict, **settings: object) -> None:
+                  current: View, more: Callable[[], dict[str, pd.DataFrame]] = dict, **settings: object) -> None:
     """One-click zip of the page's charts (every format), tables (``more``: tables built on the click) and
     settings (fingerprints, k, reference)."""
     payload = bundle_settings(current, tables(current).scores, page, pool=audit(current).pool, **settings)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from audit.engine import views
+from pages.view_models.view import View
 from audit.formatting import md_text
 from audit.metrics.position import LARGER, UNBIASED_NOTE
 from audit.engine.positions import PositionAudit, first_shown_words, position_grid, ranked_decisions
@@ -19,7 +19,7 @@ def position_audit(path: str, version: tuple, task: str, ci: float) -> PositionA
     return None if decisions.empty else PositionAudit.of(decisions, ci)
 
 
-def show(view: views.View) -> None:
+def show(view: View) -> None:
     """The section, when the view's task holds ranked pools (nothing otherwise)."""
     found = position_audit(view.store, view.version, view.selection.task, view.selection.ci)
     if found is None:

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pandas as pd
 import streamlit as st
 
-from audit.engine import views
+from pages.view_models.view import View
 from audit.present import readable
 from audit.present.tooltips import TOOLTIPS
 from audit.errors import AuditError
@@ -43,17 +43,17 @@ def judged(path: str, version: tuple, selection: Selection, k: int) -> readable.
     return readable.verdict(audit.verdicts_at(k), audit.sizes("pointwise"), k, selection.ci or 0.95)
 
 
-def selection_of(view: views.View) -> Selection:
+def selection_of(view: View) -> Selection:
     """The verdict's selection of ``view``: the part of its selection the verdict reads, with the chosen family."""
     return replace(view.selection, family=family()).judged()
 
 
-def rows_at(view: views.View, k: int) -> pd.DataFrame:
+def rows_at(view: View, k: int) -> pd.DataFrame:
     """The verdict rows of ``view`` at quota k, every column (as ``verdict --format csv`` exports them)."""
     return common.audit(view, selection_of(view)).verdicts_at(k)
 
 
-def every_quota_row(view: views.View) -> None:
+def every_quota_row(view: View) -> None:
     """The verdict of each system at every valid quota k, one compact row per system (where adverse impact appears
     and where it vanishes), from the same cached computation as the verdict above."""
     try:
@@ -67,7 +67,7 @@ def every_quota_row(view: views.View) -> None:
     st.dataframe(readable.quota_strip(table), hide_index=True, width="stretch", key="verdict_every_k")
 
 
-def verdict(view: views.View, k: int, *, impact: bool = False) -> None:
+def verdict(view: View, k: int, *, impact: bool = False) -> None:
     """The overall verdict, one row per system, the categories in an expander; with ``impact``, the impact table of
     each grouping up front (or why it is not defined at k)."""
     selection = selection_of(view)

@@ -10,7 +10,7 @@ import pandas as pd
 from audit.engine.audit import Audit
 from audit.present.charts import SIGNIFICANCE_RULE, excludes_zero
 from audit.metrics.inference import METHODS, gap_test
-from audit.engine.views import label_mass
+from audit.engine.metric_pass import label_mass
 
 
 def with_label_mass(table: pd.DataFrame, scores: pd.DataFrame, task: str, mode: str) -> pd.DataFrame:

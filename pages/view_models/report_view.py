@@ -9,7 +9,8 @@ import pandas as pd
 
 from audit.metrics.verdict import DEFAULT_FAMILY
 from audit.reporting import ReportSettings
-from audit.engine.views import View, fingerprints
+from pages.view_models.view import View
+from audit.engine.tables import fingerprints
 
 
 def report_settings(view: View, k: int, adjust: str = "holm", family: str = DEFAULT_FAMILY, *,
