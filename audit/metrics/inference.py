@@ -198,10 +198,16 @@ def adjust(pvalues: Sequence[float] | np.ndarray, method: str = "holm") -> np.nd
 def adjusted(table: pd.DataFrame, method: str = "holm", *, by: Sequence[str] = ("model", "mode", "k"),
              columns: Sequence[str] = ("dp_gap_p", "eo_gap_p")) -> pd.DataFrame:
     """``table`` with ``{column}adj`` (e.g. ``dp_gap_padj``): each p-value column adjusted within every family ``by``
-    (default: the groups × subtasks of one model, mode and k), gap by gap."""
+    (default: the groups × subtasks of one model, mode and k), gap by gap; rows with a missing ``by`` value stay NaN.
+    The families are found once and each is adjusted as an array (thousands of families at every k of a big pool)."""
     out = table.copy()
+    codes = out.groupby(list(by), sort=False, observed=True).ngroup().to_numpy()
+    order = np.argsort(codes, kind="stable")  # each family's rows in table order, as adjust() is given them
+    families = [rows for rows in np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)
+                if len(rows) and codes[rows[0]] >= 0]
     for column in columns:
-        out[f"{column}adj"] = np.nan
-        for _, index in out.groupby(list(by), sort=False, observed=True).groups.items():
-            out.loc[index, f"{column}adj"] = adjust(out.loc[index, column].to_numpy(), method)
+        values, result = out[column].to_numpy(dtype=float), np.full(len(out), np.nan)
+        for rows in families:
+            result[rows] = adjust(values[rows], method)
+        out[f"{column}adj"] = result
     return out
