@@ -2,6 +2,8 @@
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from audit.errors import AuditError
@@ -125,6 +127,25 @@ def test_holm_and_benjamini_hochberg_by_hand():
                           "eo_gap_p": [0.5, 0.5, 0.5]})
     out = adjusted(table, "holm")
     assert list(out["dp_gap_padj"]) == [0.02, 0.04, 0.04]  # each model is its own family
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 40), st.integers(0, 2**32 - 1), st.sampled_from(["holm", "bh"]))
+def test_adjusted_adjusts_each_family_on_its_own(rows, seed, method):
+    """Every family (model, mode, k) adjusted alone equals the table adjusted at once; rows with a missing key stay
+    NaN, NaN p-values stay NaN and do not count."""
+    rng = np.random.default_rng(seed)
+    table = pd.DataFrame({"model": rng.choice(["a", "b", None], rows), "mode": rng.choice(["p", "q"], rows),
+                          "k": rng.integers(1, 4, rows), "dp_gap_p": np.where(rng.random(rows) < 0.2, np.nan,
+                                                                              rng.random(rows)),
+                          "eo_gap_p": rng.choice([0.01, 0.5, 1.0, np.nan], rows)})
+    out = adjusted(table, method)
+    for column in ("dp_gap_p", "eo_gap_p"):
+        expected = np.full(rows, np.nan)
+        for key in {(m, d, k) for m, d, k in zip(table["model"], table["mode"], table["k"]) if isinstance(m, str)}:
+            members = np.flatnonzero([(m, d, k) == key for m, d, k in zip(table["model"], table["mode"], table["k"])])
+            expected[members] = adjust(table[column].to_numpy()[members], method)
+        assert np.array_equal(out[f"{column}adj"].to_numpy(), expected, equal_nan=True)
 
 
 def test_weighted_metrics_on_the_original_counts_match_the_candidate_metrics():
