@@ -4,7 +4,7 @@ each system's categories), which must stay within α = 5 % plus twice the Monte 
     python bench/calibration.py [--replicates 200] [--seed 0]
 
 Each row is a design of seeded fair logs (:mod:`audit.metrics.simulate`; no group is favoured), each replicate one
-system judged by :func:`audit.metrics.verdict.measure` and ``decide`` (threshold 0.8, α = 0.05) under the family
+system judged by :func:`audit.engine.verdict.measure` and ``decide`` (threshold 0.8, α = 0.05) under the family
 ``grouping`` (the design's groups in one grouping) and, for the designs of 4 groups read as 2 × 2, ``system`` (sex, race and their intersection
 judged together: a system is adverse when any of its 4 + 2 + 2 categories is). Rank designs read the top k of each
 pool (ties at the quota a fair lottery); 0/1 logs their recorded decisions; score logs the scoring rate (above the
@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from audit.metrics.keys import selection_keys, with_decisions  # noqa: E402
 from audit.metrics.simulate import decision_log, pool_logs  # noqa: E402
-from audit.metrics.verdict import ADVERSE, decide, measure  # noqa: E402
+from audit.engine.verdict import ADVERSE, decide, measure  # noqa: E402
 
 NO_OUTCOMES = pd.DataFrame(columns=["model", "task", "subtask", "outcome"])
 

@@ -4,7 +4,7 @@
 
 Seeded decision logs (:func:`audit.metrics.simulate.pool_logs`): pools of one applicant per group, k = 1, one group
 (B) first in its pool with r times the chance of each other group (its true impact ratio at k = 1), n pools = n
-applicants per group. Each replicate audit is judged by :func:`audit.metrics.verdict.measure` and ``decide`` (family
+applicants per group. Each replicate audit is judged by :func:`audit.engine.verdict.measure` and ``decide`` (family
 ``system``, α = 0.05, threshold 0.8) under both readings: ``practice`` (ratio below 0.8 and the adjusted exact test
 rejects) and ``strict`` (also the ratio's upper 95 % bound below 0.8). Prints a Markdown table per group count.
 """
@@ -20,7 +20,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from audit.metrics.simulate import pool_logs  # noqa: E402
-from audit.metrics.verdict import ADVERSE, NO_EVIDENCE, decide, measure  # noqa: E402
+from audit.engine.verdict import ADVERSE, NO_EVIDENCE, decide, measure  # noqa: E402
 
 RATIOS = (0.5, 0.6, 0.7, 0.78, 0.8, 0.82, 0.9, 1.0)
 SIZES = (100, 500, 2000)

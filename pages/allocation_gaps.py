@@ -10,7 +10,7 @@ from audit.present.tooltips import TOOLTIPS
 from audit.errors import AuditError
 from audit.formatting import subtask_name
 from audit.tasks.recorded import shown_modes
-from audit.metrics.inference import METHODS
+from audit.engine.choices import METHODS
 from pages.allocation.panels import bundle_tables, impact_section, planner_panel, report_buttons
 from pages.frame import sidebar
 from pages.shared import common, verdict_panel

@@ -4,7 +4,7 @@ the impact ratio over time with its anytime-valid band, the recent window and th
 import streamlit as st
 
 from audit.errors import AuditError
-from audit.metrics.verdict import DEFAULT_FAMILY, FAMILIES
+from audit.engine.verdict import DEFAULT_FAMILY, FAMILIES
 from audit.engine.monitor import PERIODS, MonitorSettings, Monitoring, monitor_table
 from audit.present import monitor_chart
 from audit.present.tooltips import TOOLTIPS

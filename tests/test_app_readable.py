@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from audit.cli import main
 from audit.formatting import ratio
-from audit.metrics.verdict import NO_EVIDENCE
+from audit.engine.verdict import NO_EVIDENCE
 from audit.paths import DEMO_STORE
 
 os.environ["HF_HUB_OFFLINE"] = "1"

@@ -79,7 +79,7 @@ def test_one_quota_check(tables, ks, groupings, message):
 def test_the_library_functions_apply_the_same_rule(tables):
     """The verdict and the planner, called directly, refuse k = pool size with the Audit's words."""
     from audit.metrics.planner import plan_at
-    from audit.metrics.verdict import verdicts
+    from audit.engine.verdict import verdicts
 
     found = Audit(tables, Selection("resume", models=("gemma3-270m",), subtasks=("retail",), n_boot=20, n_perm=20))
     with pytest.raises(AuditError, match="quota k=2 is not below the pool size 2 of the gender grouping: at k = pool "

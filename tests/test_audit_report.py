@@ -18,7 +18,7 @@ import pytest
 from audit.cli import build_parser, main
 from fake_backend import installed
 from helpers import audit_json
-from audit.metrics.verdict import rule_text
+from audit.engine.verdict import rule_text
 from audit.paths import DEMO_STORE
 from audit.reporting import ReportSettings, build_report, print_pdf, report_steps
 from audit.reporting.layout import measure, too_wide

@@ -9,7 +9,7 @@ import pytest
 
 from audit.engine.audit import Audit
 from audit.metrics.impact import FOUR_FIFTHS
-from audit.metrics.verdict import ADVERSE, NO_EVIDENCE
+from audit.engine.verdict import ADVERSE, NO_EVIDENCE
 from audit.paths import DEMO_STORE
 from audit.present.readable import category_verdicts
 from audit.engine.selection import Selection

@@ -7,7 +7,7 @@ from scipy.stats import binomtest, fisher_exact, norm
 
 from audit.metrics.exact import PoolCounts, katz_bounds, pair_errors, pair_pvalue, stratified_pvalue
 from audit.metrics.impact import ratio_level
-from audit.metrics.verdict import planned_units
+from audit.engine.verdict import planned_units
 
 
 def picks(rng: np.random.Generator, pools: int, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -116,7 +116,7 @@ def test_pools_of_different_make_up_are_told_apart_from_the_headline():
     """a mostly in pools of 10 (k = 1: rate 0.1 there), b mostly in pools of 2 (rate 0.5), both sharing 100 pools
     of 1 a + 1 b ranked at random: the headline ratio (all applicants) is far below the within-pool ratio (≈ 1), and
     the cell's evidence says so."""
-    from audit.metrics.verdict import decide, measure
+    from audit.engine.verdict import decide, measure
 
     rng = np.random.default_rng(8)
     groups = [["A"] + ["C"] * 9] * 300 + [["B", "C"]] * 300 + [["A", "B"]] * 100

@@ -11,7 +11,7 @@ from helpers import score_table
 
 from audit.cli import main
 from audit.errors import AuditError
-from audit.metrics.verdict import (ADVERSE, BEYOND_REACH, INCONCLUSIVE, MORE_DATA, NO_EVIDENCE, ON_THRESHOLD,
+from audit.engine.verdict import (ADVERSE, BEYOND_REACH, INCONCLUSIVE, MORE_DATA, NO_EVIDENCE, ON_THRESHOLD,
                                    PLAN_REACH, check_k, classify, rollup, rule_text, verdicts)
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 
 from audit.metrics.exact import segment_sums
-from audit.metrics.verdict import measure
+from audit.engine.verdict import measure
 
 
 def system(rng: np.random.Generator, name: str, pools: int, size: int, favoured: str) -> pd.DataFrame:

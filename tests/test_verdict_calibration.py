@@ -1,14 +1,14 @@
 """Null simulations of the verdict rule (issue 29): seeded decision logs with no bias are called "adverse impact"
 in at most 5 % of audits plus twice the Monte Carlo error, per family; a true ratio of 0.6 is found.
 
-Each replicate audit is one system (model) of one score table, judged by :func:`audit.metrics.verdict.measure` and
+Each replicate audit is one system (model) of one score table, judged by :func:`audit.engine.verdict.measure` and
 :func:`decide` directly (the CLI's computation without its I/O). With one grouping per system the ``grouping`` and
 ``system`` families coincide; the ``audit`` family would pool the replicates, so it is checked on one audit of
 several systems instead (its adjustment covers more comparisons, so it never rejects more)."""
 import numpy as np
 import pytest
 
-from audit.metrics.verdict import ADVERSE, decide, measure
+from audit.engine.verdict import ADVERSE, decide, measure
 from audit.metrics.simulate import pool_logs
 
 REPLICATES = 200

@@ -13,7 +13,7 @@ from audit.commands.io import emit, records
 from audit.commands.verdict_commands import verdict_rows
 from audit.errors import AuditError
 from audit.formatting import markdown_table, md_text, pvalue, subtask_name
-from audit.metrics.verdict import ADVERSE, INCONCLUSIVE, rollup
+from audit.engine.verdict import ADVERSE, INCONCLUSIVE, rollup
 from audit.engine.monitor import MonitorSettings, monitor_table
 from audit.store.output import check_target, write_atomic
 from audit.engine.policy import Policy, load_policy

@@ -11,7 +11,7 @@ from audit.engine.audit import Audit
 from audit.commands.io import emit, emit_table, parse_quotas, read_table_file, records
 from audit.commands.options import add_adjust, add_bootstrap, add_output, add_selection, selection_from
 from audit.errors import AuditError
-from audit.metrics.schema import is_pairwise
+from audit.engine.choices import is_pairwise
 from audit.metrics.shape import score_shape
 from audit.store.database import Store
 from audit.tasks.recorded import shown_modes

@@ -10,9 +10,8 @@ import pandas as pd
 from audit.commands.io import emit, records
 from audit.commands.options import add_output, check_date
 from audit.formatting import markdown_table, number, subtask_name
-from audit.metrics.impact import FOUR_FIFTHS
-from audit.metrics.monitoring import HORIZON, WINDOW
-from audit.metrics.verdict import DEFAULT_FAMILY, FAMILIES
+from audit.engine.choices import FOUR_FIFTHS, HORIZON, WINDOW
+from audit.engine.verdict import DEFAULT_FAMILY, FAMILIES
 from audit.engine.monitor import PERIODS, MonitorSettings, Monitoring, monitor_table
 from audit.store.output import csv_text
 from audit.store.database import Store

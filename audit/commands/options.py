@@ -5,7 +5,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from audit.errors import AuditError
-from audit.metrics.inference import METHODS
+from audit.engine.choices import METHODS, PRESETS
 from audit.engine.selection import N_BOOT, N_PERM
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ def add_adjust(parser: argparse.ArgumentParser) -> None:
 
 def add_verdict_rule(parser: argparse.ArgumentParser) -> None:
     """``--family`` (the verdict's multiple-testing family) and ``--rule`` (its reading of adverse impact)."""
-    from audit.metrics.verdict import DEFAULT_FAMILY, FAMILIES, RULES
+    from audit.engine.verdict import DEFAULT_FAMILY, FAMILIES, RULES
 
     parser.add_argument("--family", choices=tuple(FAMILIES), default=DEFAULT_FAMILY,
                         help="multiple-testing family of the verdict's Holm adjustment: "
@@ -74,7 +74,6 @@ def add_selection(parser: argparse.ArgumentParser, *, k: str = "list", k_help: s
     ``--task``, ``--mode``, ``--models``, ``--subtasks``, ``--grouping`` (repeatable with ``groupings``),
     ``--reference``, ``--pool``, ``--k`` (``list``: quotas such as 2, 1-8 or 1,3,5; ``one``: one quota, default the
     design's), with ``groups`` ``--groups``, with ``metrics`` ``--preset`` and ``--max-inconsistent``."""
-    from audit.metrics.presets import PRESETS
 
     parser.add_argument("--task", help="the task to audit (default: the store's only task)")
     parser.add_argument("--mode", default=mode, help=f"scoring mode (default {mode or 'every mode of the task'})")

@@ -10,7 +10,7 @@ from audit.errors import AuditError
 from audit.store.output import csv_text
 from audit.commands.io import emit, read_table_file, records
 from audit.commands.options import add_bootstrap, add_output, add_selection, selection_from
-from audit.metrics.planner import SIZES
+from audit.engine.choices import SIZES
 from audit.store.database import Store
 from audit.engine.tables import StoreTables
 

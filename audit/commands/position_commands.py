@@ -9,7 +9,7 @@ import pandas as pd
 from audit.commands.io import emit, emit_table
 from audit.errors import AuditError
 from audit.formatting import markdown_table, md_text
-from audit.metrics.position import LARGER, UNBIASED_NOTE
+from audit.engine.choices import LARGER, UNBIASED_NOTE
 from audit.engine.positions import PositionAudit, ranked_decisions
 from audit.store.database import Store
 

@@ -19,9 +19,8 @@ from audit.commands.io import cli_options, emit, read_table_file, records
 from audit.commands.policy_options import add_policy, apply_policy
 from audit.commands.options import (add_adjust, add_bootstrap, add_selection, add_verdict_rule, check_date,
                                     selection_from)
-from audit.metrics.keys import UNQUOTED
+from audit.engine.choices import FOUR_FIFTHS, UNQUOTED
 from audit.store.output import check_target, csv_text
-from audit.metrics.impact import FOUR_FIFTHS
 from audit.engine.selection import N_PERM, Selection
 from audit.store.database import Store
 from audit.tasks import study

@@ -13,9 +13,9 @@ from audit.commands.policy_options import add_policy, apply_policy
 from audit.commands.options import add_bootstrap, add_output, add_selection, add_verdict_rule, selection_from
 from audit.errors import AuditError
 from audit.formatting import markdown_table, pvalue, ratio, subtask_name
-from audit.metrics.impact import FOUR_FIFTHS
+from audit.engine.choices import FOUR_FIFTHS
 from audit.design import WHOLE, PoolDesign
-from audit.metrics.verdict import rollup, rule_text, store_line
+from audit.engine.verdict import rollup, rule_text, store_line
 from audit.present.readable import system_verdicts, verdict_words
 from audit.store.output import csv_text
 from audit.store.database import Store

@@ -24,11 +24,11 @@ from audit.metrics.inference import METHODS, adjusted
 from audit.metrics.keys import KeyData, Regroupings, with_decisions
 from audit.metrics.ll144 import SMALL_SHARE, UNKNOWN, ll144_rows
 from audit.metrics.pairwise import drop_unreliable
-from audit.metrics.planner import plan, plan_curves
+from audit.metrics.planner import plan, plan_at, plan_curves
 from audit.metrics.pools import pool_size
 from audit.metrics.quota import check_quota
 from audit.metrics.schema import is_pairwise, text_categories
-from audit.metrics.verdict import decide, measure
+from audit.engine.verdict import decide, measure
 from audit.engine.selection import Selection
 from audit.tasks.recorded import ll144_groupings
 from audit.engine.metric_pass import MetricRows, metric_rows, pool_of, regroup
@@ -267,7 +267,7 @@ class Audit:
     @memoised
     def verdicts(self, ks: tuple[int, ...], groupings: tuple[str, ...] = (), threshold: float = FOUR_FIFTHS,
                  excluded: tuple[tuple[str, str], ...] = ()) -> pd.DataFrame:
-        """Verdict rows (:data:`audit.metrics.verdict.COLUMNS`) of the pointwise scores plus ``name`` (the category's
+        """Verdict rows (:data:`audit.engine.verdict.COLUMNS`) of the pointwise scores plus ``name`` (the category's
         display name) at quotas ``ks`` for ``groupings`` (default: each declared grouping at the quotas below its
         pool size). Every grouping is measured, then all are decided together, so the selection's multiple-testing
         ``family`` and ``rule`` hold across groupings and systems. ``excluded``: (grouping, category) pairs left out
@@ -378,6 +378,11 @@ class Audit:
         scores = self._pilot(True)
         pilot = scores[(scores["model"] == model) & (scores["subtask"] == subtask)]
         return plan_curves(pilot, reference=self.reference, pool=self.pool, level=self.selection.ci or 0.95)
+
+    def plan_at(self, model: str, subtask: str, k: int, target: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """(curve, summary) of the planner at quota ``k`` with one (model, subtask) as pilot, read off
+        :meth:`plan_curves` (the page's slider moves k without a new pass)."""
+        return plan_at(self.plan_curves(model, subtask), k=k, target=target)
 
     def plan(self, k: int, *, target: float, sizes: Sequence[int], n_boot: int,
              level: float) -> tuple[pd.DataFrame, pd.DataFrame]:

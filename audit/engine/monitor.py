@@ -23,7 +23,7 @@ from audit.design import AuditDesign
 from audit.errors import AuditError
 from audit.metrics.ll144 import MIN_APPLICANTS, UNKNOWN
 from audit.metrics.monitoring import HORIZON, WINDOW, LookCounts, watch_pair
-from audit.metrics.verdict import DEFAULT_FAMILY, FAMILIES
+from audit.engine.verdict import DEFAULT_FAMILY, FAMILIES
 from audit.store.database import Store
 from audit.tasks.designs import completed
 from audit.engine.tables import one_task

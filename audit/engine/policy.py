@@ -25,7 +25,7 @@ from audit.bounded import read_bytes
 from audit.errors import AuditError
 from audit.metrics.impact import FOUR_FIFTHS
 from audit.metrics.monitoring import HORIZON
-from audit.metrics.verdict import DEFAULT_FAMILY, FAMILIES, RULES
+from audit.engine.verdict import DEFAULT_FAMILY, FAMILIES, RULES
 
 MAX_POLICY_BYTES = 64 * 1024
 """Largest policy file read (a policy is a few lines; a bigger file is refused before it is parsed)."""

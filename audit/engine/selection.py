@@ -15,8 +15,8 @@ class Selection:
     """One audit's choices. Empty ``models`` / ``subtasks`` / ``groups`` / ``ks`` mean all; ``grouping`` None keeps
     group codes whole; ``reference`` None is the stored design's reference (coarsened to the grouping); ``ci`` None
     gives no intervals; ``n_perm`` None gives no p-values; ``pool`` None is the stored pool design. ``family``: the
-    verdict's multiple-testing family (grouping, system or audit: :data:`audit.metrics.verdict.FAMILIES`);
-    ``rule``: its reading of adverse impact (practice or strict: :data:`audit.metrics.verdict.RULES`)."""
+    verdict's multiple-testing family (grouping, system or audit: :data:`audit.engine.verdict.FAMILIES`);
+    ``rule``: its reading of adverse impact (practice or strict: :data:`audit.engine.verdict.RULES`)."""
 
     task: str
     mode: str = "pointwise"

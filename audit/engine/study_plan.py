@@ -10,7 +10,7 @@ import pandas as pd
 
 from audit.engine.audit import Audit
 from audit.errors import AuditError
-from audit.metrics.verdict import BEYOND_REACH, NOT_COMPARABLE, ON_THRESHOLD, PLAN_REACH
+from audit.engine.verdict import BEYOND_REACH, NOT_COMPARABLE, ON_THRESHOLD, PLAN_REACH
 from audit.engine.selection import Selection
 from audit.store.database import Store
 from audit.tasks import study

@@ -4,7 +4,7 @@ cannot disagree).
 For each grouping (sex, race/ethnicity, their intersection) separately, per category: applicants, selected, selection
 rate, impact ratio = rate / the most-selected category's rate (among those with at least :data:`MIN_APPLICANTS`
 applicants, when any has) with its interval, and the exact test of no difference from the most-selected category
-with its adjusted p-value: the verdict's (:mod:`audit.metrics.verdict`), on the decisions the system recorded (the
+with its adjusted p-value: the verdict's (:mod:`audit.engine.verdict`), on the decisions the system recorded (the
 top k of each recorded pool for rankings; the 0/1 decision; a score above the sample's median). The test is
 stratified by the pools the decisions were made in (one pool per subtask for an unpooled log: Fisher's exact test)
 and adjusted as the verdict's family adjusts it. Missing or ``unknown`` values form the *unknown category*: counted
@@ -36,7 +36,7 @@ def unknown_mask(values: pd.Series) -> pd.Series:
 def ll144_rows(verdicts: pd.DataFrame, groupings: Mapping[str, str], *, exclude_small: str | None = None,
                excluded: Collection[tuple[str, str]] = ()) -> pd.DataFrame:
     """The summary (columns :data:`COLUMNS`) of one system's verdict rows at one quota
-    (:func:`audit.metrics.verdict.decide`), for ``groupings`` (LL144 name → the verdict's grouping): applicants and
+    (:func:`audit.engine.verdict.decide`), for ``groupings`` (LL144 name → the verdict's grouping): applicants and
     selected per category, the verdict's selection rate, impact ratio, interval, p and adjusted p, the categories
     under 2 % (``excluded``: the (grouping, category) pairs the verdict left out, when ``exclude_small`` justifies
     it), "insufficient evidence" where the category or the comparator has fewer than :data:`MIN_APPLICANTS`

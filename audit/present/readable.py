@@ -14,7 +14,7 @@ from audit.formatting import estimate, number, pvalue, ratio, subtask_name
 from audit.engine.metric_pass import LOW_LABEL_MASS
 from audit.engine.selection import Selection
 from audit.metrics.impact import FOUR_FIFTHS
-from audit.metrics.verdict import (ADVERSE, BEYOND_REACH, DEFAULT_FAMILY, FAMILIES, INCONCLUSIVE, MORE_DATA,
+from audit.engine.verdict import (ADVERSE, BEYOND_REACH, DEFAULT_FAMILY, FAMILIES, INCONCLUSIVE, MORE_DATA,
                                    NO_EVIDENCE, PLAN_REACH, rollup, rule_text, store_line)
 
 if TYPE_CHECKING:  # the scoring module loads the model backends: not needed to read a table

@@ -13,9 +13,7 @@ import pandas as pd
 from audit.engine.audit import Audit
 from audit.design import AuditDesign
 from audit.errors import AuditError
-from audit.metrics.impact import FOUR_FIFTHS
-from audit.metrics.inference import METHODS
-from audit.metrics.schema import is_pairwise
+from audit.engine.choices import FOUR_FIFTHS, METHODS, is_pairwise
 from audit.engine.monitor import Monitoring
 from audit.reporting.monitoring_section import watched
 from audit.reporting import provenance

@@ -1,4 +1,4 @@
-"""Findings in plain sentences, each significant by the report's one rule (:mod:`audit.metrics.verdict`): a gap
+"""Findings in plain sentences, each significant by the report's one rule (:mod:`audit.engine.verdict`): a gap
 is listed only when its p-value (the exact test stratified by pool for recorded pools, else a permutation test; each
 finding names its test), adjusted across the groups × subtasks of its system, is at most
 α = 1 − ci; an impact ratio only when its verdict is *adverse impact* (below the threshold and the Holm-adjusted test
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from audit.formatting import pvalue, ratio, subtask_name
-from audit.metrics.verdict import ADVERSE
+from audit.engine.verdict import ADVERSE
 
 #: above this many findings of one kind, the report lists them as a compact table instead of sentences
 SENTENCES_UP_TO = 6

@@ -19,7 +19,7 @@ import pandas as pd
 from audit.engine.audit import Audit
 from audit.formatting import ratio, subtask_name
 from audit.reporting.provenance import RECORDED_HASHES
-from audit.metrics.ll144 import MIN_APPLICANTS, SMALL_SHARE, UNKNOWN
+from audit.engine.choices import MIN_APPLICANTS, SMALL_SHARE, UNKNOWN
 from audit.engine.tables import StoreTables
 
 def _sources(tables: StoreTables, models: list[str]) -> list[str]:

@@ -9,7 +9,7 @@ from html import escape
 import pandas as pd
 import plotly.graph_objects as go
 
-from audit.metrics.verdict import FAMILIES
+from audit.engine.verdict import FAMILIES
 from audit.engine.monitor import MonitorSettings, Monitoring, monitor_table
 from audit.present import monitor_chart
 from audit.store.database import Store

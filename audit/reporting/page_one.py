@@ -11,7 +11,7 @@ from html import escape
 import pandas as pd
 
 from audit.formatting import pvalue, ratio, subtask_name
-from audit.metrics.verdict import ADVERSE, INCONCLUSIVE, NO_EVIDENCE, rollup, store_line
+from audit.engine.verdict import ADVERSE, INCONCLUSIVE, NO_EVIDENCE, rollup, store_line
 from audit.reporting.content import ReportData
 from audit.reporting.html import table
 from audit.tasks.recorded import mode_name

@@ -20,8 +20,8 @@ from audit.present import charts
 from audit.tasks import study
 from audit.present.exports import image_later
 from audit.formatting import correlation_table, estimate, number, pvalue, ratio, subtask_name
-from audit.metrics.inference import gap_test
-from audit.metrics.verdict import (ADVERSE, BEYOND_REACH, MORE_DATA, NO_ESTIMATE, NO_EVIDENCE, NOT_COMPARABLE,
+from audit.engine.choices import gap_test
+from audit.engine.verdict import (ADVERSE, BEYOND_REACH, MORE_DATA, NO_ESTIMATE, NO_EVIDENCE, NOT_COMPARABLE,
                                    ON_THRESHOLD, PLAN_REACH, RULES, rule_text)
 from audit.present.readable import family_words
 from audit.present.trail import readable

@@ -9,8 +9,7 @@ import streamlit as st
 from pages.view_models.view import View
 from audit.present import charts, exports, readable
 from audit.errors import AuditError
-from audit.metrics.planner import plan_at
-from audit.metrics.schema import is_pairwise
+from audit.engine.choices import is_pairwise
 from audit.reporting import ReportSettings, recorded_report, report_steps
 from audit.reporting.content import settings_record
 from audit.tasks.recorded import mode_name, shown_modes
@@ -29,7 +28,7 @@ def planner_panel(view: View, model: str, subtask: str, k: int) -> go.Figure | N
     target = st.number_input("target CI half-width of ΔDP", 0.005, 0.5, 0.05, 0.005, format="%.3f", key="plan_target")
     try:
         with st.spinner("Planning…"):
-            curve, summary = plan_at(common.audit(view).plan_curves(model, subtask), k=k, target=target)
+            curve, summary = common.audit(view).plan_at(model, subtask, k, target)
     except AuditError as exc:
         common.error("Cannot plan from this pilot:", exc)
         return None

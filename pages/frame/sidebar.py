@@ -10,7 +10,7 @@ from audit.engine.metric_pass import MODES, pool_of
 from audit.engine.tables import StoreTables
 from audit.errors import AuditError
 from audit.formatting import subtask_name
-from audit.metrics.presets import PRESETS
+from audit.engine.choices import PRESETS
 from audit.present.tooltips import TOOLTIPS
 from audit.engine.selection import N_BOOT, Selection
 from audit.store.files import default_store, is_demo, store_version, user_store

@@ -6,7 +6,7 @@ import streamlit as st
 
 from pages.view_models.view import View
 from audit.formatting import md_text
-from audit.metrics.position import LARGER, UNBIASED_NOTE
+from audit.engine.choices import LARGER, UNBIASED_NOTE
 from audit.engine.positions import PositionAudit, first_shown_words, position_grid, ranked_decisions
 from audit.store.database import Store
 

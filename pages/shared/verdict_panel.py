@@ -12,7 +12,7 @@ from pages.view_models.view import View
 from audit.present import readable
 from audit.present.tooltips import TOOLTIPS
 from audit.errors import AuditError
-from audit.metrics.verdict import DEFAULT_FAMILY, FAMILIES
+from audit.engine.verdict import DEFAULT_FAMILY, FAMILIES
 from audit.engine.selection import Selection
 from pages.shared import common
 

@@ -9,7 +9,7 @@ import pandas as pd
 
 from audit.engine.audit import Audit
 from audit.present.charts import SIGNIFICANCE_RULE, excludes_zero
-from audit.metrics.inference import METHODS, gap_test
+from audit.engine.choices import METHODS, gap_test
 from audit.engine.metric_pass import label_mass
 
 

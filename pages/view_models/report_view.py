@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 import pandas as pd
 
-from audit.metrics.verdict import DEFAULT_FAMILY
+from audit.engine.verdict import DEFAULT_FAMILY
 from audit.reporting import ReportSettings
 from pages.view_models.view import View
 from audit.engine.tables import fingerprints
