@@ -1,5 +1,5 @@
 """One audit, shaped like fairlearn's ``MetricFrame``: the store's tables and one :class:`audit.engine.selection.Selection`
-in; every view a page, a CLI command or the report shows (the resolved design, pool sizes, the metric rows with their
+in; every view a page, a CLI command or the report shows (the resolved design, pool sizes, position bias, the metric rows with their
 draws, rows / correlations / rankings at k, impact ratios, verdicts, a comparison, the planner's curves) computed on
 first use and kept, so a view not asked costs nothing and a failing view raises its AuditError only when asked.
 Regrouping, dropping unreliable pairwise models, the reference check and the one quota check live here."""
@@ -32,6 +32,7 @@ from audit.metrics.verdict import decide, measure
 from audit.engine.selection import Selection
 from audit.tasks.recorded import ll144_groupings
 from audit.engine.metric_pass import MetricRows, metric_rows, pool_of, regroup
+from audit.engine.positions import PositionAudit, task_positions
 from audit.engine.tables import StoreTables
 
 T = TypeVar("T")
@@ -248,6 +249,12 @@ class Audit:
         return model_rankings(rows), ndcg_bands(rows, *self.draws, level=self.selection.ci or 0.95)
 
     # -- views that need no metric pass ------------------------------------------------------------------------------
+    @cached_property
+    def positions(self) -> PositionAudit | None:
+        """Position bias of the task's ranked pools (imported rankings and listwise runs) at the selection's
+        confidence level (0.95 without one), or None when the task holds none."""
+        return task_positions(self.tables.ranked, self.selection.task, self.selection.ci or 0.95)
+
     @memoised
     def impact(self, ks: tuple[int, ...], groupings: tuple[str, ...] = ()) -> pd.DataFrame:
         """Impact ratios at quotas ``ks`` under each of ``groupings`` (default: every declared one whose pools exceed

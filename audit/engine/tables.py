@@ -33,6 +33,9 @@ class StoreTables:
     #: pairwise modes) and the pairwise prompts' columns :func:`store_summary` reads
     recorded_at: np.ndarray | None = None
     prompt_times: pd.DataFrame | None = None
+    #: every ranked decision with its shown position (:meth:`audit.store.database.Store.ranked_decisions`; None for
+    #: tables not read from a store)
+    ranked: pd.DataFrame | None = None
 
     @classmethod
     def from_scores(cls, scores: pd.DataFrame, designs: dict[tuple[str, str], AuditDesign] | None = None,
@@ -52,7 +55,7 @@ class StoreTables:
         scores, recorded_at = dated_scores(pointwise, prompts)
         del pointwise  # the summary is made from the scores when asked: no second copy of the rows is kept
         return cls(scores, pairs_of(prompts), model_table(store.models()), designs, store.recorded_systems(),
-                   recorded_at, prompts.reindex(columns=_PROMPT_TIMES))
+                   recorded_at, prompts.reindex(columns=_PROMPT_TIMES), store.ranked_decisions())
 
     @cached_property
     def summary(self) -> pd.DataFrame:
