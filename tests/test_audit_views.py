@@ -52,3 +52,32 @@ def test_no_positions_without_ranked_pools(tables):
     assert Audit(tables, Selection("resume")).positions is None
     assert Audit(tables, Selection("synthetic-dated-log")).positions is None
     assert Audit(StoreTables.from_scores(tables.scores), Selection(STUDY)).positions is None
+
+
+def test_shape_is_the_selections_moments_and_label_mass(tables):
+    selection = Selection("resume", models=("gemma3-270m", "smollm2-135m"), subtasks=("retail",), grouping="gender",
+                          reference="M", groups=("F",))
+    found = Audit(tables, selection).shape
+    rows = tables.scores[(tables.scores["task"] == "resume") & (tables.scores["mode"] == "pointwise")
+                         & tables.scores["model"].isin(selection.models)]
+    assert set(found.moments["group"]) == {"F", "M"} and set(found.moments["subtask"]) == {"retail"}
+    women = rows[(rows["subtask"] == "retail") & (rows["model"] == "gemma3-270m") & rows["group"].str.endswith("_F")]
+    row = found.moments.set_index(["model", "group"]).loc[("gemma3-270m", "F")]
+    centred = women["score"] - women["score"].mean()
+    m2, m3 = (centred ** 2).mean(), (centred ** 3).mean()
+    assert row["n"] == len(women) and row["skewness"] == pytest.approx(m3 / m2 ** 1.5)
+    mass = found.label_mass.set_index("model")
+    assert list(mass.index) == ["gemma3-270m", "smollm2-135m"]  # the selected models, over every subtask
+    gemma = rows.loc[rows["model"] == "gemma3-270m", "label_mass"]
+    assert mass.loc["gemma3-270m", "mean label mass"] == pytest.approx(gemma.mean())
+    assert mass.loc["gemma3-270m", "min label mass"] == gemma.min()
+    assert bool(mass.loc["gemma3-270m", "low"]) == (gemma.mean() < 0.05)
+
+
+def test_the_report_reads_the_audits_label_mass(tables):
+    from audit.reporting.content import ReportSettings, collect
+
+    found = Audit(tables, Selection("resume", n_boot=20, n_perm=20))
+    report = collect(ReportSettings(DEMO_STORE, Selection("resume", n_boot=20, n_perm=20)), tables)
+    expected = found.label_mass.drop(columns="low").rename(columns=lambda c: c.replace(" ", "_"))
+    pd.testing.assert_frame_equal(report.diagnostics, expected)

@@ -12,10 +12,11 @@ from audit.commands.io import emit, emit_table, parse_quotas, read_table_file, r
 from audit.commands.options import add_adjust, add_bootstrap, add_output, add_selection, selection_from
 from audit.errors import AuditError
 from audit.metrics.schema import is_pairwise
-from audit.metrics.shape import score_shape
 from audit.store.database import Store
 from audit.tasks.recorded import shown_modes
 from audit.engine.metric_pass import MODES
+from audit.engine.selection import Selection
+from audit.engine.shape import KEYS
 from audit.engine.tables import StoreTables
 
 
@@ -140,7 +141,16 @@ def _emit_validity(args: argparse.Namespace, blocks: dict[str, list[pd.DataFrame
 
 
 def run_shape(args: argparse.Namespace) -> int:
-    """Handler of ``shape``."""
-    table = score_shape(read_table_file(args.scores, "score table"))
-    emit_table(table, args.format, args.out)
+    """Handler of ``shape``: :attr:`audit.engine.audit.Audit.shape` of every task and mode of the score file, group
+    codes kept whole, in key order."""
+    scores = read_table_file(args.scores, "score table")
+    if "mode" not in scores:
+        raise AuditError("score table is missing column(s): mode")
+    if scores.empty:
+        raise AuditError("score table has no rows")
+    tables = StoreTables.from_scores(scores)
+    keys = tables.scores[["task", "mode"]].dropna().drop_duplicates().astype(str).itertuples(index=False)
+    table = pd.concat([Audit(tables, Selection(task, mode=mode)).shape.moments for task, mode in sorted(keys)],
+                      ignore_index=True)
+    emit_table(table.sort_values(list(KEYS), kind="stable", ignore_index=True), args.format, args.out)
     return 0
