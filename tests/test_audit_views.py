@@ -81,3 +81,15 @@ def test_the_report_reads_the_audits_label_mass(tables):
     report = collect(ReportSettings(DEMO_STORE, Selection("resume", n_boot=20, n_perm=20)), tables)
     expected = found.label_mass.drop(columns="low").rename(columns=lambda c: c.replace(" ", "_"))
     pd.testing.assert_frame_equal(report.diagnostics, expected)
+
+
+def test_group_sizes_count_candidates_in_the_audits_grouping(tables):
+    selection = Selection("resume", models=("smollm2-135m@4bit", "gemma3-270m"), grouping="gender", n_boot=20,
+                          n_perm=20)
+    sizes = Audit(tables, selection).group_sizes.set_index(["model", "subtask", "group"])["candidates"]
+    rows = tables.scores[(tables.scores["task"] == "resume") & (tables.scores["mode"] == "pointwise")]
+    women = rows[(rows["model"] == "gemma3-270m") & (rows["subtask"] == "retail") & rows["group"].str.endswith("_F")]
+    assert sizes[("gemma3-270m", "retail", "F")] == women["candidate_id"].nunique() > 0
+    assert set(sizes.index.get_level_values("model")) == set(selection.models)
+    assert set(sizes.index.get_level_values("group")) == {"F", "M"}
+    assert sizes[("smollm2-135m@4bit", "retail", "F")] < sizes[("gemma3-270m", "retail", "F")]

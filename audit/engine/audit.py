@@ -211,6 +211,14 @@ class Audit:
             raise AuditError("no metric rows for the selected models, subtasks and groups")
         return adjusted(table, self.selection.adjust) if self.selection.n_perm is not None else table
 
+    @cached_property
+    def group_sizes(self) -> pd.DataFrame:
+        """Candidates per model, subtask and group (in the audit's grouping) of the selection's scores, over the
+        models and subtasks of :attr:`table` (columns model, subtask, group, candidates)."""
+        table, rows = self.table, self.scores(self.selection.mode, self.grouping)
+        rows = rows[rows["model"].isin(table["model"]) & rows["subtask"].isin(table["subtask"])]
+        return rows.groupby(["model", "subtask", "group"])["candidate_id"].nunique().rename("candidates").reset_index()
+
     @property
     def skipped(self) -> tuple[str, ...]:
         """(model, subtask) keys the metric pass left out, with the reason."""

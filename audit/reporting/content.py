@@ -26,7 +26,6 @@ from audit.engine.selection import Selection
 from audit.store.database import Store, data_hash
 from audit.store.runs import tool_version, trail
 from audit.engine.tables import StoreTables
-from audit.engine.metric_pass import regroup
 
 @dataclass(frozen=True)
 class ReportSettings:
@@ -168,8 +167,8 @@ def collect(settings: ReportSettings, tables: StoreTables | None = None) -> Repo
     scores = load_scores(settings, tables.scores)
     task = str(scores["task"].iloc[0])
     with ThreadPoolExecutor(1, thread_name_prefix="report-store") as background:
-        read = background.submit(_stored, settings, scores.copy(), task)  # its own copy: pandas is not thread-safe
-        data = _computed(settings, tables, scores, task)
+        read = background.submit(_stored, settings, scores, task)  # scores: read by that thread alone
+        data = _computed(settings, tables, task)
         data.models, data.prompts, answers, data.data, data.trail, data.monitoring = read.result()
     if answers is not None:
         data.diagnostics = answers
@@ -193,7 +192,7 @@ def _stored(settings: ReportSettings, scores: pd.DataFrame, task: str
                         alpha=1 - (settings.ci or 0.95)))
 
 
-def _computed(settings: ReportSettings, tables: StoreTables, scores: pd.DataFrame, task: str) -> ReportData:
+def _computed(settings: ReportSettings, tables: StoreTables, task: str) -> ReportData:
     """The report's numbers from ``tables`` (its store-read parts left empty, for :func:`collect` to fill)."""
     audit = Audit(tables, replace(settings.selection, task=task, ks=()))
     k, why = tables.design(task).audited_quota(settings.k)
@@ -205,13 +204,10 @@ def _computed(settings: ReportSettings, tables: StoreTables, scores: pd.DataFram
         verdicts = audit.verdicts((k,), (), settings.threshold)
     resolved = replace(audit.selection, reference=audit.reference, grouping=audit.grouping, pool=audit.pool)
     settings = replace(settings, selection=resolved, k=k, quota_reason=why)
-    scores = regroup(scores[scores["model"].isin(metrics["model"]) & scores["subtask"].isin(metrics["subtask"])],
-                     audit.design.part(audit.grouping))
-    sizes = (scores.groupby(["model", "subtask", "group"])["candidate_id"].nunique().rename("candidates")
-             .reset_index())
     data = ReportData(
         settings=settings, task=task, design=audit.design, models=pd.DataFrame(),
-        subtasks=sorted(metrics["subtask"].unique()), group_sizes=sizes, prompts=pd.DataFrame(), metrics=metrics,
+        subtasks=sorted(metrics["subtask"].unique()), group_sizes=audit.group_sizes, prompts=pd.DataFrame(),
+        metrics=metrics,
         impact=audit.impact((k,), (audit.grouping,)), correlations=audit.correlations(k),
         rankings=audit.rankings(k)[0],
         diagnostics=_label_mass(audit) if settings.mode == "pointwise" else pd.DataFrame(),
