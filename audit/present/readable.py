@@ -220,7 +220,8 @@ def model_table(models: pd.DataFrame) -> pd.DataFrame:
 
 
 def label_mass_table(mass: pd.DataFrame) -> pd.DataFrame:
-    """Label mass per model (:attr:`audit.engine.audit.Audit.label_mass`) with the share formatted and the flag in words."""
+    """Label mass per model (:attr:`audit.engine.audit.Audit.label_mass`) with the share formatted and the flag in
+    words."""
     return pd.DataFrame({"system": mass["model"], "mean label mass": mass["mean label mass"].map(number),
                          "below the threshold": mass["low"].map({True: "yes", False: "no"})})
 
