@@ -1,13 +1,12 @@
 """Overview: the audit's verdict for the task shown first, then what the result store holds for it."""
 import streamlit as st
 
-from audit.engine.metric_pass import LOW_LABEL_MASS, label_mass
+from audit.engine.shape import LOW_LABEL_MASS
 from pages.view_models.view import shown
 from audit.present import charts, readable
 from audit.present.tooltips import TOOLTIPS
 from audit.errors import AuditError
 from audit.formatting import md_text
-from audit.metrics.shape import score_shape
 from audit.tasks.recorded import mode_name, shown_modes
 from pages.frame import sidebar
 from pages.shared import common, verdict_panel
@@ -76,7 +75,7 @@ if mode != current.selection.mode:  # recorded decisions: no model scored them, 
 st.subheader("Label mass")
 st.caption(f"Mean share of the next-token probability on the task's labels (pointwise). Below "
            f"{LOW_LABEL_MASS:.0%} a model mostly ignores the answer format and its scores are renormalised noise.")
-st.dataframe(readable.label_mass_table(label_mass(stored.scores, current.selection.task)), hide_index=True,
+st.dataframe(readable.label_mass_table(common.audit(current).label_mass), hide_index=True,
              width="stretch")
 
 try:
@@ -87,7 +86,7 @@ except AuditError as exc:
 rows = shown(rows, current, with_reference=True)
 common.chart(charts.score_distributions(rows, names), rows, "score_distributions")
 if len(rows):
-    shape = score_shape(rows)
+    shape = common.audit(current).shape.moments
     common.chart(charts.score_shape_scatter(shape), shape, "score_shape")
     st.caption("Skewness and kurtosis per model, subtask and group (the RABBI paper's Figure 13): heavily skewed, "
                "heavy-tailed scores are where the average gap δ and EMD stop predicting allocation gaps.")

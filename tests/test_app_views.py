@@ -5,7 +5,8 @@ import pandas as pd
 
 from audit.engine.tables import StoreTables
 from pages.view_models.view import View, shown
-from audit.engine.metric_pass import label_mass, regroup
+from audit.engine.metric_pass import regroup
+from audit.engine.shape import label_mass
 from audit.design import regroup_code, split_groupings
 from audit.engine.selection import Selection
 from audit.store.database import Store

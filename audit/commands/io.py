@@ -1,4 +1,5 @@
-"""What every sub-command shares: reading score and pair files, parsing quotas, printing or writing tables."""
+"""What every sub-command shares: reading score and pair files (and a store or score file into tables,
+:func:`tables_from`), parsing quotas, printing or writing tables."""
 from __future__ import annotations
 
 import argparse
@@ -7,14 +8,19 @@ import json
 import math
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from audit.design import WHOLE, PoolDesign
+from audit.engine.tables import StoreTables
 from audit.errors import AuditError
+from audit.store.database import Store
 from audit.store.output import csv_text, restore, write_atomic
 from audit.bounded import check_columns, check_line_rows, check_text, read_bytes, read_parquet
+from audit.tasks.designs import declared_design
 from audit.tasks.recorded import read_as_pointwise
 
 MAX_TABLE_ROWS = 5_000_000
@@ -80,6 +86,33 @@ def needed(frame: pd.DataFrame, path: str, what: str) -> pd.DataFrame:
     if missing:
         raise AuditError(f"{path}: no column(s) {missing}; a score table needs {list(SCORE_NEEDS)}")
     return frame
+
+
+def tables_from(args: argparse.Namespace, *, pools: str | None = "per-group", whole: bool = False) -> StoreTables:
+    """The tables a command reads: the store's (``--db``, read once), or the ``--scores`` file's (with ``--pairs``
+    where the command takes it), each (task, subtask) under its declared design with ``pools`` (None: the declared
+    pools). ``whole``: a file's pointwise rows only, their group codes compared whole (no groupings, no names)."""
+    scores, pairs = getattr(args, "scores", None), getattr(args, "pairs", None)
+    if (args.db is None) == (scores is None):
+        raise AuditError("give exactly one of --db (a result store) and --scores (a score table)")
+    if args.db is not None:
+        if pairs is not None:
+            raise AuditError("--pairs only goes with --scores; --db reads the store's pairs")
+        with Store(args.db, create=False) as store:
+            return StoreTables.read(store)
+    frame = read_table_file(scores, "score table")
+    if whole:
+        frame = frame[frame["mode"].astype(str) == "pointwise"] if "mode" in frame else frame
+        if frame.empty:
+            raise AuditError(f"score table {scores} has no pointwise scores")
+        frame = frame.assign(mode="pointwise")
+    designs = {}
+    for key, rows in frame.groupby(["task", "subtask"]):
+        design = declared_design(rows)
+        if pools is not None:
+            design = replace(design, pools=PoolDesign.parse(pools))
+        designs[key] = replace(design, groupings={WHOLE: None}, names={}) if whole else design
+    return StoreTables.from_scores(frame, designs, pairs=read_table_file(pairs, "pair table") if pairs else None)
 
 
 def _plain(value: object) -> object:

@@ -8,14 +8,14 @@ import sys
 import pandas as pd
 
 from audit.engine.audit import Audit
-from audit.commands.io import emit, emit_table, parse_quotas, read_table_file, records
+from audit.commands.io import emit, emit_table, parse_quotas, read_table_file, records, tables_from
 from audit.commands.options import add_adjust, add_bootstrap, add_output, add_selection, selection_from
 from audit.errors import AuditError
 from audit.engine.choices import is_pairwise
-from audit.metrics.shape import score_shape
-from audit.store.database import Store
 from audit.tasks.recorded import shown_modes
 from audit.engine.metric_pass import MODES
+from audit.engine.selection import Selection
+from audit.engine.shape import KEYS
 from audit.engine.tables import StoreTables
 
 
@@ -61,26 +61,18 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 def _tables(args: argparse.Namespace) -> StoreTables:
     """The store's tables (``--db``), or the score file's (``--scores``, with ``--pairs``): every (task, subtask) read
-    under its declared design."""
-    if (args.db is None) == (args.scores is None):
-        raise AuditError("give either --db (a result store) or --scores (a score table)")
-    if args.db is not None:
-        if args.pairs is not None:
-            raise AuditError("--pairs only goes with --scores; --db reads the store's pairs")
-        with Store(args.db, create=False) as store:
-            return StoreTables.read(store)
-    if args.reference is None or args.task is not None:
-        raise AuditError("--scores needs --reference and takes no --task (use --db for stored designs)")
-    db_only = [flag for flag, value in (("--mode", args.mode), ("--grouping", args.grouping),
-                                        ("--models", args.models), ("--subtasks", args.subtasks)) if value]
-    if db_only:
-        raise AuditError(f"{db_only[0]} goes with --db (a score table is read whole)")
-    if args.max_inconsistent is not None and not args.pairs:
-        raise AuditError("--max-inconsistent needs --pairs with --scores (the inconsistent-pair rates come from "
-                         "the pair table)")
-    scores = read_table_file(args.scores, "score table")
-    pairs = read_table_file(args.pairs, "pair table") if args.pairs else None
-    return StoreTables.from_scores(scores, pairs=pairs)
+    under its declared design (:func:`audit.commands.io.tables_from`), once the flags a file takes are checked."""
+    if args.scores is not None and args.db is None:
+        if args.reference is None or args.task is not None:
+            raise AuditError("--scores needs --reference and takes no --task (use --db for stored designs)")
+        db_only = [flag for flag, value in (("--mode", args.mode), ("--grouping", args.grouping),
+                                            ("--models", args.models), ("--subtasks", args.subtasks)) if value]
+        if db_only:
+            raise AuditError(f"{db_only[0]} goes with --db (a score table is read whole)")
+        if args.max_inconsistent is not None and not args.pairs:
+            raise AuditError("--max-inconsistent needs --pairs with --scores (the inconsistent-pair rates come from "
+                             "the pair table)")
+    return tables_from(args, pools=None)
 
 
 def audits(args: argparse.Namespace, *, keep_draws: bool = False, **options) -> list[Audit]:
@@ -140,7 +132,16 @@ def _emit_validity(args: argparse.Namespace, blocks: dict[str, list[pd.DataFrame
 
 
 def run_shape(args: argparse.Namespace) -> int:
-    """Handler of ``shape``."""
-    table = score_shape(read_table_file(args.scores, "score table"))
-    emit_table(table, args.format, args.out)
+    """Handler of ``shape``: :attr:`audit.engine.audit.Audit.shape` of every task and mode of the score file, group
+    codes kept whole, in key order."""
+    scores = read_table_file(args.scores, "score table")
+    if "mode" not in scores:
+        raise AuditError("score table is missing column(s): mode")
+    if scores.empty:
+        raise AuditError("score table has no rows")
+    tables = StoreTables.from_scores(scores)
+    keys = tables.scores[["task", "mode"]].dropna().drop_duplicates().astype(str).itertuples(index=False)
+    table = pd.concat([Audit(tables, Selection(task, mode=mode)).shape.moments for task, mode in sorted(keys)],
+                      ignore_index=True)
+    emit_table(table.sort_values(list(KEYS), kind="stable", ignore_index=True), args.format, args.out)
     return 0

@@ -8,11 +8,9 @@ import json
 from audit.engine.audit import Audit
 from audit.errors import AuditError
 from audit.store.output import csv_text
-from audit.commands.io import emit, read_table_file, records
+from audit.commands.io import emit, records, tables_from
 from audit.commands.options import add_bootstrap, add_output, add_selection, selection_from
 from audit.engine.choices import SIZES
-from audit.store.database import Store
-from audit.engine.tables import StoreTables
 
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
@@ -39,19 +37,11 @@ def _sizes(text: str) -> list[int]:
     return [int(p) for p in parts]
 
 
-def _tables(args: argparse.Namespace) -> StoreTables:
-    """The pilot's tables: the store's, or the score file's read under each task's declared design."""
-    if args.scores:
-        return StoreTables.from_scores(read_table_file(args.scores, "score table"))
-    with Store(args.db, create=False) as store:
-        return StoreTables.read(store)
-
-
 def run_plan(args: argparse.Namespace) -> int:
     """Handler of ``plan``: the selection's audit plans from its pilot rows under the stored (or declared) pool
     design unless ``--pool``."""
     sizes = _sizes(args.sizes)
-    tables = _tables(args)
+    tables = tables_from(args, pools=None)  # the pilot's declared pools
     selection = selection_from(args, tables, n_boot=args.bootstrap)
     modes = sorted(set(tables.scores.loc[tables.scores["task"] == selection.task, "mode"].astype(str)))
     if selection.mode not in modes:

@@ -10,7 +10,9 @@ from audit.commands.io import emit, emit_table
 from audit.errors import AuditError
 from audit.formatting import markdown_table, md_text
 from audit.engine.choices import LARGER, UNBIASED_NOTE
-from audit.engine.positions import PositionAudit, ranked_decisions
+from audit.engine.audit import Audit
+from audit.engine.selection import Selection
+from audit.engine.tables import StoreTables
 from audit.store.database import Store
 
 
@@ -32,11 +34,11 @@ def run_position_bias(args: argparse.Namespace) -> int:
     if not 0 < args.ci < 1:
         raise AuditError(f"--ci must lie between 0 and 1, got {args.ci}")
     with Store(args.db, create=False) as store:
-        decisions = ranked_decisions(store, args.task)
-    if decisions.empty:
+        tables = StoreTables.read(store)
+    found = Audit(tables, Selection(args.task, ci=args.ci)).positions
+    if found is None:
         raise AuditError(f"task {args.task!r} in {args.db} holds no ranked pools (imported ranking runs or listwise "
                          "runs)")
-    found = PositionAudit.of(decisions, args.ci)
     effects = found.effects
     table = found.shares.merge(
         effects[["model", "subtask", "position_spread", "group_spread", "position_over_group"]], on=["model", "subtask"])

@@ -12,19 +12,17 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from audit.engine.audit import Audit
-from audit.design import AuditDesign, PoolDesign
+from audit.design import AuditDesign
 from audit.errors import AuditError
 from audit.formatting import bound, md_text
-from audit.commands.io import cli_options, emit, read_table_file, records
+from audit.commands.io import cli_options, emit, records, tables_from
 from audit.commands.policy_options import add_policy, apply_policy
 from audit.commands.options import (add_adjust, add_bootstrap, add_selection, add_verdict_rule, check_date,
                                     selection_from)
 from audit.engine.choices import FOUR_FIFTHS, UNQUOTED
 from audit.store.output import check_target, csv_text
 from audit.engine.selection import N_PERM, Selection
-from audit.store.database import Store
 from audit.tasks import study
-from audit.tasks.designs import declared_design
 from audit.tasks.recorded import shown_modes
 from audit.engine.tables import StoreTables
 
@@ -85,20 +83,6 @@ def _source(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", help="write here instead of stdout")
 
 
-def _tables(args: argparse.Namespace) -> StoreTables:
-    """The store's tables (``--db``) or the score file's (``--scores``: per-group pools unless ``--pool``)."""
-    scores = getattr(args, "scores", None)  # ``report`` reads a store only
-    if (args.db is None) == (scores is None):
-        raise AuditError("give exactly one of --db and --scores")
-    if args.db is not None:
-        with Store(args.db, create=False) as store:
-            return StoreTables.read(store)
-    scores = read_table_file(scores, "score table")
-    designs = {key: replace(declared_design(rows), pools=PoolDesign.parse("per-group"))
-               for key, rows in scores.groupby(["task", "subtask"])}
-    return StoreTables.from_scores(scores, designs)
-
-
 #: columns read against the four-fifths threshold: printed with the decimals that show their side of it
 _RATIOS = ("impact_ratio", "impact_ratio_lo", "impact_ratio_hi")
 
@@ -125,7 +109,7 @@ def _store_impact(args: argparse.Namespace, tables: StoreTables, selection: Sele
 
 def run_impact(args: argparse.Namespace) -> int:
     """Handler of ``impact``: per grouping, the impact ratios of the selection's :class:`audit.engine.audit.Audit`."""
-    tables = _tables(args)
+    tables = tables_from(args)
     selection = selection_from(args, tables)
     table = shown_modes(_store_impact(args, tables, selection), tables.designs)
     text = {"csv": lambda: csv_text(table), "md": lambda: markdown(named(table, tables.design(selection.task))),
@@ -145,7 +129,7 @@ def named(table: pd.DataFrame, design: AuditDesign) -> pd.DataFrame:
 def run_compare(args: argparse.Namespace) -> int:
     """Handler of ``compare``: gap differences, flips at the smallest k, and rank correlations, as one JSON object,
     on the groups of the chosen grouping against the chosen (or stored) reference."""
-    tables = _tables(args)
+    tables = tables_from(args)
     selection = selection_from(args, tables)
     found = Audit(tables, selection).comparison(args.a, args.b, selection.ks)
     result = {"a": args.a, "b": args.b, "grouping": found.grouping, "reference": found.reference,
@@ -169,7 +153,7 @@ def run_report(args: argparse.Namespace) -> int:
         raise AuditError(f"--out {args.out}: the report is written as .html or .pdf")
     if not Path(args.db).is_file():
         raise AuditError(f"result store {args.db} does not exist")
-    tables = _tables(args)
+    tables = tables_from(args)
     policy = apply_policy(args, tables)
     settings = ReportSettings(args.db, replace(selection_from(args, tables), ks=()), k=args.k,
                               threshold=args.threshold, compare=tuple(args.compare) if args.compare else None,

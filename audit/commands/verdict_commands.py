@@ -3,23 +3,19 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import replace
 
 import pandas as pd
 
-from audit.commands.io import emit, read_table_file, records
+from audit.commands.io import emit, records, tables_from
 from audit.engine.audit import Audit
 from audit.commands.policy_options import add_policy, apply_policy
 from audit.commands.options import add_bootstrap, add_output, add_selection, add_verdict_rule, selection_from
 from audit.errors import AuditError
 from audit.formatting import markdown_table, pvalue, ratio, subtask_name
 from audit.engine.choices import FOUR_FIFTHS
-from audit.design import WHOLE, PoolDesign
 from audit.engine.verdict import rollup, rule_text, store_line
 from audit.present.readable import system_verdicts, verdict_words
 from audit.store.output import csv_text
-from audit.store.database import Store
-from audit.tasks.designs import declared_design
 from audit.tasks.recorded import shown_modes
 from audit.engine.selection import N_PERM
 from audit.engine.tables import StoreTables
@@ -54,16 +50,9 @@ def _table(args: argparse.Namespace) -> pd.DataFrame:
     if args.scores:
         if args.grouping or args.models or args.subtasks or args.reference or args.policy:
             raise AuditError("--scores takes no --grouping, --reference, --models, --subtasks or --policy (use --db)")
-        scores = read_table_file(args.scores, "score table")
-        scores = scores[scores["mode"].astype(str) == "pointwise"] if "mode" in scores else scores
-        if scores.empty:
-            raise AuditError(f"score table {args.scores} has no pointwise scores")
-        whole = replace(declared_design(scores), groupings={WHOLE: None}, names={}, pools=PoolDesign.parse("per-group"))
-        tables = StoreTables.from_scores(scores.assign(mode="pointwise"), {
-            key: whole for key in scores.groupby(["task", "subtask"]).groups})
+        tables = tables_from(args, whole=True)
     else:
-        with Store(args.db, create=False) as store:
-            tables = StoreTables.read(store)
+        tables = tables_from(args)
         apply_policy(args, tables)
     return verdict_rows(args, tables)
 

@@ -1,8 +1,9 @@
-"""One audit, shaped like fairlearn's ``MetricFrame``: the store's tables and one :class:`audit.engine.selection.Selection`
-in; every view a page, a CLI command or the report shows (the resolved design, pool sizes, the metric rows with their
-draws, rows / correlations / rankings at k, impact ratios, verdicts, a comparison, the planner's curves) computed on
-first use and kept, so a view not asked costs nothing and a failing view raises its AuditError only when asked.
-Regrouping, dropping unreliable pairwise models, the reference check and the one quota check live here."""
+"""One audit, shaped like fairlearn's ``MetricFrame``: the store's tables and one
+:class:`audit.engine.selection.Selection` in; every view a page, a CLI command or the report shows (the resolved
+design, pool sizes, score shape and label mass, position bias, the metric rows with their draws, rows / correlations /
+rankings at k, impact ratios, verdicts, a comparison, the planner's curves) computed on first use and kept, so a view
+not asked costs nothing and a failing view raises its AuditError only when asked. Regrouping, dropping unreliable
+pairwise models, the reference check and the one quota check live here."""
 from __future__ import annotations
 
 import functools
@@ -28,10 +29,13 @@ from audit.metrics.planner import plan, plan_at, plan_curves
 from audit.metrics.pools import pool_size
 from audit.metrics.quota import check_quota
 from audit.metrics.schema import is_pairwise, text_categories
+from audit.metrics.shape import score_shape
 from audit.engine.verdict import decide, measure
 from audit.engine.selection import Selection
 from audit.tasks.recorded import ll144_groupings
 from audit.engine.metric_pass import MetricRows, metric_rows, pool_of, regroup
+from audit.engine.positions import PositionAudit, task_positions
+from audit.engine.shape import Shape, label_mass
 from audit.engine.tables import StoreTables
 
 T = TypeVar("T")
@@ -207,6 +211,14 @@ class Audit:
             raise AuditError("no metric rows for the selected models, subtasks and groups")
         return adjusted(table, self.selection.adjust) if self.selection.n_perm is not None else table
 
+    @cached_property
+    def group_sizes(self) -> pd.DataFrame:
+        """Candidates per model, subtask and group (in the audit's grouping) of the selection's scores, over the
+        models and subtasks of :attr:`table` (columns model, subtask, group, candidates)."""
+        table, rows = self.table, self.scores(self.selection.mode, self.grouping)
+        rows = rows[rows["model"].isin(table["model"]) & rows["subtask"].isin(table["subtask"])]
+        return rows.groupby(["model", "subtask", "group"])["candidate_id"].nunique().rename("candidates").reset_index()
+
     @property
     def skipped(self) -> tuple[str, ...]:
         """(model, subtask) keys the metric pass left out, with the reason."""
@@ -248,6 +260,29 @@ class Audit:
         return model_rankings(rows), ndcg_bands(rows, *self.draws, level=self.selection.ci or 0.95)
 
     # -- views that need no metric pass ------------------------------------------------------------------------------
+    @cached_property
+    def label_mass(self) -> pd.DataFrame:
+        """Per selected model, the mean and smallest label mass of its pointwise scores on the task (every subtask)
+        and whether the mean is low (:func:`audit.engine.shape.label_mass`)."""
+        return label_mass(self.tables.scores, self.selection.task, self.selection.models)
+
+    @cached_property
+    def shape(self) -> Shape:
+        """Skewness and kurtosis of each selected model, subtask and group's scores in the selection's mode, groups
+        coarsened to its grouping (kept whole without one; the selected groups and the reference when groups are
+        chosen), and :attr:`label_mass`."""
+        s = self.selection
+        rows = self.scores(s.mode, s.grouping)
+        if s.groups:
+            rows = rows[rows["group"].astype(str).isin([*s.groups, self.reference])]
+        return Shape(score_shape(rows), self.label_mass)
+
+    @cached_property
+    def positions(self) -> PositionAudit | None:
+        """Position bias of the task's ranked pools (imported rankings and listwise runs) at the selection's
+        confidence level (0.95 without one), or None when the task holds none."""
+        return task_positions(self.tables.ranked, self.selection.task, self.selection.ci or 0.95)
+
     @memoised
     def impact(self, ks: tuple[int, ...], groupings: tuple[str, ...] = ()) -> pd.DataFrame:
         """Impact ratios at quotas ``ks`` under each of ``groupings`` (default: every declared one whose pools exceed

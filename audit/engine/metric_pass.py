@@ -1,5 +1,5 @@
 """The metric pass of one task under its stored design (per mode and grouping; read by
-:attr:`audit.engine.audit.Audit.rows`), group codes coarsened to a grouping, and the label-mass flags."""
+:attr:`audit.engine.audit.Audit.rows`) and group codes coarsened to a grouping."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -18,8 +18,6 @@ from audit.metrics.schema import is_pairwise
 #: score-table modes in display order; pairwise scores are relative to the pools they were recorded in
 MODES = ("pointwise", "pairwise-likelihood", "pairwise")
 OBSERVED = PoolDesign(PoolKind.OBSERVED)
-#: below this mean share of next-token probability on the labels, a model's scores are mostly renormalised noise
-LOW_LABEL_MASS = 0.05
 
 
 def pool_of(design: AuditDesign, mode: str) -> PoolDesign:
@@ -134,12 +132,3 @@ def joined(draws: list[tuple[pd.DataFrame, dict[str, np.ndarray]]]) -> tuple[pd.
     """Several (index, draws) pairs of :class:`audit.metrics.MetricSuite` as one."""
     return (pd.concat([index for index, _ in draws], ignore_index=True),
             {name: np.concatenate([values[name] for _, values in draws]) for name in draws[0][1]})
-
-
-def label_mass(scores: pd.DataFrame, task: str) -> pd.DataFrame:
-    """Per model, the mean label mass of its pointwise scores on ``task`` and whether it is below
-    :data:`LOW_LABEL_MASS` (columns model, mean label mass, low)."""
-    rows = scores[(scores["task"] == task) & (scores["mode"] == "pointwise")]
-    mass = pd.to_numeric(rows["label_mass"]).groupby(rows["model"]).mean()
-    return pd.DataFrame({"model": mass.index, "mean label mass": mass.to_numpy(),
-                         "low": mass.to_numpy() < LOW_LABEL_MASS})

@@ -1,6 +1,6 @@
-"""Position bias of a task's ranked pools as every view reads it: the rankings from the store, the top-1 share by
-shown position per system and subtask (:mod:`audit.metrics.position`), whether the position effect is larger than
-the group effect, and their summaries in words and as one row per system and subtask."""
+"""Position bias of a task's ranked pools as every view reads it (:attr:`audit.engine.audit.Audit.positions`): the
+top-1 share by shown position per system and subtask (:mod:`audit.metrics.position`), whether the position effect is
+larger than the group effect, and their summaries in words and as one row per system and subtask."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,11 +9,6 @@ import pandas as pd
 
 from audit.formatting import interval
 from audit.metrics.position import position_bias, position_vs_group
-from audit.store.database import Store
-
-QUERY = """SELECT m.label AS model, s.subtask, d.pool, d.position, d.grp, d.value
-           FROM recorded_decisions d JOIN recorded_systems s ON s.id = d.system JOIN models m ON m.fingerprint = s.model
-           WHERE s.task = ? AND s.outcome = 'rank'"""
 
 
 @dataclass(frozen=True)
@@ -28,10 +23,13 @@ class PositionAudit:
         return cls(position_bias(decisions, ci), position_vs_group(decisions))
 
 
-def ranked_decisions(store: Store, task: str) -> pd.DataFrame:
-    """Every ranked decision of ``task`` (imported rankings and listwise runs): model, subtask, pool, position
-    (0 = shown first), grp and value (rank)."""
-    return store.query(QUERY, (task,))
+def task_positions(ranked: pd.DataFrame | None, task: str, ci: float) -> PositionAudit | None:
+    """The :class:`PositionAudit` of ``task``'s rows of ``ranked`` (:attr:`audit.engine.tables.StoreTables.ranked`),
+    or None when it holds no ranked pools."""
+    if ranked is None:
+        return None
+    decisions = ranked[ranked["task"] == task].drop(columns="task").reset_index(drop=True)
+    return None if decisions.empty else PositionAudit.of(decisions, ci)
 
 
 def _percent_range(shares: pd.Series) -> str:

@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -33,6 +34,8 @@ class StoreTables:
     #: pairwise modes) and the pairwise prompts' columns :func:`store_summary` reads
     recorded_at: np.ndarray | None = None
     prompt_times: pd.DataFrame | None = None
+    #: the store file the tables were read from (None for tables read from score files)
+    source: Path | None = None
 
     @classmethod
     def from_scores(cls, scores: pd.DataFrame, designs: dict[tuple[str, str], AuditDesign] | None = None,
@@ -52,7 +55,17 @@ class StoreTables:
         scores, recorded_at = dated_scores(pointwise, prompts)
         del pointwise  # the summary is made from the scores when asked: no second copy of the rows is kept
         return cls(scores, pairs_of(prompts), model_table(store.models()), designs, store.recorded_systems(),
-                   recorded_at, prompts.reindex(columns=_PROMPT_TIMES))
+                   recorded_at, prompts.reindex(columns=_PROMPT_TIMES), store.path)
+
+    @cached_property
+    def ranked(self) -> pd.DataFrame | None:
+        """Every ranked decision with its shown position (:meth:`audit.store.database.Store.ranked_decisions`), read
+        from the store file when first asked (only the position view reads them: a verdict on a big ranked log does
+        not hold its decisions twice); None for tables not read from a store."""
+        if self.source is None:
+            return None
+        with Store(self.source, create=False) as store:
+            return store.ranked_decisions()
 
     @cached_property
     def summary(self) -> pd.DataFrame:

@@ -11,7 +11,7 @@ import pandas as pd
 
 from audit.design import AuditDesign
 from audit.formatting import estimate, number, pvalue, ratio, subtask_name
-from audit.engine.metric_pass import LOW_LABEL_MASS
+from audit.engine.shape import LOW_LABEL_MASS
 from audit.engine.selection import Selection
 from audit.metrics.impact import FOUR_FIFTHS
 from audit.engine.verdict import (ADVERSE, BEYOND_REACH, DEFAULT_FAMILY, FAMILIES, INCONCLUSIVE, MORE_DATA,
@@ -220,7 +220,8 @@ def model_table(models: pd.DataFrame) -> pd.DataFrame:
 
 
 def label_mass_table(mass: pd.DataFrame) -> pd.DataFrame:
-    """Label mass per model (:func:`audit.engine.metric_pass.label_mass`) with the share formatted and the flag in words."""
+    """Label mass per model (:attr:`audit.engine.audit.Audit.label_mass`) with the share formatted and the flag in
+    words."""
     return pd.DataFrame({"system": mass["model"], "mean label mass": mass["mean label mass"].map(number),
                          "below the threshold": mass["low"].map({True: "yes", False: "no"})})
 
@@ -233,7 +234,7 @@ def run_table(summaries: Sequence[RunSummary]) -> pd.DataFrame:
 
 
 def low_mass_note(mass: pd.DataFrame, chosen: Selection) -> str:
-    """Which models of ``chosen`` are marked ✕ for low label mass (:func:`audit.engine.metric_pass.label_mass`), or
+    """Which models of ``chosen`` are marked ✕ for low label mass (:attr:`audit.engine.audit.Audit.label_mass`), or
     ""."""
     low = sorted(set(mass.loc[mass["low"] & mass["model"].isin(chosen.models), "model"])) \
         if chosen.mode == "pointwise" else []

@@ -24,7 +24,6 @@ from audit.engine.selection import Selection
 from audit.store.database import Store, data_hash
 from audit.store.runs import tool_version, trail
 from audit.engine.tables import StoreTables
-from audit.engine.metric_pass import regroup
 
 @dataclass(frozen=True)
 class ReportSettings:
@@ -134,13 +133,18 @@ def _open(path: str) -> Store:
     return Store(path, create=False)
 
 
-def _diagnostics(store: Store, scores: pd.DataFrame, mode: str) -> pd.DataFrame:
-    """Per model: pointwise label mass (share of next-token probability on the labels), or the pairwise answers'
-    irregular, tied and order-flipped shares."""
+def _label_mass(audit: Audit) -> pd.DataFrame:
+    """Per model: the pointwise label mass (share of next-token probability on the labels) of the audit's
+    :attr:`audit.engine.audit.Audit.label_mass`, as the report's diagnostics."""
+    return audit.label_mass[["model", "mean label mass", "min label mass"]].rename(
+        columns=lambda c: c.replace(" ", "_"))
+
+
+def _answer_diagnostics(store: Store, scores: pd.DataFrame, mode: str) -> pd.DataFrame | None:
+    """Per model: the pairwise answers' irregular, tied and order-flipped shares (None for pointwise scores: their
+    label mass comes from the audit, :func:`_label_mass`)."""
     if mode == "pointwise":
-        mass = pd.to_numeric(scores["label_mass"], errors="coerce")
-        return (scores.assign(label_mass=mass).groupby("model", as_index=False)
-                .agg(mean_label_mass=("label_mass", "mean"), min_label_mass=("label_mass", "min")))
+        return None
     answers = answer_table(store)
     answers = answers[(answers["mode"] == mode) & answers["model"].isin(scores["model"])]
     pairs = pair_table(store)
@@ -152,37 +156,41 @@ def _diagnostics(store: Store, scores: pd.DataFrame, mode: str) -> pd.DataFrame:
 
 def collect(settings: ReportSettings, tables: StoreTables | None = None) -> ReportData:
     """Read the store (``tables``: its tables, when already read) and compute every table of the report through the
-    selection's :class:`audit.engine.audit.Audit` (verdicts for pointwise scores only; an AuditError on bad settings, store
-    untouched). What is read from the store alone (systems, prompts, diagnostics, the data hash) is read in a second
-    thread, on its own connection, while the audit computes."""
+    selection's :class:`audit.engine.audit.Audit` (verdicts for pointwise scores only; an AuditError on bad settings,
+    store untouched). What is read from the store alone (systems, prompts, pairwise diagnostics, the data hash) is
+    read in a second thread, on its own connection, while the audit computes."""
     if tables is None:
         with _open(settings.store) as store:
             tables = StoreTables.read(store)
     scores = load_scores(settings, tables.scores)
     task = str(scores["task"].iloc[0])
     with ThreadPoolExecutor(1, thread_name_prefix="report-store") as background:
-        read = background.submit(_stored, settings, scores.copy(), task)  # its own copy: pandas is not thread-safe
-        data = _computed(settings, tables, scores, task)
-        data.models, data.prompts, data.diagnostics, data.data, data.trail, data.monitoring = read.result()
+        read = background.submit(_stored, settings, scores, task)  # scores: read by that thread alone
+        data = _computed(settings, tables, task)
+        data.models, data.prompts, answers, data.data, data.trail, data.monitoring = read.result()
+    if answers is not None:
+        data.diagnostics = answers
     return data
 
 
 def _stored(settings: ReportSettings, scores: pd.DataFrame, task: str
-            ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, tuple[str, int, str], pd.DataFrame, Monitoring | None]:
-    """(systems, prompts, diagnostics, data hash, audit trail, monitoring) of ``scores`` of ``task``, read from the
-    store; the monitoring (weekly looks, the report's quota, threshold, confidence and family) where ``task`` has
-    dated decisions."""
+            ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None, tuple[str, int, str], pd.DataFrame,
+                       Monitoring | None]:
+    """(systems, prompts, pairwise answer diagnostics, data hash, audit trail, monitoring) of ``scores`` of ``task``,
+    read from the store; the monitoring (weekly looks, the report's quota, threshold, confidence and family) where
+    ``task`` has dated decisions."""
     subtasks = [t for t in sorted(scores["subtask"].astype(str).unique()) if not settings.subtasks
                 or t in settings.subtasks]
     with _open(settings.store) as store:
         return (provenance.systems(store, scores, task, settings.mode),
-                provenance.prompts(store, task, scores, settings.mode), _diagnostics(store, scores, settings.mode),
+                provenance.prompts(store, task, scores, settings.mode),
+                _answer_diagnostics(store, scores, settings.mode),
                 data_hash(store, task, subtasks), trail(store, task),
                 watched(store, task, settings.threshold, settings.family, k=settings.k,
                         alpha=1 - (settings.ci or 0.95)))
 
 
-def _computed(settings: ReportSettings, tables: StoreTables, scores: pd.DataFrame, task: str) -> ReportData:
+def _computed(settings: ReportSettings, tables: StoreTables, task: str) -> ReportData:
     """The report's numbers from ``tables`` (its store-read parts left empty, for :func:`collect` to fill)."""
     audit = Audit(tables, replace(settings.selection, task=task, ks=()))
     k, why = tables.design(task).audited_quota(settings.k)
@@ -194,15 +202,13 @@ def _computed(settings: ReportSettings, tables: StoreTables, scores: pd.DataFram
         verdicts = audit.verdicts((k,), (), settings.threshold)
     resolved = replace(audit.selection, reference=audit.reference, grouping=audit.grouping, pool=audit.pool)
     settings = replace(settings, selection=resolved, k=k, quota_reason=why)
-    scores = regroup(scores[scores["model"].isin(metrics["model"]) & scores["subtask"].isin(metrics["subtask"])],
-                     audit.design.part(audit.grouping))
-    sizes = (scores.groupby(["model", "subtask", "group"])["candidate_id"].nunique().rename("candidates")
-             .reset_index())
     data = ReportData(
         settings=settings, task=task, design=audit.design, models=pd.DataFrame(),
-        subtasks=sorted(metrics["subtask"].unique()), group_sizes=sizes, prompts=pd.DataFrame(), metrics=metrics,
+        subtasks=sorted(metrics["subtask"].unique()), group_sizes=audit.group_sizes, prompts=pd.DataFrame(),
+        metrics=metrics,
         impact=audit.impact((k,), (audit.grouping,)), correlations=audit.correlations(k),
-        rankings=audit.rankings(k)[0], diagnostics=pd.DataFrame(),
+        rankings=audit.rankings(k)[0],
+        diagnostics=_label_mass(audit) if settings.mode == "pointwise" else pd.DataFrame(),
         generated=datetime.now(timezone.utc).isoformat(timespec="seconds"), version=tool_version(),
         verdicts=verdicts, pool_sizes=sizes_by_grouping)
     data.ll144 = ll144_section(audit, k, distribution_date=settings.distribution_date)

@@ -384,6 +384,15 @@ class Store:
                    (SELECT COUNT(DISTINCT pool) FROM recorded_decisions d WHERE d.system = s.id) AS pools
             FROM recorded_systems s JOIN models m ON m.fingerprint = s.model ORDER BY m.label, s.task, s.subtask""")
 
+    def ranked_decisions(self) -> pd.DataFrame:
+        """Every ranked decision (imported rankings and listwise runs): task, model, subtask, pool, position (0 =
+        shown first), grp and value (rank); the decisions read without their system's texts, which are joined after
+        (a row then carries no repeated text out of SQLite)."""
+        systems = self.query("SELECT s.id AS system, s.task, m.label AS model, s.subtask FROM recorded_systems s "
+                             "JOIN models m ON m.fingerprint = s.model WHERE s.outcome = 'rank'")
+        decisions = self.query(RANKED_QUERY)
+        return decisions.merge(systems, on="system")[["task", "model", "subtask", "pool", "position", "grp", "value"]]
+
     def decision_counts(self, task: str, k: int) -> tuple[pd.DataFrame, pd.DataFrame]:
         """(systems, counts) of ``task``'s recorded systems, counted in SQL (no decision is read into memory):
         ``systems`` one row per system (``system`` id, ``model`` label, ``subtask``, ``outcome``, the ``median`` of a
@@ -495,6 +504,9 @@ SAVE_DESIGN = "INSERT OR REPLACE INTO designs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 RECORDED_SYSTEMS_QUERY = """
     SELECT s.id AS system, m.label AS model, s.model AS fingerprint, s.task, s.subtask, s.outcome, m.created
     FROM recorded_systems s JOIN models m ON m.fingerprint = s.model"""
+#: the ranked decisions with their shown positions (:meth:`Store.ranked_decisions`)
+RANKED_QUERY = """SELECT d.system, d.pool, d.position, d.grp, d.value FROM recorded_decisions d
+                  JOIN recorded_systems s ON s.id = d.system WHERE s.outcome = 'rank'"""
 #: a decision's candidate is its applicant id, else ``<pool>.<position>`` (made here, in one pass of SQLite)
 RECORDED_QUERY = """SELECT system, pool, grp AS "group", value,
                            COALESCE(applicant, pool || '.' || position) AS candidate_id, {decided} AS date

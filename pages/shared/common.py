@@ -13,7 +13,7 @@ import streamlit as st
 from audit.design import AuditDesign
 from audit.engine.tables import StoreTables
 from pages.view_models.view import View
-from audit.engine.metric_pass import label_mass, regroup
+from audit.engine.metric_pass import regroup
 from audit.present import exports, readable
 from audit.present.tooltips import TOOLTIPS
 from audit.engine.audit import Audit
@@ -74,7 +74,7 @@ def audit(view: View, selection: Selection | None = None) -> Audit:
 def at_quota(view: View, k: int, method: str = "holm") -> Quota:
     """The view's audit at quota k with p-values adjusted by ``method`` (rows flagged for label mass); shared by
     every page, never mutated."""
-    return Quota.of(audit(view, replace(view.selection, adjust=method)), k, tables(view).scores)
+    return Quota.of(audit(view, replace(view.selection, adjust=method)), k)
 
 
 def metric_view(current: View, slider_key: str) -> tuple[pd.DataFrame, int]:
@@ -89,8 +89,7 @@ def metric_view(current: View, slider_key: str) -> tuple[pd.DataFrame, int]:
     if found.skipped:
         with st.expander(f"{len(found.skipped)} model · subtask combination(s) left out"):
             st.text("\n".join(found.skipped))
-    note = readable.low_mass_note(label_mass(tables(current).scores, current.selection.task),
-                                  current.selection)
+    note = readable.low_mass_note(audit(current).label_mass, current.selection)
     if note:
         st.info(note)
     pool = int(found.table["k"].max())

@@ -7,21 +7,14 @@ import streamlit as st
 from pages.view_models.view import View
 from audit.formatting import md_text
 from audit.engine.choices import LARGER, UNBIASED_NOTE
-from audit.engine.positions import PositionAudit, first_shown_words, position_grid, ranked_decisions
-from audit.store.database import Store
-
-
-@st.cache_data(show_spinner="Reading shown positions…", max_entries=8)
-def position_audit(path: str, version: tuple, task: str, ci: float) -> PositionAudit | None:
-    """The task's :class:`PositionAudit`, or None when it holds no ranked pools; ``version`` keys the cache."""
-    with Store(path, create=False) as store:
-        decisions = ranked_decisions(store, task)
-    return None if decisions.empty else PositionAudit.of(decisions, ci)
+from audit.engine.positions import first_shown_words, position_grid
+from pages.shared import common
 
 
 def show(view: View) -> None:
     """The section, when the view's task holds ranked pools (nothing otherwise)."""
-    found = position_audit(view.store, view.version, view.selection.task, view.selection.ci)
+    with st.spinner("Reading shown positions…"):
+        found = common.audit(view).positions
     if found is None:
         return
     st.subheader("Position bias: top-1 share by shown position")

@@ -10,13 +10,13 @@ import pandas as pd
 from audit.engine.audit import Audit
 from audit.present.charts import SIGNIFICANCE_RULE, excludes_zero
 from audit.engine.choices import METHODS, gap_test
-from audit.engine.metric_pass import label_mass
 
 
-def with_label_mass(table: pd.DataFrame, scores: pd.DataFrame, task: str, mode: str) -> pd.DataFrame:
-    """``table`` with ``low_label_mass``: the model's pointwise scores put little probability on the labels."""
-    low = label_mass(scores, task).query("low")["model"]
-    return table.assign(low_label_mass=table["model"].isin(low) & (mode == "pointwise"))
+def with_label_mass(table: pd.DataFrame, result: Audit) -> pd.DataFrame:
+    """``table`` with ``low_label_mass``: the model's pointwise scores put little probability on the labels
+    (:attr:`audit.engine.audit.Audit.label_mass` of ``result``)."""
+    low = result.label_mass.query("low")["model"]
+    return table.assign(low_label_mass=table["model"].isin(low) & (result.selection.mode == "pointwise"))
 
 
 @dataclass
@@ -28,9 +28,9 @@ class Quota:
     rows: pd.DataFrame
 
     @classmethod
-    def of(cls, result: Audit, k: int, scores: pd.DataFrame) -> "Quota":
-        """``result`` at quota ``k``, its rows flagged with the label mass of ``scores``."""
-        rows = with_label_mass(result.at(k), scores, result.selection.task, result.selection.mode)
+    def of(cls, result: Audit, k: int) -> "Quota":
+        """``result`` at quota ``k``, its rows flagged with its label mass."""
+        rows = with_label_mass(result.at(k), result)
         for column in ("dp_gap", "eo_gap"):
             rows[f"{column}_ci_excludes_0"] = excludes_zero(rows, column)
         return cls(result, k, rows)
