@@ -41,7 +41,11 @@ def pool_size(design: PoolDesign, data: KeyData) -> int:
             raise AuditError(f"pool random:{design.size} is larger than the {data.score.size} candidates "
                              f"of {key_label(data.key)}")
         return design.size
-    return int(np.bincount(pool_index(data)).max())
+    check_pools(data)
+    if "largest_pool" not in data.memo:  # the longest run of one pool id once sorted (no pool index kept)
+        ordered = np.sort(data.pool)
+        data.memo["largest_pool"] = int(np.diff(np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1], True])).max())
+    return data.memo["largest_pool"]
 
 
 def pool_index(data: KeyData) -> np.ndarray:
