@@ -132,11 +132,17 @@ def _split(table: pd.DataFrame, reference: str, codes: Codes) -> list[KeyData]:
     group_code, group_names = pd.factorize(table["group"], sort=True)
     group_names = np.asarray(group_names, dtype=object)
     score, qualified, pool = codes.score, codes.qualified, codes.pool
-    order = np.lexsort((score, group_code, key_id))
-    starts = np.searchsorted(key_id[order], np.arange(len(keys) + 1)).tolist()
-    task_groups = [tuple(group_names[np.unique(group_code[task == t])]) for t in range(task.max() + 1)]
-    within = [np.searchsorted(groups, group_names) for groups in task_groups]  # group code -> index in its task's
     value, values, first_value = codes.value, codes.values, codes.first_value
+    # rows by key, group, then score (stable): ``value`` orders scores within a key (and keys), so one sort of one
+    # integer gives ``np.lexsort((score, group_code, key_id))``
+    if len(keys) * len(group_names) * (values.size + 1) < 2**62:
+        order = np.argsort((key_id * len(group_names) + group_code) * (values.size + 1) + value, kind="stable")
+    else:
+        order = np.lexsort((score, group_code, key_id))
+    starts = np.searchsorted(key_id[order], np.arange(len(keys) + 1)).tolist()
+    task_groups = [tuple(group_names[np.flatnonzero(np.bincount(group_code[task == t], minlength=len(group_names)))])
+                   for t in range(task.max() + 1)]
+    within = [np.searchsorted(groups, group_names) for groups in task_groups]  # group code -> index in its task's
     # every key's rows are one stretch of ``order``: each array permuted once, then sliced (disjoint, per key)
     score, group_code, qualified, candidate_code, value = (
         array[order] for array in (score, group_code, qualified, candidate_code, value))
