@@ -42,9 +42,14 @@ def pool_size(design: PoolDesign, data: KeyData) -> int:
                              f"of {key_label(data.key)}")
         return design.size
     check_pools(data)
-    if "largest_pool" not in data.memo:  # the longest run of one pool id once sorted (no pool index kept)
-        ordered = np.sort(data.pool)
-        data.memo["largest_pool"] = int(np.diff(np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1], True])).max())
+    if "largest_pool" not in data.memo:  # the most rows of one pool id (no pool index kept)
+        low, high = int(data.pool.min()), int(data.pool.max())
+        if high - low < 4 * data.pool.size:  # ids close together (a key's pools are coded together): counted
+            largest = int(np.bincount(data.pool - low).max())
+        else:  # the longest run of one id once sorted
+            ordered = np.sort(data.pool)
+            largest = int(np.diff(np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1], True])).max())
+        data.memo["largest_pool"] = largest
     return data.memo["largest_pool"]
 
 
