@@ -99,9 +99,10 @@ class Stacked:
                          self.groups * len(self.keys))
 
 
-def batches(keys: list[KeyData], sizes: list[int], rows: int = BATCH_ROWS) -> list[list[int]]:
+def batches(keys: list[KeyData], sizes: list[int]) -> list[list[int]]:
     """Indices of ``keys`` in batches of the same categories and largest pool size (``sizes``), in key order, each of
-    at most ``rows`` rows (or one key): a big log's stacked arrays are made a batch at a time."""
+    at most :data:`BATCH_ROWS` rows (or one key): a big log's stacked arrays are made a batch at a time."""
+    rows = BATCH_ROWS
     found: dict[tuple, list[list[int]]] = {}
     filled: dict[tuple, int] = {}
     for i, (data, size) in enumerate(zip(keys, sizes)):
