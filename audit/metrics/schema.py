@@ -103,8 +103,8 @@ def check_scores(scores: pd.DataFrame, *, reference: str, needs_qualified: bool 
 def checked_scores(scores: pd.DataFrame, *, reference: str, needs_qualified: bool = True,
                    keys: tuple[np.ndarray, list[tuple[str, ...]]] | None = None) -> tuple[pd.DataFrame, Ids | None]:
     """(the validated table, its candidate ids factorised by the duplicate check (None where ``keys`` were known),
-    for the caller to reuse). Validated copy of a score table: text columns as categories of str (candidate ids as str), ``score``
-    float, ``qualified`` bool.
+    for the caller to reuse). The table is a validated copy of ``scores``: text columns as categories of str
+    (candidate ids as str), ``score`` float, ``qualified`` bool.
 
     Checks: required columns, non-empty text fields, mode pointwise or pairwise[-variant], finite numeric scores, qualified
     in {0, 1}, no duplicate candidate (per pool), the reference group exists, and
