@@ -235,3 +235,19 @@ def test_the_store_wide_line_counts_systems_and_says_adverse_only_for_the_audit_
     overall = json.loads(capsys.readouterr().out)["overall"]
     assert overall["verdict"] == ADVERSE and overall["categories"] == "group: R" and overall["systems_adverse"] == 1
     assert overall["summary"].startswith(f"{ADVERSE} (family audit, adjusted across every system): 1 system")
+
+
+def test_holm_within_every_family_at_once_equals_holm_family_by_family():
+    from audit.metrics.inference import adjust, holm_within
+
+    rng = np.random.default_rng(8)
+    for _ in range(200):
+        n = int(rng.integers(1, 30))
+        family, p = rng.integers(0, 4, n), rng.random(n) / rng.integers(1, 50, n)
+        p[rng.random(n) < 0.2] = np.nan
+        p[rng.random(n) < 0.2] = 0.25  # ties
+        adjusted, size = holm_within(p, family)
+        for f in np.unique(family):
+            at = family == f
+            assert adjusted[at].tobytes() == adjust(p[at], "holm").tobytes()
+            assert (size[at] == np.isfinite(p[at]).sum()).all()

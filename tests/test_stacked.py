@@ -41,3 +41,35 @@ def test_segment_sums_are_numpys_sums_of_each_segment():
     found = segment_sums(values, segment, lengths.size)
     starts = np.cumsum(lengths) - lengths
     assert [found[i] for i in range(lengths.size)] == [values[s:s + n].sum() for s, n in zip(starts, lengths)]
+
+
+def test_batches_of_a_few_rows_give_the_same_numbers(monkeypatch):
+    """A big log is stacked a batch of at most BATCH_ROWS rows at a time: cut into many batches, every number and
+    the rows' order stay those of one stack."""
+    import audit.metrics.stacked as stacked
+
+    rng = np.random.default_rng(11)
+    table = pd.concat([system(rng, f"m{i}", int(rng.integers(5, 40)), 6, "ABCD"[i % 4]) for i in range(9)],
+                      ignore_index=True)
+    whole = measure(table, grouping="group", k=[1, 3], pool="observed", n_boot=2, n_perm=1)
+    made = []
+    monkeypatch.setattr(stacked, "BATCH_ROWS", 150)  # a few systems a batch (some systems alone)
+    monkeypatch.setattr(stacked.Stacked, "of", classmethod(lambda cls, keys, of=stacked.Stacked.of.__func__: (
+        made.append(len(keys)), of(cls, keys))[1]))
+    cut = measure(table, grouping="group", k=[1, 3], pool="observed", n_boot=2, n_perm=1)
+    assert len(made) > 2 and sum(made) == 9
+    for one, other in zip(whole, cut):
+        pd.testing.assert_frame_equal(one, other, check_exact=True)
+
+
+def test_pool_size_counts_the_largest_pool_whatever_the_ids():
+    from audit.design import PoolDesign, PoolKind
+    from audit.metrics.keys import selection_keys
+    from audit.metrics.pools import pool_size
+
+    rng = np.random.default_rng(2)
+    log = system(rng, "m", 30, 7, "A")
+    spread = log.assign(pool=log["pool"] * 1_000_003)  # ids far apart: counted by a sort, not a bincount
+    for table in (log, spread):
+        data = selection_keys(table)[0]
+        assert pool_size(PoolDesign(PoolKind.OBSERVED), data) == 7 == log["pool"].value_counts().max()

@@ -3,6 +3,7 @@ to the last bit of every value, on every path: integer outcomes, fractional scor
 no decisions."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -46,3 +47,18 @@ def test_columns_equal_the_row_read(tmp_path, decisions, outcome):
 def test_no_decisions_read_as_the_empty_table(tmp_path):
     store = _store(tmp_path, None)
     pd.testing.assert_frame_equal(store.recorded_decisions(), pd.read_sql_query(RECORDED_QUERY, store.db))
+
+
+def test_score_order_reads_sorted_categoricals_by_their_codes():
+    """The store's score table sorts a recorded system's categorical columns as it sorts their text."""
+    from audit.store_tables import sorted_order
+
+    rng = np.random.default_rng(4)
+    text = rng.choice(["b", "a", "ä", "B", "a2"], 300)
+    table = pd.DataFrame({"model": pd.Series(text).astype("category"),
+                          "group": pd.array(rng.choice(["x", "y"], 300), dtype="str"),
+                          "candidate_id": pd.array([f"c{i % 37}" for i in range(300)], dtype="str")})
+    as_text = table.assign(model=pd.array(text, dtype="str"))
+    expected = as_text.sort_values(["model", "group", "candidate_id"], kind="stable").index.to_numpy()
+    assert (sorted_order(table, ["model", "group", "candidate_id"]) == expected).all()
+    assert (sorted_order(as_text, ["model", "group", "candidate_id"]) == expected).all()

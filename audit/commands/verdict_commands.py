@@ -70,10 +70,11 @@ def verdict_rows(args: argparse.Namespace, tables: StoreTables) -> pd.DataFrame:
 def run_verdict(args: argparse.Namespace) -> int:
     """Handler of ``verdict``."""
     table = _table(args)
-    overall = store_line(table)
     if args.format == "csv":
         emit(csv_text(table), args.out)
-    elif args.format == "json":
+        return 0
+    overall = store_line(table)
+    if args.format == "json":
         emit(json.dumps({"rule": rule_text(args.threshold, args.ci, args.family, args.rule), "k": args.k,
                          "quota_reason": args.quota_reason, "threshold": args.threshold, "ci": args.ci,
                          "family": args.family, "reading": args.rule, "overall": overall,

@@ -131,7 +131,8 @@ class Audit:
         for column, chosen in (("model", () if every_model else s.models), ("subtask", s.subtasks)):
             if chosen:
                 keep &= scores[column].astype(str).isin(chosen)
-        rows = scores.drop(columns=["label_mass", "fingerprint"], errors="ignore")[keep]
+        rows = scores.drop(columns=["label_mass", "fingerprint"], errors="ignore")
+        rows = rows if keep.all() else rows[keep]  # (a mask keeping every row would copy every column)
         pairs = self.tables.pairs
         pairs = pairs[(pairs["task"] == s.task) & (pairs["mode"] == mode)]
         if s.max_inconsistent is not None and is_pairwise(mode) and len(pairs):

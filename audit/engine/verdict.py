@@ -76,7 +76,7 @@ from audit.metrics.bootstrap import share_draws
 from audit.metrics.exact import informing_units_of, katz_bounds_of, mantel_haenszel_of, pair_errors_of
 from audit.metrics.impact import (FOUR_FIFTHS, bootstrap_bounds, comparable, key_impact, known_categories,
                                   most_selected, ratio_level)
-from audit.metrics.inference import adjust, permutation_pvalues, permuted_shares
+from audit.metrics.inference import holm_within, permutation_pvalues, permuted_shares
 from audit.metrics.keys import KeyData, selection_keys
 from audit.metrics.ll144 import MIN_APPLICANTS
 from audit.metrics.pools import pool_size
@@ -389,10 +389,9 @@ def decide(rows: pd.DataFrame, pairs: pd.DataFrame, *, family: str = DEFAULT_FAM
 
 def _family_adjusted(pairs: pd.DataFrame, family: str) -> pd.DataFrame:
     """``pairs`` with ``p_adj`` (Holm over every pair of its family) and ``family_size`` (the family's pairs)."""
-    grouped = pairs.groupby(list(_FAMILY_BY[family]), sort=False, observed=True)["p"]
-    out = pairs.assign(p_adj=grouped.transform(lambda p: adjust(p.to_numpy(), "holm")),
-                       family_size=grouped.transform("count"))
-    return out.drop(columns="p")
+    at = pairs.groupby(list(_FAMILY_BY[family]), sort=False, observed=True).ngroup().to_numpy()
+    p_adj, size = holm_within(pairs["p"].to_numpy(dtype=float), at)
+    return pairs.assign(p_adj=p_adj, family_size=size).drop(columns="p")
 
 
 #: what :func:`_evidence` reads of a verdict row

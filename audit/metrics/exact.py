@@ -39,6 +39,7 @@ from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
+from numpy._core.multiarray import correlate as _correlate  # np.convolve's kernel (it flips the shorter array)
 from scipy.special import ndtri  # norm.ppf's own kernel: imports fast, scipy.stats does not
 
 from audit.design import PoolDesign
@@ -184,14 +185,15 @@ def pair_pvalues(counts: PoolCounts, segment: np.ndarray, count: int, a: int, b:
     plain = 1 + np.add.reduceat(times * np.minimum(rows[:, 1], rows[:, 3]), starts)  # law_cells where D = 1
     selected = segment_sums(counts.selected[inform, a], segment[inform], count)[segments]
     ends = np.r_[starts[1:], len(rows)].tolist()
-    strata_rows = np.column_stack([rows[:, 1:], times]).tolist()  # (n_a, n_b, c, t, m, d, pools) per stratum
+    # (n_a, n_b, c, t, m, d, pools) per stratum, as tuples made column by column (no list per row)
+    strata_rows = list(zip(*(column.tolist() for column in rows[:, 1:].T), times.tolist()))
     for s, start, end, lot, cells, x in zip(segments.tolist(), starts.tolist(), ends, lottery.tolist(),
                                             plain.tolist(), selected.tolist()):
-        strata = tuple(map(tuple, strata_rows[start:end]))
+        strata = tuple(strata_rows[start:end])
         scale = math.lcm(*(stratum[5] for stratum in strata)) if lot else 1
         observed = int(round(x * scale))
         out[s] = (sampled_pvalue(strata, observed) if (law_cells(strata) if lot else cells) > MAX_LAW_CELLS else
-                  two_sided(_null_laws.get(strata, lambda: null_law(strata)), observed))
+                  two_sided(_null_laws.get(strata, lambda: null_law(strata, scale)), observed))
     return out
 
 
@@ -265,12 +267,12 @@ def law_cells(strata: tuple[tuple[int, ...], ...]) -> int:
                    for n_a, _, c, t, m, d, times in strata)
 
 
-def null_law(strata: tuple[tuple[int, ...], ...]) -> np.ndarray:
+def null_law(strata: tuple[tuple[int, ...], ...], scale: int | None = None) -> np.ndarray:
     """The law of T under the null on its lattice (index = T·D): the convolution over ``strata`` (n_a, n_b, c, t,
     m, d, pools) of each stratum's law to the power of its pools, normalised. Whole strata are convolved first on
     the integers and spread onto the lattice once. Quotas, categories and groupings of one audit often share their
-    strata, so :func:`pair_pvalue` keeps these laws."""
-    scale = math.lcm(*(stratum[5] for stratum in strata))
+    strata, so :func:`pair_pvalue` keeps these laws. ``scale``: D, when the caller knows it."""
+    scale = scale or math.lcm(*(stratum[5] for stratum in strata))
     whole, lotteries = _ONE, _ONE  # the law of no pools (convolving with it changes no bit: skipped)
     for n_a, n_b, certain, tied, numerator, denominator, times in strata:
         if tied == 0:
@@ -318,8 +320,8 @@ def sampled_pvalue(strata: tuple[tuple[int, ...], ...], observed: int, draws: in
 def convolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The law of the sum of two independent counts with laws ``a`` and ``b`` (direct while small, so tiny tail
     probabilities keep their relative precision; FFT beyond, negative rounding clipped)."""
-    if a.size * b.size <= _DIRECT_CELLS:
-        return np.convolve(a, b)
+    if a.size * b.size <= _DIRECT_CELLS:  # np.convolve's own kernel and steps, without its checks of the input
+        return _correlate(a, b[::-1], "full") if a.size >= b.size else _correlate(b, a[::-1], "full")
     from scipy.signal import fftconvolve
 
     return np.clip(fftconvolve(a, b), 0, None)

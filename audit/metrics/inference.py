@@ -195,6 +195,24 @@ def adjust(pvalues: Sequence[float] | np.ndarray, method: str = "holm") -> np.nd
     return out
 
 
+def holm_within(pvalues: np.ndarray, family: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(:func:`adjust` with ``holm`` of each family's p-values, each row's family size (its p-values that are not
+    NaN)), for many families at once (``family``: each row's family, integers 0 …); the same numbers as family
+    by family."""
+    p = np.asarray(pvalues, dtype=float)
+    out = np.full(p.shape, np.nan)
+    valid = np.flatnonzero(np.isfinite(p))
+    count = np.bincount(family[valid], minlength=int(family.max(initial=-1)) + 1)
+    if valid.size == 0:
+        return out, count[family]
+    order = valid[np.lexsort((p[valid], family[valid]))]  # by family, then p (stable: ties in row order)
+    at = family[order]
+    rank = np.arange(order.size) - (np.cumsum(count) - count)[at]
+    scaled = np.minimum(1, (count[at] - rank) * p[order])
+    out[order] = pd.Series(scaled).groupby(at).cummax().to_numpy()
+    return out, count[family]
+
+
 def adjusted(table: pd.DataFrame, method: str = "holm", *, by: Sequence[str] = ("model", "mode", "k"),
              columns: Sequence[str] = ("dp_gap_p", "eo_gap_p")) -> pd.DataFrame:
     """``table`` with ``{column}adj`` (e.g. ``dp_gap_padj``): each p-value column adjusted within every family ``by``

@@ -7,7 +7,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from audit.metrics.schema import check_scores, key_codes
+from audit.metrics.schema import Ids, checked_scores, key_codes
 
 
 @dataclass(frozen=True)
@@ -91,10 +91,11 @@ class Codes:
     first_value: np.ndarray
 
     @classmethod
-    def of(cls, table: pd.DataFrame) -> "Codes":
-        """The codes of ``table`` (validated by :func:`audit.metrics.schema.check_scores`)."""
+    def of(cls, table: pd.DataFrame, ids: Ids | None = None) -> "Codes":
+        """The codes of ``table`` (validated by :func:`audit.metrics.schema.checked_scores`, which gives its
+        candidate ``ids`` factorised, when it checked them)."""
         key_id, keys = key_codes(table)
-        candidate_code, candidate_names = pd.factorize(table["candidate_id"])
+        candidate_code, candidate_names = ids if ids is not None else pd.factorize(table["candidate_id"])
         score = table["score"].to_numpy()
         return cls(key_id, keys, pd.factorize(table["task"])[0], candidate_code, candidate_names.array, score,
                    table["qualified"].to_numpy(), pd.factorize(table["pool"])[0] if "pool" in table else None,
@@ -104,8 +105,8 @@ class Codes:
 def split_keys(scores: pd.DataFrame, *, reference: str, needs_qualified: bool = True) -> list[KeyData]:
     """Validate ``scores`` (:func:`audit.metrics.schema.check_scores`; ``needs_qualified=False`` for views that read
     no qualification label) and return one KeyData per (model, task, subtask, mode), keys sorted."""
-    table = check_scores(scores, reference=reference, needs_qualified=needs_qualified)
-    return _split(table, reference, Codes.of(table))
+    table, ids = checked_scores(scores, reference=reference, needs_qualified=needs_qualified)
+    return _split(table, reference, Codes.of(table, ids))
 
 
 class Regroupings:
@@ -119,9 +120,9 @@ class Regroupings:
         """:func:`selection_keys` of ``scores`` (a regrouping of the rows split before, if any)."""
         reference = str(scores["group"].iloc[0])
         known = None if self.codes is None else (self.codes.key_id, self.codes.keys)
-        table = check_scores(scores, reference=reference, needs_qualified=False, keys=known)
+        table, ids = checked_scores(scores, reference=reference, needs_qualified=False, keys=known)
         if self.codes is None:
-            self.codes = Codes.of(table)
+            self.codes = Codes.of(table, ids)
         return _split(table, reference, self.codes)
 
 
@@ -131,11 +132,17 @@ def _split(table: pd.DataFrame, reference: str, codes: Codes) -> list[KeyData]:
     group_code, group_names = pd.factorize(table["group"], sort=True)
     group_names = np.asarray(group_names, dtype=object)
     score, qualified, pool = codes.score, codes.qualified, codes.pool
-    order = np.lexsort((score, group_code, key_id))
-    starts = np.searchsorted(key_id[order], np.arange(len(keys) + 1)).tolist()
-    task_groups = [tuple(group_names[np.unique(group_code[task == t])]) for t in range(task.max() + 1)]
-    within = [np.searchsorted(groups, group_names) for groups in task_groups]  # group code -> index in its task's
     value, values, first_value = codes.value, codes.values, codes.first_value
+    # rows by key, group, then score (stable): ``value`` orders scores within a key (and keys), so one sort of one
+    # integer gives ``np.lexsort((score, group_code, key_id))``
+    if len(keys) * len(group_names) * (values.size + 1) < 2**62:
+        order = np.argsort((key_id * len(group_names) + group_code) * (values.size + 1) + value, kind="stable")
+    else:
+        order = np.lexsort((score, group_code, key_id))
+    starts = np.searchsorted(key_id[order], np.arange(len(keys) + 1)).tolist()
+    task_groups = [tuple(group_names[np.flatnonzero(np.bincount(group_code[task == t], minlength=len(group_names)))])
+                   for t in range(task.max() + 1)]
+    within = [np.searchsorted(groups, group_names) for groups in task_groups]  # group code -> index in its task's
     # every key's rows are one stretch of ``order``: each array permuted once, then sliced (disjoint, per key)
     score, group_code, qualified, candidate_code, value = (
         array[order] for array in (score, group_code, qualified, candidate_code, value))

@@ -41,7 +41,16 @@ def pool_size(design: PoolDesign, data: KeyData) -> int:
             raise AuditError(f"pool random:{design.size} is larger than the {data.score.size} candidates "
                              f"of {key_label(data.key)}")
         return design.size
-    return int(np.bincount(pool_index(data)).max())
+    check_pools(data)
+    if "largest_pool" not in data.memo:  # the most rows of one pool id (no pool index kept)
+        low, high = int(data.pool.min()), int(data.pool.max())
+        if high - low < 4 * data.pool.size:  # ids close together (a key's pools are coded together): counted
+            largest = int(np.bincount(data.pool - low).max())
+        else:  # the longest run of one id once sorted
+            ordered = np.sort(data.pool)
+            largest = int(np.diff(np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1], True])).max())
+        data.memo["largest_pool"] = largest
+    return data.memo["largest_pool"]
 
 
 def pool_index(data: KeyData) -> np.ndarray:

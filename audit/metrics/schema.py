@@ -1,6 +1,8 @@
 """Validation of score and pair tables: every failure is an AuditError naming the column, group or value at fault."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -15,6 +17,8 @@ _TEXT = ("model", "task", "subtask", "mode", "candidate_id", "group")
 #: text columns kept as text, not made categories: an id per row (a category would sort every id; they are only
 #: ever factorised, which codes them in order of appearance either way)
 _IDS = ("candidate_id",)
+#: candidate ids factorised: (each row's code, the distinct ids)
+Ids = tuple[np.ndarray, pd.Index]
 
 
 def is_pairwise(mode: str) -> bool:
@@ -92,8 +96,15 @@ def _numeric(table: pd.DataFrame, column: str, what: str) -> np.ndarray:
 
 def check_scores(scores: pd.DataFrame, *, reference: str, needs_qualified: bool = True,
                  keys: tuple[np.ndarray, list[tuple[str, ...]]] | None = None) -> pd.DataFrame:
-    """Validated copy of a score table: text columns as categories of str (candidate ids as str), ``score``
-    float, ``qualified`` bool.
+    """:func:`checked_scores`' table."""
+    return checked_scores(scores, reference=reference, needs_qualified=needs_qualified, keys=keys)[0]
+
+
+def checked_scores(scores: pd.DataFrame, *, reference: str, needs_qualified: bool = True,
+                   keys: tuple[np.ndarray, list[tuple[str, ...]]] | None = None) -> tuple[pd.DataFrame, Ids | None]:
+    """(the validated table, its candidate ids factorised by the duplicate check (None where ``keys`` were known),
+    for the caller to reuse). The table is a validated copy of ``scores``: text columns as categories of str
+    (candidate ids as str), ``score`` float, ``qualified`` bool.
 
     Checks: required columns, non-empty text fields, mode pointwise or pairwise[-variant], finite numeric scores, qualified
     in {0, 1}, no duplicate candidate (per pool), the reference group exists, and
@@ -117,12 +128,11 @@ def check_scores(scores: pd.DataFrame, *, reference: str, needs_qualified: bool 
         value = table["qualified"].iloc[int(np.flatnonzero(bad)[0])]
         raise AuditError(f"{what}: column 'qualified' has value {value!r}; expected 0 or 1")
     table["qualified"] = qualified.astype(bool)
-    _check_keys(table, reference, needs_qualified, keys)
-    return table
+    return table, _check_keys(table, reference, needs_qualified, keys)
 
 
 def _check_keys(table: pd.DataFrame, reference: str, needs_qualified: bool,
-                known: tuple[np.ndarray, list[tuple[str, ...]]] | None) -> None:
+                known: tuple[np.ndarray, list[tuple[str, ...]]] | None) -> Ids | None:
     what = "score table"
     groups = groups_of(table)
     if reference not in groups:
@@ -134,8 +144,7 @@ def _check_keys(table: pd.DataFrame, reference: str, needs_qualified: bool,
     key_id, keys = known or key_codes(table)
     task, _ = pd.factorize(table["task"])
     group = pd.factorize(table["group"], sort=True)[0]
-    if known is None:
-        _check_unique(table, key_id, keys)
+    ids = None if known is not None else _check_unique(table, key_id, keys)
     shape = (len(keys), len(groups))
     size = np.bincount(key_id * shape[1] + group, minlength=shape[0] * shape[1]).reshape(shape)
     n_qualified = np.bincount(key_id * shape[1] + group, weights=table["qualified"].to_numpy(),
@@ -152,18 +161,27 @@ def _check_keys(table: pd.DataFrame, reference: str, needs_qualified: bool,
         if len(missing):
             k, g = missing[0]
             raise AuditError(f"group {groups[g]!r} has {problem} for {key_label(keys[k])}")
+    return ids
 
 
-def _check_unique(table: pd.DataFrame, key_id: np.ndarray, keys: list[tuple[str, ...]]) -> None:
-    """No candidate twice in one key (and pool)."""
-    ident = pd.DataFrame({"key": key_id, "id": pd.factorize(table["candidate_id"])[0]})
+def _check_unique(table: pd.DataFrame, key_id: np.ndarray, keys: list[tuple[str, ...]]) -> Ids:
+    """No candidate twice in one key (and pool); the candidate ids factorised (codes, names)."""
+    ids = pd.factorize(table["candidate_id"])
+    ident = {"key": key_id, "id": ids[0]}
     if "pool" in table:
-        ident["pool"] = pd.factorize(table["pool"])[0]
-    dup = ident.duplicated().to_numpy()
+        ident["pool"] = pd.factorize(table["pool"])[0] + 1
+    bases = [int(codes.max()) + 1 for codes in ident.values()]
+    if math.prod(bases) < 2**62:  # each row packed into one integer: a sort finds a repeat (rows in order below)
+        packed = np.ravel_multi_index(tuple(ident.values()), bases)
+        packed.sort()
+        if not (packed[1:] == packed[:-1]).any():
+            return ids
+    dup = pd.DataFrame(ident).duplicated().to_numpy()
     if dup.any():
         row = int(np.argmax(dup))
         raise AuditError(f"score table: candidate_id {table['candidate_id'].iloc[row]!r} appears twice for "
                          f"{key_label(keys[key_id[row]])}")
+    return ids
 
 
 def key_codes(table: pd.DataFrame) -> tuple[np.ndarray, list[tuple[str, ...]]]:

@@ -17,6 +17,9 @@ from audit.metrics.exact import PairPools, PoolCounts, pair_pvalues
 from audit.metrics.keys import KeyData
 from audit.metrics.pools import check_pools, rank_tables, ranks_in_pools
 
+#: the most rows stacked at once (:func:`batches`): bounds the memory of a big log's pass, changes no number
+BATCH_ROWS = 2**18
+
 
 @dataclass(frozen=True)
 class Stacked:
@@ -97,11 +100,20 @@ class Stacked:
 
 
 def batches(keys: list[KeyData], sizes: list[int]) -> list[list[int]]:
-    """Indices of ``keys`` in batches of the same categories and largest pool size (``sizes``), in key order."""
-    found: dict[tuple, list[int]] = {}
+    """Indices of ``keys`` in batches of the same categories and largest pool size (``sizes``), in key order, each of
+    at most :data:`BATCH_ROWS` rows (or one key): a big log's stacked arrays are made a batch at a time."""
+    rows = BATCH_ROWS
+    found: dict[tuple, list[list[int]]] = {}
+    filled: dict[tuple, int] = {}
     for i, (data, size) in enumerate(zip(keys, sizes)):
-        found.setdefault((data.groups, size), []).append(i)
-    return list(found.values())
+        kind = (data.groups, size)
+        runs = found.setdefault(kind, [[]])
+        if runs[-1] and filled[kind] + data.score.size > rows:
+            runs.append([])
+            filled[kind] = 0
+        runs[-1].append(i)
+        filled[kind] = filled.get(kind, 0) + data.score.size
+    return [batch for runs in found.values() for batch in runs]
 
 
 def key_columns(keys: tuple[KeyData, ...], names: tuple[str, ...], each: int) -> dict[str, np.ndarray]:

@@ -78,9 +78,13 @@ def neutralise(table: pd.DataFrame) -> pd.DataFrame:
     """A copy of ``table`` whose text cells cannot start a spreadsheet formula (numeric columns untouched)."""
     out = table.copy()
     for column in out.columns:
-        if not pd.api.types.is_numeric_dtype(out[column]):
-            out[column] = out[column].map(
-                lambda v: "'" + v if isinstance(v, str) and v.startswith(FORMULA_START) else v)
+        values = out[column]
+        if isinstance(values.dtype, pd.StringDtype):  # text columns in one pass, changed only where a cell starts so
+            starts = values.str.startswith(FORMULA_START).fillna(False).to_numpy(dtype=bool)
+            if starts.any():
+                out[column] = values.where(~starts, "'" + values)
+        elif not pd.api.types.is_numeric_dtype(values):
+            out[column] = values.map(lambda v: "'" + v if isinstance(v, str) and v.startswith(FORMULA_START) else v)
     return out
 
 

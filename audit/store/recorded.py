@@ -44,12 +44,20 @@ def decision_scores(raw: pd.DataFrame, systems: pd.DataFrame) -> pd.DataFrame:
     score = raw["value"].astype(float)
     score = score.where(~rank, rank_scores(score, size))
     candidate = raw["candidate_id"].astype(str)
-    own = {name: systems[name].take(of).set_axis(raw.index) for name in ("model", "fingerprint", "task", "subtask",
-                                                                          "created")}
-    return pd.DataFrame({**own, "mode": "pointwise", "candidate_id": candidate, "group": raw["group"].astype(str),
+    own = {name: _repeated(systems[name], of, raw.index) for name in ("model", "fingerprint", "task", "subtask")}
+    mode = pd.Categorical.from_codes(np.zeros(len(raw), dtype=np.int8), categories=["pointwise"])
+    return pd.DataFrame({**own, "created": systems["created"].take(of).set_axis(raw.index), "mode": mode,
+                         "candidate_id": candidate, "group": raw["group"].astype(str).astype("category"),
                          "qualified": 1, "label_mass": 1.0, "score": score,
                          "pool": raw["pool"].astype("Int64"),
                          "date": raw["date"] if "date" in raw else None})[COLUMNS]
+
+
+def _repeated(values: pd.Series, of: np.ndarray, index: pd.Index) -> pd.Series:
+    """``values`` (one per system) taken at ``of`` (each row's system) as a categorical of the distinct values,
+    sorted: the systems' text is not repeated per row."""
+    codes, distinct = pd.factorize(values, sort=True)
+    return pd.Series(pd.Categorical.from_codes(codes[of], categories=distinct), index=index)
 
 
 def legacy_decisions(old: pd.DataFrame) -> pd.DataFrame:
