@@ -51,7 +51,7 @@ def test_no_decisions_read_as_the_empty_table(tmp_path):
 
 def test_score_order_reads_sorted_categoricals_by_their_codes():
     """The store's score table sorts a recorded system's categorical columns as it sorts their text."""
-    from audit.store_tables import sorted_order
+    from audit.store.tables import sorted_order
 
     rng = np.random.default_rng(4)
     text = rng.choice(["b", "a", "ä", "B", "a2"], 300)
