@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
@@ -32,6 +33,8 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from audit.metrics.impact import impact_ratios  # noqa: E402
+from audit.metrics.keys import Regroupings  # noqa: E402
+from audit.metrics.schema import text_categories  # noqa: E402
 from audit.views import regroup  # noqa: E402
 
 RACES, RACE_SHARES = ["A", "B", "H", "W"], [0.10, 0.15, 0.20, 0.55]
@@ -60,39 +63,60 @@ def score_table(log: pd.DataFrame) -> pd.DataFrame:
 
 
 def tool_table(scores: pd.DataFrame, n_boot: int) -> pd.DataFrame:
-    return pd.concat([impact_ratios(regroup(scores, part), ks=KS, pool="observed", grouping=grouping, ci=0.95,
-                                    n_boot=n_boot) for grouping, part in GROUPINGS.items()], ignore_index=True)
+    """The impact table as :meth:`audit.audit.Audit.impact` makes it: the text columns made categories once, each
+    grouping a regrouping of the same rows split with the codes of the first (:class:`audit.metrics.keys.Regroupings`)."""
+    texts, splits = text_categories(scores), Regroupings()
+    frames = []
+    for grouping, part in GROUPINGS.items():
+        coarse = regroup(texts, part)
+        frames.append(impact_ratios(coarse, ks=KS, pool="observed", grouping=grouping, ci=0.95, n_boot=n_boot,
+                                    keys=splits.split(coarse)))
+    return pd.concat(frames, ignore_index=True)
 
 
-def baseline_table(log: pd.DataFrame, n_boot: int, seed: int = 0) -> pd.DataFrame:
-    """Plain pandas: rates by groupby, bootstrap by resampling pools and summing per-pool counts by groupby."""
+def baseline_table(log: pd.DataFrame, n_boot: int, seed: int = 0, ci: float = 0.95) -> pd.DataFrame:
+    """Plain pandas, the tool's quantities: rates by ``groupby`` of rank ≤ k per pool and category; the rates'
+    percentile intervals from replicates that draw the pools with replacement and sum their per-pool counts by
+    ``groupby``; each ratio's Katz interval against the most-selected category with the pool-robust standard error
+    (se² = P/(P − 1)·Σ u², u = (x_a − p_a n_a)/(p_a N_a) − (x_b − p_b n_b)/(p_b N_b) per pool; the upper bound at
+    1 − (1 − ci)/(G − 1))."""
     rng = np.random.default_rng(seed)
+    counts = [f"k{k}" for k in KS]
     rows = []
     for grouping, columns in {"race × sex": ["race", "sex"], "race": ["race"], "sex": ["sex"]}.items():
-        category = log[columns].astype(str).agg("_".join, axis=1) if len(columns) > 1 else log[columns[0]]
-        frame = pd.DataFrame({"pool": log["pool"], "category": category})
-        for k in KS:
-            frame[f"k{k}"] = (log["rank"] <= k).astype(int)
-        per_pool = frame.groupby(["pool", "category"]).agg(n=("pool", "size"), **{
-            f"k{k}": (f"k{k}", "sum") for k in KS}).reset_index()
-        totals = per_pool.groupby("category")[["n", *[f"k{k}" for k in KS]]].sum()
-        rates = totals[[f"k{k}" for k in KS]].div(totals["n"], axis=0)
+        category = log["race"] + "_" + log["sex"] if len(columns) > 1 else log[columns[0]]
+        frame = pd.DataFrame({"pool": log["pool"], "category": category,
+                              **{f"k{k}": (log["rank"] <= k).astype(int) for k in KS}})
+        per_pool = frame.groupby(["pool", "category"]).agg(n=("pool", "size"), **{c: (c, "sum") for c in counts})
+        per_pool = per_pool.reset_index()
+        totals = per_pool.groupby("category")[["n", *counts]].sum()
+        rates = totals[counts].div(totals["n"], axis=0)
         pools = per_pool["pool"].unique()
         draws = []
         for _ in range(n_boot):
             chosen = pd.Series(rng.choice(pools, pools.size), name="pool").value_counts()
             weighted = per_pool.merge(chosen.rename("w"), left_on="pool", right_index=True)
-            sums = weighted[["n", *[f"k{k}" for k in KS]]].mul(weighted["w"], axis=0).groupby(weighted["category"]).sum()
-            draws.append(sums[[f"k{k}" for k in KS]].div(sums["n"], axis=0).reindex(rates.index))
-        stacked = np.stack([d.to_numpy() for d in draws])
-        ratio_draws = stacked / stacked.max(axis=1, keepdims=True)
-        lo, hi = np.quantile(ratio_draws, [0.025, 0.975], axis=0)
-        for i, cat in enumerate(rates.index):
-            for j, k in enumerate(KS):
-                rate = rates.iloc[i, j]
-                rows.append((grouping, cat, k, rate, rate / rates.iloc[:, j].max(), lo[i, j], hi[i, j]))
-    return pd.DataFrame(rows, columns=["grouping", "category", "k", "selection_rate", "impact_ratio",
-                                       "impact_ratio_lo", "impact_ratio_hi"])
+            sums = weighted[["n", *counts]].mul(weighted["w"], axis=0).groupby(weighted["category"]).sum()
+            draws.append(sums[counts].div(sums["n"], axis=0).reindex(rates.index))
+        rate_lo, rate_hi = np.quantile(np.stack([d.to_numpy() for d in draws]), [(1 - ci) / 2, (1 + ci) / 2], axis=0)
+        wide = per_pool.pivot(index="pool", columns="category", values=["n", *counts]).fillna(0)
+        n = wide["n"]
+        upper = 1 - (1 - ci) / max(len(rates) - 1, 1)
+        z_low, z_high = NormalDist().inv_cdf(0.5 + ci / 2), NormalDist().inv_cdf(0.5 + upper / 2)
+        for j, k in enumerate(KS):
+            rate, top = rates[f"k{k}"], rates[f"k{k}"].idxmax()
+            x = wide[f"k{k}"]
+            u = (x - n * rate) / (rate * n.sum())  # each category's per-pool deviation
+            for i, cat in enumerate(rates.index):
+                ratio = rate[cat] / rate[top]
+                low = high = np.nan
+                if cat != top:
+                    holding = ((n[cat] > 0) | (n[top] > 0)).sum()
+                    se = np.sqrt(holding / (holding - 1) * ((u[cat] - u[top]) ** 2).sum())
+                    low, high = ratio * np.exp(-z_low * se), ratio * np.exp(z_high * se)
+                rows.append((grouping, cat, k, rate[cat], rate_lo[i, j], rate_hi[i, j], ratio, low, high))
+    return pd.DataFrame(rows, columns=["grouping", "category", "k", "selection_rate", "selection_rate_lo",
+                                       "selection_rate_hi", "impact_ratio", "impact_ratio_lo", "impact_ratio_hi"])
 
 
 def timed_import(log: pd.DataFrame, folder: Path) -> tuple[float, float, float]:
