@@ -32,6 +32,7 @@ import pandas as pd
 from audit.design import AuditDesign
 from audit.errors import AuditError
 from audit.store_columns import recorded_columns
+from audit.store_digest import rows_text
 from audit.store_recorded import OUTCOMES, decision_scores, legacy_decisions
 
 APPLICATION = "allocation-audit"
@@ -613,15 +614,34 @@ def data_hash(store: "Store", task: str, subtasks: Sequence[str]) -> tuple[str, 
         f"({marks}) ORDER BY subtask, candidate_id", (task, *subtasks)).fetchall()
     what = "rows of the store's candidates table"
     if not found:
-        found = store.db.execute(
-            f"SELECT s.model, s.subtask, d.pool, d.position, d.grp, d.value, d.applicant, {decided_column(store.db)} "
-            f"FROM recorded_decisions d JOIN recorded_systems s ON s.id = d.system WHERE s.task = ? AND s.subtask IN "
-            f"({marks}) ORDER BY s.model, s.subtask, d.pool, d.position", (task, *subtasks)).fetchall()
-        found = [row if row[-1] is not None else row[:-1] for row in found]  # undated rows hash as before dates
-        what = "recorded decisions (imported: sources in Appendix C)"
+        return _recorded_hash(store.db, task, subtasks)
     encode = json.JSONEncoder(ensure_ascii=False).encode  # what json.dumps(row, ensure_ascii=False) builds per call
     text = "".join(f"{encode(list(row))}\n" for row in found)
     return hashlib.sha256(text.encode("utf-8")).hexdigest(), len(found), what
+
+
+def _recorded_hash(db: sqlite3.Connection, task: str, subtasks: Sequence[str]) -> tuple[str, int, str]:
+    """:func:`data_hash` of recorded decisions: system by system (fingerprint, subtask), each one's rows made column
+    by column (:func:`audit.store_digest.rows_text`), row by row only where a text needs JSON escaping or a value
+    is not a whole number."""
+    marks, decided = ",".join("?" * len(subtasks)), decided_column(db)
+    digest, rows = hashlib.sha256(), 0
+    for system, model, subtask, count in db.execute(
+            f"SELECT s.id, s.model, s.subtask, (SELECT COUNT(*) FROM recorded_decisions d WHERE d.system = s.id) "
+            f"FROM recorded_systems s WHERE s.task = ? AND s.subtask IN ({marks}) ORDER BY s.model, s.subtask",
+            (task, *subtasks)).fetchall():
+        text = rows_text(db, system, model, subtask, decided)
+        if text is None:
+            found = db.execute(
+                f"SELECT s.model, s.subtask, d.pool, d.position, d.grp, d.value, d.applicant, {decided} FROM "
+                f"recorded_decisions d JOIN recorded_systems s ON s.id = d.system WHERE s.id = ? ORDER BY d.pool, "
+                f"d.position", (system,)).fetchall()
+            found = [row if row[-1] is not None else row[:-1] for row in found]  # undated rows hash as before dates
+            encode = json.JSONEncoder(ensure_ascii=False).encode
+            text = "".join(f"{encode(list(row))}\n" for row in found).encode("utf-8")
+        digest.update(text)
+        rows += count
+    return digest.hexdigest(), rows, "recorded decisions (imported: sources in Appendix C)"
 
 
 def _derived_designs(db: sqlite3.Connection, known: set[tuple[str, str]]) -> list[AuditDesign]:
