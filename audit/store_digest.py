@@ -20,9 +20,16 @@ SEPARATOR = "\x1f"  # joins the texts in SQLite (a control character: a text hol
 _ESCAPED = r'["\\\x00-\x1f]'  # what JSON escapes in a text written with ensure_ascii=False
 COLUMNS_QUERY = """SELECT COUNT(*), group_concat(pool), group_concat(position), group_concat(grp, char(31)),
     group_concat(CAST(value AS INTEGER)), SUM(value != CAST(value AS INTEGER) OR ABS(value) >= 1e16),
-    group_concat(COALESCE(applicant, ''), char(31)), group_concat(applicant IS NULL),
-    group_concat(COALESCE({decided}, ''), char(31)), group_concat({decided} IS NULL), COUNT({decided})
-    FROM recorded_decisions WHERE system = ?"""  # a primary-key range: read in pool, position order
+    group_concat(COALESCE(applicant, ''), char(31)), SUM(applicant IS NULL), COUNT({decided})
+    FROM recorded_decisions WHERE system = ?"""  # a primary-key range (group and value are in no index): read in
+#                                                   pool, position order
+#: read only where some decisions lack an applicant id and others have one, in the same order (ordered explicitly:
+#: the applicant index covers this query, in its own order)
+MISSING_QUERY = """SELECT group_concat(missing) FROM (SELECT applicant IS NULL AS missing FROM recorded_decisions
+    WHERE system = ? ORDER BY pool, position)"""
+#: read only where some decision has a date, in the same order
+DATES_QUERY = """SELECT group_concat(COALESCE(day, ''), char(31)), group_concat(day IS NULL) FROM (SELECT {decided} AS
+    day FROM recorded_decisions WHERE system = ? ORDER BY pool, position)"""
 
 
 def rows_text(db: sqlite3.Connection, system: int, model: str, subtask: str, decided: str) -> bytes | None:
@@ -30,22 +37,25 @@ def rows_text(db: sqlite3.Connection, system: int, model: str, subtask: str, dec
     per decision ``[model, subtask, pool, position, group, value, applicant]`` plus its date where it has one, in
     pool and position order, each line ending in a newline; None where a row needs the row-by-row encoder."""
     found = db.execute(COLUMNS_QUERY.format(decided=decided), (system,)).fetchone()
-    count, pools, positions, groups, values, inexact, applicants, missing, dates, undated, dated = found
+    count, pools, positions, groups, values, inexact, applicants, missing, dated = found
     if not count:
         return b""
     if inexact or _escaped(model) or _escaped(subtask):
         return None
     texts = [_split(groups, SEPARATOR), _split(applicants, SEPARATOR)]
     if dated:
+        dates, undated = db.execute(DATES_QUERY.format(decided=decided), (system,)).fetchone()
         texts.append(_split(dates, SEPARATOR))
     if any(len(text) != count for text in texts) or any(pc.any(pc.match_substring_regex(text, _ESCAPED)).as_py()
                                                        for text in texts):
         return None
+    missing = (pa.array(np.zeros(count, dtype=bool)) if not missing else pa.array(np.ones(count, dtype=bool))
+               if missing == count else _flags(db.execute(MISSING_QUERY, (system,)).fetchone()[0]))
     text = lambda value: pa.scalar(value, pa.large_string())
     head = f"[{json.dumps(model, ensure_ascii=False)}, {json.dumps(subtask, ensure_ascii=False)}, "
     quoted = pc.binary_join_element_wise(text('"'), texts[1], text('"'), text(""))
     parts = [text(head), _split(pools, ","), text(", "), _split(positions, ","), text(', "'), texts[0], text('", '),
-             _split(values, ","), text(".0, "), pc.if_else(_flags(missing), text("null"), quoted)]
+             _split(values, ","), text(".0, "), pc.if_else(missing, text("null"), quoted)]
     if dated:  # a date where the decision has one (a row without is hashed as before dates were stored)
         parts.append(pc.if_else(_flags(undated), text(""),
                                 pc.binary_join_element_wise(text(', "'), texts[2], text('"'), text(""))))
