@@ -69,7 +69,8 @@ def score_table(log: pd.DataFrame) -> pd.DataFrame:
 
 def tool_table(scores: pd.DataFrame, n_boot: int) -> pd.DataFrame:
     """The impact table as :meth:`audit.audit.Audit.impact` makes it: the text columns made categories once, each
-    grouping a regrouping of the same rows split with the codes of the first (:class:`audit.metrics.keys.Regroupings`)."""
+    grouping a regrouping of the same rows split with the codes of the first
+    (:class:`audit.metrics.keys.Regroupings`)."""
     texts, splits = text_categories(scores), Regroupings()
     frames = []
     for grouping, part in GROUPINGS.items():
@@ -83,8 +84,8 @@ def baseline_table(log: pd.DataFrame, n_boot: int, seed: int = 0, ci: float = 0.
     """Plain pandas, the tool's quantities: rates by ``groupby`` of rank ≤ k per pool and category; the rates'
     percentile intervals from replicates that draw the pools with replacement and sum their per-pool counts by
     ``groupby``; each ratio's Katz interval against the most-selected category with the pool-robust standard error
-    (se² = P/(P − 1)·Σ u², u = (x_a − p_a n_a)/(p_a N_a) − (x_b − p_b n_b)/(p_b N_b) per pool; the upper bound at
-    1 − (1 − ci)/(G − 1))."""
+    (se² = P/(P − 1)·Σ u², u = (x_a − p_a n_a)/(p_a N_a) − (x_b − p_b n_b)/(p_b N_b) per pool; the upper bound
+    at 1 − (1 − ci)/(G − 1))."""
     rng = np.random.default_rng(seed)
     counts = [f"k{k}" for k in KS]
     rows = []
@@ -180,11 +181,11 @@ def main() -> None:
           f"read back in {time.perf_counter() - start:.1f} s")
     with tempfile.TemporaryDirectory() as folder:
         run = timed_import(log, Path(folder))
-    print(f"import --format decisions: tool {run['tool_s']:.1f} s (peak RSS {run['tool_mb']:.0f} MB); pandas read_csv + "
-          f"checks + to_sql baseline in a child process {run['child_s']:.1f} s (peak RSS {run['child_mb']:.0f} MB), "
-          f"ratio {run['child_s'] / run['tool_s']:.2f}×; the same baseline in this process (no interpreter start, "
-          f"pandas imported) {run['inline_s']:.1f} s, ratio {run['inline_s'] / run['tool_s']:.2f}× (targets: ≥ 1×, under "
-          "60 s and 2 GB)")
+    tool, child_run, inline = run["tool_s"], run["child_s"], run["inline_s"]
+    print(f"import --format decisions: tool {tool:.1f} s (peak RSS {run['tool_mb']:.0f} MB); pandas read_csv + checks "
+          f"+ to_sql baseline in a child process {child_run:.1f} s (peak RSS {run['child_mb']:.0f} MB), ratio "
+          f"{child_run / tool:.2f}×; the same baseline in this process (no interpreter start, pandas imported) "
+          f"{inline:.1f} s, ratio {inline / tool:.2f}× (targets: ≥ 1×, under 60 s and 2 GB)")
     start = time.perf_counter()
     tool = tool_table(scores, args.bootstrap)
     tool_s = time.perf_counter() - start

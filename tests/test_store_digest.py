@@ -17,7 +17,8 @@ from audit.store_digest import rows_text
 def _decisions(values, applicants, groups=None, dates=None) -> pd.DataFrame:
     count = len(values)
     return pd.DataFrame({"subtask": "job", "pool": [i // 3 for i in range(count)],
-                         "position": [i % 3 for i in range(count)], "group": groups or ["F", "M", "Ünï"] * (count // 3),
+                         "position": [i % 3 for i in range(count)],
+                         "group": groups or ["F", "M", "Ünï"] * (count // 3),
                          "value": values, "applicant": applicants, "date": dates or [None] * count})
 
 
