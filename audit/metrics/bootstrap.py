@@ -136,6 +136,27 @@ def pool_counts(data: KeyData, weights: np.ndarray) -> tuple[np.ndarray, np.ndar
                  for rows in (product[:half], product[half:]))
 
 
+def pool_share_draws(data: KeyData, members: np.ndarray, selected: np.ndarray, *, n_boot: int,
+                     seed: int) -> np.ndarray:
+    """(n_boot, groups, quotas): bootstrap replicates of the selection shares of recorded pools from their per-pool
+    counts, ``members`` (pools, groups) and expected ``selected`` (pools, groups, quotas): each replicate is the
+    pools' counts weighted by its pool weights, the very draws of :func:`share_draws` (same seeded blocks), so the
+    same shares as its rank laws up to float rounding. The weights of many blocks go into one matrix product (BLAS
+    is many times slower on many short products)."""
+    pools, groups = members.shape
+    rows = np.concatenate([members[:, :, None], selected], axis=2).reshape(pools, -1).T.astype(float, order="C")
+    out = np.empty((n_boot, groups, selected.shape[2]))
+    span = BLOCK * max(1, _CELLS_PER_CHUNK // (BLOCK * pools))  # replicates per product: whole blocks
+    for start in range(0, n_boot, span):
+        weights = np.concatenate([pool_weights(pools, n=min(BLOCK, n_boot - block), seed=seed, key=key_seed(data),
+                                               block=block) for block in range(start, min(start + span, n_boot),
+                                                                               BLOCK)])
+        sums = (rows @ weights.T.astype(float)).T.reshape(len(weights), groups, -1)  # counts first: faster in BLAS
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[start:start + len(weights)] = sums[:, :, 1:] / sums[:, :, :1]
+    return out
+
+
 def share_draws(data: KeyData, design: PoolDesign, *, n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Bootstrap replicates of (φ, ψ), each (n_boot, groups, L): the very draws behind the gaps' intervals."""
     draws = replicates(data, design, n_boot=n_boot, seed=seed, shares=True, bias=False)

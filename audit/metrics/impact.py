@@ -24,12 +24,12 @@ import pandas as pd
 
 from audit.errors import AuditError
 from audit.metrics.allocation import check_quotas, shares
-from audit.metrics.bootstrap import percentile_bounds, percentiles, share_draws
-from audit.metrics.exact import katz_bounds, pair_errors, pool_tables, shares_a_pool
+from audit.metrics.bootstrap import percentile_bounds, percentiles, pool_share_draws, share_draws
+from audit.metrics.exact import katz_bounds, pair_errors
 from audit.metrics.keys import KeyData, selection_keys
 from audit.metrics.ll144 import MIN_APPLICANTS, UNKNOWN
 from audit.design import PoolDesign, PoolKind
-from audit.metrics.pools import pool_size
+from audit.metrics.pools import pool_size, quota_counts
 from audit.metrics.schema import KEY
 
 FOUR_FIFTHS = 0.8
@@ -46,6 +46,8 @@ def known_categories(categories: Iterable[str]) -> np.ndarray:
 
 def distinct_candidates(data: KeyData) -> np.ndarray:
     """Per group of ``data``: how many distinct candidates it has (a candidate in several pools counts once)."""
+    if np.bincount(data.candidate_code, minlength=1).max() <= 1:  # every candidate once (no hashing needed)
+        return np.bincount(data.group, minlength=len(data.groups))
     pairs = pd.unique(data.group.astype(np.int64) * data.candidate_names.size + data.candidate_code)
     return np.bincount(pairs // data.candidate_names.size, minlength=len(data.groups))
 
@@ -69,36 +71,49 @@ def impact_ratios(scores: pd.DataFrame, *, ks: Iterable[int] | int, pool: "str |
 
 def key_impact(data: KeyData, design: PoolDesign, quotas: list[int], *, grouping: str, ci: float | None,
                n_boot: int, seed: int) -> pd.DataFrame:
-    """The rows of :func:`impact_ratios` for one key, category by category, each at every quota in turn."""
-    phi = shares(data, design)[0][:, np.asarray(quotas) - 1]
+    """The rows of :func:`impact_ratios` for one key, category by category, each at every quota in turn. Recorded
+    pools are read as their decisions summed per pool at every quota (:func:`audit.metrics.pools.quota_counts`,
+    once): the rate is selected ÷ members over all pools, a bootstrap replicate the same sums with its pool weights,
+    the ratio's standard error a sum over the pools."""
+    observed = design.kind == PoolKind.OBSERVED
+    if observed:
+        members, selected = quota_counts(data, quotas)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            phi = selected.sum(axis=0) / members.sum(axis=0)[:, None]
+    else:
+        phi = shares(data, design)[0][:, np.asarray(quotas) - 1]
     known = known_categories(data.groups)
-    top = most_selected(phi, comparable(data, known))
+    candidates = distinct_candidates(data)
+    top = most_selected(phi, comparable(data, known, candidates))
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = np.where(known[:, None], phi / phi[top, np.arange(len(quotas))], np.nan)
     columns = {"selection_rate": phi, "impact_ratio": ratio}
     if ci is not None:
-        draws = share_draws(data, design, n_boot=n_boot, seed=seed)[0][:, :, np.asarray(quotas) - 1]
+        draws = (share_draws(data, design, n_boot=n_boot, seed=seed)[0][:, :, np.asarray(quotas) - 1]
+                 if not observed else pool_share_draws(data, members, selected, n_boot=n_boot, seed=seed))
         with warnings.catch_warnings():  # the unknown category's rates may be NaN in every replicate
             warnings.simplefilter("ignore", RuntimeWarning)
             columns.update(percentile_bounds("selection_rate", draws, ci))
         upper = ratio_level(ci, int(known.sum()))
-        bounds = (recorded_bounds(data, design, quotas, phi, top, ci, upper) if design.kind == PoolKind.OBSERVED
+        bounds = (recorded_bounds(data, members, selected, phi, top, ci, upper) if observed
                   else bootstrap_bounds(draws, top, ci, upper))
         columns.update({"impact_ratio_lo": bounds[0], "impact_ratio_hi": bounds[1]})
     frame = pd.DataFrame({**dict(zip(KEY, data.key)), "grouping": grouping,
                           "category": np.repeat(data.groups, len(quotas)),
-                          "candidates": np.repeat(distinct_candidates(data), len(quotas)),
+                          "candidates": np.repeat(candidates, len(quotas)),
                           "k": np.tile(quotas, len(data.groups)),
                           **{name: values.ravel() for name, values in columns.items()},
                           "four_fifths": ratio.ravel() < FOUR_FIFTHS})  # one construction: inserts copy per column
     return frame[[*COLUMNS, *(CI_COLUMNS if ci is not None else ())]]
 
 
-def comparable(data: KeyData, known: np.ndarray) -> np.ndarray:
+def comparable(data: KeyData, known: np.ndarray, candidates: np.ndarray | None = None) -> np.ndarray:
     """The categories that may be the comparator: the ``known`` ones, and of those only the ones with at least
     :data:`audit.metrics.ll144.MIN_APPLICANTS` candidates when any has that many (a tiny category's rate is too
-    noisy to compare every other category with)."""
-    enough = known & (distinct_candidates(data) >= MIN_APPLICANTS)
+    noisy to compare every other category with). ``candidates``: :func:`distinct_candidates` of ``data``, when the
+    caller holds them."""
+    candidates = distinct_candidates(data) if candidates is None else candidates
+    enough = known & (candidates >= MIN_APPLICANTS)
     return enough if enough.any() else known
 
 
@@ -130,16 +145,17 @@ def bootstrap_bounds(draws: np.ndarray, top: np.ndarray, ci: float, upper: float
     return bounds
 
 
-def recorded_bounds(data: KeyData, design: PoolDesign, quotas: list[int], rate: np.ndarray, top: np.ndarray,
+def recorded_bounds(data: KeyData, members: np.ndarray, selected: np.ndarray, rate: np.ndarray, top: np.ndarray,
                     ci: float, upper: float) -> np.ndarray:
     """(2, groups, quotas): Katz log interval of each category's ratio to the comparator ``top``, with the
-    pool-robust standard error of recorded pools (:func:`audit.metrics.exact.pair_errors`); NaN for the comparator
-    and the unknown category."""
-    tables = pool_tables(data, design, quotas)
+    pool-robust standard error of recorded pools (:func:`audit.metrics.exact.pair_errors`) from each pool's
+    ``members`` (pools, groups) and ``selected`` (pools, groups, quotas); NaN for the comparator, the unknown
+    category and a category that shares no pool with the comparator."""
     known = known_categories(data.groups)
     bounds = np.full((2, *rate.shape), np.nan)
     for g, j in np.ndindex(*rate.shape):
-        if g != top[j] and known[g] and np.isfinite(rate[g, j]) and shares_a_pool(tables[j], g, top[j]):
-            se_log = pair_errors(tables[j].members, tables[j].selected, g, top[j])[1]
+        shared = ((members[:, g] > 0) & (members[:, top[j]] > 0)).any()
+        if g != top[j] and known[g] and np.isfinite(rate[g, j]) and shared:
+            se_log = pair_errors(members, selected[:, :, j], g, top[j])[1]
             bounds[:, g, j] = katz_bounds(rate[g, j] / rate[top[j], j], se_log, ci, upper)
     return bounds

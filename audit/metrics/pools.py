@@ -57,7 +57,8 @@ def pool_index(data: KeyData) -> np.ndarray:
     """Each row's recorded pool as 0 … pools − 1, in the order of the pool ids (computed once per key)."""
     check_pools(data)
     if "pool_index" not in data.memo:
-        data.memo["pool_index"] = np.unique(data.pool, return_inverse=True)[1]
+        present = np.bincount(data.pool) > 0  # the inverse of np.unique without its sort: pool ids are codes
+        data.memo["pool_index"] = (np.cumsum(present) - 1)[data.pool]
     return data.memo["pool_index"]
 
 
@@ -176,8 +177,9 @@ def _pool_ranks(data: KeyData) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]
         size = int(np.bincount(pools).max())
         if data.decided is not None:
             first, ties = np.where(data.decided > 0, 0, size - 1), np.zeros(pools.size, dtype=int)
-        else:
-            first, ties = ranks_in_pools(pools, data.score)
+        else:  # rows by pool, then score descending: one stable sort of a combined integer (the score codes)
+            order = np.argsort(pools * data.values.size + (data.values.size - 1 - data.value), kind="stable")
+            first, ties = ranks_in_order(pools, data.score, order)
         data.memo["pool_ranks"] = pools, first, ties, size
     return data.memo["pool_ranks"]
 
@@ -186,7 +188,11 @@ def ranks_in_pools(pools: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np
     """(members above, others tied) of every row within its pool, higher scores first: one sort by pool, then score
     descending, where each run of equal scores starts after the members above it."""
     score, pools = np.asarray(score, dtype=float), np.asarray(pools)
-    order = np.lexsort((-score, pools))
+    return ranks_in_order(pools, score, np.lexsort((-score, pools)))
+
+
+def ranks_in_order(pools: np.ndarray, score: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`ranks_in_pools` of rows whose ``order`` sorts them by pool, then score descending."""
     pool, value = pools[order], score[order]
     new_pool = np.r_[True, pool[1:] != pool[:-1]]
     new_run = new_pool | np.r_[True, value[1:] != value[:-1]]
@@ -206,6 +212,25 @@ def quota_fractions(data: KeyData, k: int) -> tuple[np.ndarray, np.ndarray]:
     fraction of integers; the decided 0/1 of a quota-free system at every k below the pool size."""
     _, first, ties, _ = _pool_ranks(data)
     return np.clip(k - first, 0, ties + 1), ties + 1
+
+
+def quota_counts(data: KeyData, quotas: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(members (pools, groups), selected (pools, groups, quotas)) of the ``observed`` design: each recorded pool's
+    members of each group and how many of them it selects at each quota in expectation (the sums of
+    :func:`quota_fractions`: whole numbers, fractions only where a quota cuts through a tie), every quota in one
+    pass: each member's selection steps up from 0 at rank ``first`` to 1 at rank ``first + ties + 1``, linearly
+    across its tie, so its chance at k is the running sum, over ranks below k, of its share spread over the tie."""
+    pools, first, ties, _ = _pool_ranks(data)
+    shape = (int(pools.max()) + 1, len(data.groups))
+    top = max(quotas)  # ranks at or beyond the largest quota never count: clipped to it
+    cell = (pools * shape[1] + data.group) * (top + 1)
+    share = 1 / (ties + 1)
+    size = shape[0] * shape[1] * (top + 1)
+    steps = (np.bincount(cell + np.minimum(first, top), share, minlength=size)
+             - np.bincount(cell + np.minimum(first + ties + 1, top), share, minlength=size))
+    chance = np.cumsum(np.cumsum(steps.reshape(*shape, top + 1), axis=2), axis=2)
+    members = np.bincount(pools * shape[1] + data.group, minlength=shape[0] * shape[1]).reshape(shape)
+    return members, chance[:, :, np.asarray(quotas) - 1]
 
 
 def quota_chances(pool: np.ndarray, score: np.ndarray, k: int) -> np.ndarray:

@@ -27,7 +27,7 @@ from audit.engine.tables import StoreTables
 
 @dataclass(frozen=True)
 class ReportSettings:
-    """What to report on: the store, one :class:`audit.selection.Selection` of it and the report's options: its quota
+    """What to report on: the store, one :class:`audit.engine.selection.Selection` of it and the report's options: its quota
     ``k`` (None: the design's; after :func:`collect` the k used, ``quota_reason`` saying why), an optional comparison
     of two model labels (A, B), the verdicts' impact-ratio ``threshold``, the ``paper`` (``a4`` or ``letter``), the
     sign-off block's ``auditor``, ``firm`` and ``distribution_date`` (YYYY-MM-DD; each left as a blank line to fill in

@@ -32,6 +32,7 @@ import pandas as pd
 from audit.design import AuditDesign
 from audit.errors import AuditError
 from audit.store.columns import recorded_columns
+from audit.store.digest import rows_text
 from audit.store.recorded import OUTCOMES, decision_scores, legacy_decisions
 
 APPLICATION = "allocation-audit"
@@ -92,6 +93,7 @@ TRIGGERS = [f"CREATE TRIGGER IF NOT EXISTS runs_append_only_{verb.lower()} BEFOR
 #: indexes made in every store opened for writing (a read-only store is read without them): an appended decision
 #: log's applicant ids are looked up, never read whole
 INDEXES = ["CREATE INDEX IF NOT EXISTS recorded_applicants ON recorded_decisions (system, applicant)"]
+BULK_ROWS = 100_000  # decisions inserted at once from which the applicant index is made after them (if larger)
 
 
 Item = Union[str, tuple]  # what one result is stored under: a prompt key, or e.g. (prompt key, sample)
@@ -548,14 +550,24 @@ def save_recorded(db: sqlite3.Connection, model: str, task: str, outcome: str, d
 
 
 def insert_decisions(db: sqlite3.Connection, system: int, part: pd.DataFrame) -> None:
-    """Insert the decisions ``part`` (columns of :func:`save_recorded`) of the recorded system ``system``."""
+    """Insert the decisions ``part`` (columns of :func:`save_recorded`) of the recorded system ``system``. A part
+    larger than every decision stored so far (a big log into a new store) is inserted with the applicant index
+    dropped and made again after, in the same transaction: one sort instead of a million scattered index inserts."""
     applicants = part["applicant"].astype(object).where(part["applicant"].notna(), None)
-    dates = (part["date"].astype(object).where(part["date"].notna(), None).tolist() if "date" in part
-             else [None] * len(part))
-    db.executemany("INSERT INTO recorded_decisions VALUES (?, ?, ?, ?, ?, ?, ?)",
-                   zip([system] * len(part), part["pool"].astype(int).tolist(), part["position"].astype(int).tolist(),
-                       part["group"].astype(str).tolist(), part["value"].astype(float).tolist(), applicants.tolist(),
-                       dates))
+    columns = [part["pool"].astype(int).tolist(), part["position"].astype(int).tolist(),
+               part["group"].astype(str).tolist(), part["value"].astype(float).tolist(), applicants.tolist()]
+    dated = "date" in part and bool(part["date"].notna().any())
+    if dated:
+        columns.append(part["date"].astype(object).where(part["date"].notna(), None).tolist())
+    rebuild = len(part) >= BULK_ROWS and db.execute("SELECT COUNT(*) FROM recorded_decisions").fetchone()[0] < len(part)
+    if rebuild:
+        db.execute("DROP INDEX IF EXISTS recorded_applicants")
+    # the system (an integer) and a missing date written into the statement: fewer values bound per row
+    db.executemany(f"INSERT INTO recorded_decisions VALUES ({int(system)}, ?, ?, ?, ?, ?, {'?' if dated else 'NULL'})",
+                   zip(*columns))
+    if rebuild:
+        for statement in INDEXES:
+            db.execute(statement)
 
 
 def _migrate(db: sqlite3.Connection, from_version: int) -> None:
@@ -625,15 +637,34 @@ def data_hash(store: "Store", task: str, subtasks: Sequence[str]) -> tuple[str, 
         f"({marks}) ORDER BY subtask, candidate_id", (task, *subtasks)).fetchall()
     what = "rows of the store's candidates table"
     if not found:
-        found = store.db.execute(
-            f"SELECT s.model, s.subtask, d.pool, d.position, d.grp, d.value, d.applicant, {decided_column(store.db)} "
-            f"FROM recorded_decisions d JOIN recorded_systems s ON s.id = d.system WHERE s.task = ? AND s.subtask IN "
-            f"({marks}) ORDER BY s.model, s.subtask, d.pool, d.position", (task, *subtasks)).fetchall()
-        found = [row if row[-1] is not None else row[:-1] for row in found]  # undated rows hash as before dates
-        what = "recorded decisions (imported: sources in Appendix C)"
+        return _recorded_hash(store.db, task, subtasks)
     encode = json.JSONEncoder(ensure_ascii=False).encode  # what json.dumps(row, ensure_ascii=False) builds per call
     text = "".join(f"{encode(list(row))}\n" for row in found)
     return hashlib.sha256(text.encode("utf-8")).hexdigest(), len(found), what
+
+
+def _recorded_hash(db: sqlite3.Connection, task: str, subtasks: Sequence[str]) -> tuple[str, int, str]:
+    """:func:`data_hash` of recorded decisions: system by system (fingerprint, subtask), each one's rows made column
+    by column (:func:`audit.store.digest.rows_text`), row by row only where a text needs JSON escaping or a value
+    is not a whole number."""
+    marks, decided = ",".join("?" * len(subtasks)), decided_column(db)
+    digest, rows = hashlib.sha256(), 0
+    for system, model, subtask, count in db.execute(
+            f"SELECT s.id, s.model, s.subtask, (SELECT COUNT(*) FROM recorded_decisions d WHERE d.system = s.id) "
+            f"FROM recorded_systems s WHERE s.task = ? AND s.subtask IN ({marks}) ORDER BY s.model, s.subtask",
+            (task, *subtasks)).fetchall():
+        text = rows_text(db, system, model, subtask, decided)
+        if text is None:
+            found = db.execute(
+                f"SELECT s.model, s.subtask, d.pool, d.position, d.grp, d.value, d.applicant, {decided} FROM "
+                f"recorded_decisions d JOIN recorded_systems s ON s.id = d.system WHERE s.id = ? ORDER BY d.pool, "
+                f"d.position", (system,)).fetchall()
+            found = [row if row[-1] is not None else row[:-1] for row in found]  # undated rows hash as before dates
+            encode = json.JSONEncoder(ensure_ascii=False).encode
+            text = "".join(f"{encode(list(row))}\n" for row in found).encode("utf-8")
+        digest.update(text)
+        rows += count
+    return digest.hexdigest(), rows, "recorded decisions (imported: sources in Appendix C)"
 
 
 def _derived_designs(db: sqlite3.Connection, known: set[tuple[str, str]]) -> list[AuditDesign]:
