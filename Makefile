@@ -34,8 +34,8 @@ chromium:
 # Two pytest workers (pytest-xdist; tests/conftest.py gives each one core's worth of torch threads), a whole test
 # file per worker at a time (--dist loadfile: a module's shared fixture, a vLLM server or a scored store, is built
 # once), the costliest files first (tests/conftest.py's FIRST; xdist's default reorder would run them last).
-# `make test PYTEST_ARGS=` runs everything in one process.
-PYTEST_ARGS ?= -n 2 --dist loadfile --no-loadscope-reorder
+# `make test PYTEST_ARGS=` runs everything in one process; --durations lists the 25 slowest steps (CI's time budget).
+PYTEST_ARGS ?= -n 2 --dist loadfile --no-loadscope-reorder --durations=25
 # The import-linter contracts (.importlinter: the layers of audit/) first, then pytest.
 test: install-dev chromium
 	$(BIN)/lint-imports
