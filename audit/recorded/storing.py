@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-import time
 
 from audit.errors import AuditError
 from audit.design import AuditDesign, PoolDesign, split_groupings
@@ -25,7 +24,9 @@ from audit.recorded.ranking_runs import RankingRuns
 from audit.tasks.recorded import (LOG_QUALIFICATION, LOG_QUOTAS, RANKING_RUN_GROUPINGS, RANKING_RUN_NAMES,
                                    RANKING_RUN_QUALIFICATION, RANKING_RUN_QUOTA, RANKING_RUN_QUOTA_REASON,
                                    RANKING_RUN_REFERENCE)
-from audit.store.database import SAVE_DESIGN, Store, insert_decisions, save_recorded
+from audit.store.database import Store, insert_decisions, save_design, save_recorded
+from audit.store.logs import (add_system, next_pool, next_position, save_model, stored_applicants, stored_log,
+                              update_details)
 
 FINGERPRINT_PREFIX = "rec-"
 LABEL = "rank"
@@ -39,7 +40,6 @@ def import_runs(store: Store, runs: RankingRuns, task: str, reference: str | Non
     :data:`RANKING_RUN_REFERENCE` where it has that code, else its first code."""
     rows = runs.rows
     fingerprints: dict[str, str] = {}
-    now = time.time()
     with store.transaction() as db:
         store.check_importable(task)
         for model, part in rows.groupby("model", sort=True):
@@ -53,8 +53,7 @@ def import_runs(store: Store, runs: RankingRuns, task: str, reference: str | Non
                        "runs": int(len(files)), "rows": int(len(part)), "partial_replies": len(partial),
                        "first_date": runs.first_date, "last_date": runs.last_date,
                        "outcome": "rank", "score": "(n - rank) / (n - 1) within its pool"}
-            db.execute("INSERT OR REPLACE INTO models VALUES (?, ?, ?, ?)",
-                       (fingerprint, model, json.dumps(details, sort_keys=True), now))
+            save_model(db, fingerprint, str(model), details)
             decisions = part.rename(columns={"job": "subtask", "rank": "value"}).assign(applicant=None)
             save_recorded(db, fingerprint, task, "rank", decisions)
         for job, part in rows.groupby("job", sort=True):
@@ -66,7 +65,7 @@ def import_runs(store: Store, runs: RankingRuns, task: str, reference: str | Non
             design = AuditDesign(task, job, chosen, PoolDesign("observed"), (LABEL,), (1.0,), RANKING_RUN_QUALIFICATION,
                                  split_groupings(RANKING_RUN_GROUPINGS), "", names=dict(RANKING_RUN_NAMES),
                                  counterfactual=True, quota=RANKING_RUN_QUOTA, quota_reason=RANKING_RUN_QUOTA_REASON)
-            db.execute(SAVE_DESIGN, design.row())
+            save_design(db, design)
     return fingerprints
 
 
@@ -93,8 +92,7 @@ def import_log(store: Store, log: DecisionLog, task: str, label: str) -> str:
     with store.transaction() as db:
         store.check_importable(task)
         store.check_label(fingerprint, label)
-        db.execute("INSERT OR REPLACE INTO models VALUES (?, ?, ?, ?)",
-                   (fingerprint, label, json.dumps(details, sort_keys=True), time.time()))
+        save_model(db, fingerprint, label, details)
         save_recorded(db, fingerprint, task, log.outcome, log.decisions)
         for subtask in log.references:
             _save_design(db, log, task, subtask)
@@ -105,7 +103,7 @@ def _save_design(db: sqlite3.Connection, log: DecisionLog, task: str, subtask: s
     quota, why = LOG_QUOTAS[log.outcome]
     design = AuditDesign(task, subtask, log.references[subtask], PoolDesign("observed"), (log.outcome,), (1.0,),
                          LOG_QUALIFICATION, split_groupings(log.spec.demographics), "", quota=quota, quota_reason=why)
-    db.execute(SAVE_DESIGN, design.row())
+    save_design(db, design)
 
 
 def append_log(store: Store, log: DecisionLog, task: str, label: str) -> dict:
@@ -115,10 +113,7 @@ def append_log(store: Store, log: DecisionLog, task: str, label: str) -> dict:
     with its own design. The system keeps its fingerprint; its details gain the chunk (rows, dates, chain). Returns
     the new details."""
     with store.transaction() as db:
-        found = db.execute("SELECT fingerprint, details FROM models WHERE label = ?", (label,)).fetchone()
-        details = json.loads(found[1]) if found else {}
-        systems = dict(db.execute("SELECT subtask, id FROM recorded_systems WHERE model = ? AND task = ?",
-                                  (found[0], task)).fetchall()) if found else {}
+        fingerprint, details, systems = stored_log(db, label, task)
         if not systems or details.get("kind") != "decision log":
             raise AuditError(f"--append: task {task!r} of {store.path} holds no decision log named {label!r}; "
                              "import its first part without --append")
@@ -132,15 +127,13 @@ def append_log(store: Store, log: DecisionLog, task: str, label: str) -> dict:
         for subtask, part in log.decisions.groupby("subtask", sort=True):
             system = systems.get(str(subtask))
             if system is None:
-                system = db.execute("INSERT INTO recorded_systems (model, task, subtask, outcome) VALUES (?, ?, ?, ?)",
-                                    (found[0], task, str(subtask), log.outcome)).lastrowid
+                system = add_system(db, fingerprint, task, str(subtask), log.outcome)
                 _save_design(db, log, task, str(subtask))
             part = part.sort_values(["pool", "position"])
             if log.spec.pool:  # new pools after the stored ones
-                part = part.assign(pool=part["pool"] + _next(db, "pool", "system = ?", system))
+                part = part.assign(pool=part["pool"] + next_pool(db, system))
             else:  # the subtask's one pool goes on
-                part = part.assign(position=part["position"] + _next(db, "position", "system = ? AND pool = 0",
-                                                                     system))
+                part = part.assign(position=part["position"] + next_position(db, system))
             insert_decisions(db, system, part)
         dates = [d for d in (details.get("first_date"), details.get("last_date"), log.first_date, log.last_date) if d]
         chain = chain_digest(details.get("chain_sha256") or chain_digest("", details["source_sha256"]), log.digest)
@@ -150,27 +143,15 @@ def append_log(store: Store, log: DecisionLog, task: str, label: str) -> dict:
                        appended=[*details.get("appended", []),
                                  {"source": log.path.name, "sha256": log.digest, "rows": log.rows,
                                   "first_date": log.first_date, "last_date": log.last_date}])
-        db.execute("UPDATE models SET details = ? WHERE fingerprint = ?", (json.dumps(details, sort_keys=True),
-                                                                           found[0]))
+        update_details(db, fingerprint, details)
     return details
-
-
-def _next(db: sqlite3.Connection, column: str, where: str, system: int) -> int:
-    """One more than the largest stored ``column`` (pool or position) of ``system`` (a primary-key lookup)."""
-    return int(db.execute(f"SELECT COALESCE(MAX({column}) + 1, 0) FROM recorded_decisions WHERE {where}",
-                          (system,)).fetchone()[0])
 
 
 def _check_new_ids(db: sqlite3.Connection, systems: list[int], log: DecisionLog, label: str) -> None:
     """Refuse a chunk holding an applicant id already stored for the system (named with its row of the chunk)."""
     ids = log.decisions["applicant"].tolist()
-    marks = ",".join("?" * len(systems))
-    for start in range(0, len(ids), 900):
-        chunk = ids[start:start + 900]
-        stored = {row[0] for row in db.execute(
-            f"SELECT applicant FROM recorded_decisions WHERE system IN ({marks}) AND applicant IN "
-            f"({','.join('?' * len(chunk))})", (*systems, *chunk))}
-        if stored:
-            row = start + next(i for i, applicant in enumerate(chunk) if applicant in stored)
-            raise AuditError(f"{log.path}, row {row + 1}, column {log.spec.applicant!r}: applicant {ids[row]!r} is "
-                             f"already stored in the log {label!r} (ids are never reused); nothing was appended")
+    stored = stored_applicants(db, systems, ids)
+    if stored:
+        row = next(i for i, applicant in enumerate(ids) if applicant in stored)
+        raise AuditError(f"{log.path}, row {row + 1}, column {log.spec.applicant!r}: applicant {ids[row]!r} is "
+                         f"already stored in the log {label!r} (ids are never reused); nothing was appended")

@@ -12,9 +12,6 @@ import pandas as pd
 from audit.store.database import Store
 
 #: the result table whose ``created`` column dates a mode's scoring
-_RESULTS = {"pointwise": ("label_results", "pointwise_plan", "r.labels = p.labels"),
-            "pairwise": ("choice_results", "pairwise_plan", "r.method = p.method")}
-
 #: what each of a system's two hashes covers, said wherever both are printed (Appendix C, the LL144 sources)
 RECORDED_HASHES = ("The content SHA-256 covers the whole imported source (every system recorded in it), so systems "
                    "imported from one source share it; the fingerprint hashes it with the system's own name, so each "
@@ -46,16 +43,13 @@ def portable_path(path: str) -> str:
 def systems(store: Store, scores: pd.DataFrame, task: str, mode: str) -> pd.DataFrame:
     """One row per audited system: label, fingerprint, content hash, source, kind, precision, device, backend and
     the first / last time one of its answers for this task and mode was stored (the ``created`` columns)."""
-    table, plan, match = _RESULTS["pointwise" if mode == "pointwise" else "pairwise"]
     rows, audited = [], set(scores["fingerprint"].unique())
     for label, fingerprint, details, created in store.models()[["label", "fingerprint", "details", "created"]
                                                                  ].itertuples(index=False, name=None):
         if fingerprint not in audited:
             continue
         info = json.loads(details)
-        first, last = store.db.execute(
-            f"SELECT MIN(r.created), MAX(r.created) FROM {plan} p JOIN {table} r ON r.model = p.model AND "
-            f"r.prompt = p.prompt AND {match} WHERE p.model = ? AND p.task = ?", (fingerprint, task)).fetchone()
+        first, last = store.answer_times(mode, fingerprint, task)
         recorded = "source_sha256" in info  # imported decisions: dated by the decisions, hashed by their source
         precision = "n/a (recorded)" if recorded else "/".join(
             str(v) for v in (info.get("quant", ""), info.get("dtype", "")) if v)
@@ -77,15 +71,10 @@ def systems(store: Store, scores: pd.DataFrame, task: str, mode: str) -> pd.Data
 def prompts(store: Store, task: str, scores: pd.DataFrame, mode: str) -> pd.DataFrame:
     """Per subtask, the first stored prompt as scored: system message, one candidate's user message, answer
     prefix, and the SHA-256 of the system message (the part every candidate of the subtask shares)."""
-    plan = "pointwise_plan" if mode == "pointwise" else "pairwise_plan"
     fingerprints = sorted(set(scores["fingerprint"]))
     rows = []
     for subtask in sorted(scores["subtask"].unique()):
-        found = store.db.execute(
-            f"SELECT b.body FROM {plan} p JOIN prompts b ON b.key = p.prompt WHERE p.task = ? AND p.subtask = ? "
-            f"AND p.model IN ({','.join('?' * len(fingerprints))}) ORDER BY p.prompt LIMIT 1",
-            (task, subtask, *fingerprints)).fetchone()
-        body = json.loads(found[0]) if found else {}
+        body = store.first_prompt(mode, task, subtask, fingerprints)
         system = body.get("system", "")
         rows.append({"subtask": subtask, "template": system, "user": body.get("user", ""),
                      "answer_prefix": body.get("answer_prefix", ""),

@@ -40,7 +40,7 @@ from audit.prompts import ChatPrompt, check_new_tokens
 from audit.recorded.ranking_runs import read_order
 from audit.run.cached import CachedBackend, Executor, InProcess, Progress
 from audit.run.scoring import RunSummary, check_rows
-from audit.store.database import CHOICE_RESULTS, SAVE_DESIGN, Store, save_recorded, storable
+from audit.store.database import CHOICE_RESULTS, Store, save_design, save_recorded, storable
 from audit.tasks import study
 from audit.tasks.recorded import RANKING_RUN_GROUPINGS, RANKING_RUN_NAMES, RANKING_RUN_REFERENCE
 
@@ -312,4 +312,4 @@ def write_rankings(store: Store, run: ListwiseRun, decisions: pd.DataFrame) -> N
             design = AuditDesign(study.TASK, str(job), RANKING_RUN_REFERENCE, PoolDesign("observed"), ("rank",),
                                  (1.0,), "every candidate of a pool equally qualified (the study's design)",
                                  split_groupings(RANKING_RUN_GROUPINGS), "", names=dict(RANKING_RUN_NAMES))
-            db.execute(SAVE_DESIGN, design.row())
+            save_design(db, design)

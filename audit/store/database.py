@@ -386,6 +386,25 @@ class Store:
                    (SELECT COUNT(DISTINCT pool) FROM recorded_decisions d WHERE d.system = s.id) AS pools
             FROM recorded_systems s JOIN models m ON m.fingerprint = s.model ORDER BY m.label, s.task, s.subtask""")
 
+    def answer_times(self, mode: str, fingerprint: str, task: str) -> tuple[float | None, float | None]:
+        """(first, last) time one of ``fingerprint``'s answers to ``task`` in ``mode`` (pointwise, else pairwise) was
+        stored, None where it has none."""
+        table, plan, match = _RESULTS["pointwise" if mode == "pointwise" else "pairwise"]
+        first, last = self.db.execute(
+            f"SELECT MIN(r.created), MAX(r.created) FROM {plan} p JOIN {table} r ON r.model = p.model AND "
+            f"r.prompt = p.prompt AND {match} WHERE p.model = ? AND p.task = ?", (fingerprint, task)).fetchone()
+        return first, last
+
+    def first_prompt(self, mode: str, task: str, subtask: str, fingerprints: Sequence[str]) -> dict:
+        """The first stored prompt (its JSON body) of ``task`` and ``subtask`` in ``mode`` by one of ``fingerprints``,
+        {} where there is none."""
+        plan = "pointwise_plan" if mode == "pointwise" else "pairwise_plan"
+        found = self.db.execute(
+            f"SELECT b.body FROM {plan} p JOIN prompts b ON b.key = p.prompt WHERE p.task = ? AND p.subtask = ? "
+            f"AND p.model IN ({','.join('?' * len(fingerprints))}) ORDER BY p.prompt LIMIT 1",
+            (task, subtask, *fingerprints)).fetchone()
+        return json.loads(found[0]) if found else {}
+
     def ranked_decisions(self) -> pd.DataFrame:
         """Every ranked decision (imported rankings and listwise runs): task, model, subtask, pool, position (0 =
         shown first), grp and value (rank); the decisions read without their system's texts, which are joined after
@@ -503,6 +522,14 @@ class Store:
 
 
 SAVE_DESIGN = "INSERT OR REPLACE INTO designs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+#: per mode, the results table, its plan and how a result matches its plan row (:meth:`Store.answer_times`)
+_RESULTS = {"pointwise": ("label_results", "pointwise_plan", "r.labels = p.labels"),
+            "pairwise": ("choice_results", "pairwise_plan", "r.method = p.method")}
+
+
+def save_design(db: sqlite3.Connection, design: AuditDesign) -> None:
+    """Store ``design`` (replacing the task and subtask's design) within the open transaction ``db``."""
+    db.execute(SAVE_DESIGN, design.row())
 RECORDED_SYSTEMS_QUERY = """
     SELECT s.id AS system, m.label AS model, s.model AS fingerprint, s.task, s.subtask, s.outcome, m.created
     FROM recorded_systems s JOIN models m ON m.fingerprint = s.model"""
