@@ -9,10 +9,11 @@ import re
 import shlex
 import shutil
 import subprocess
-from html import unescape
+from html import escape, unescape
 from html.parser import HTMLParser
 
 import pandas as pd
+import plotly.graph_objects as go
 import pytest
 
 from audit.cli import build_parser, main
@@ -22,6 +23,7 @@ from audit.engine.verdict import rule_text
 from audit.paths import DEMO_STORE
 from audit.reporting import ReportSettings, build_report, print_pdf, report_steps
 from audit.reporting.layout import measure, too_wide
+from audit.reporting.render import plain_title
 from audit.engine.selection import Selection
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -242,9 +244,17 @@ def test_custom_task_with_two_groups_escapes_names(tmp_path, capsys, monkeypatch
     html = out.read_text("utf-8")
     assert PAYLOAD not in html and "<b>x</b>" not in html
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert "&amp;lt;" not in html and "&amp;amp;" not in html  # escaped once, never twice (figures' alt text too)
     assert "Observational design" in html
     assert main(["report", "--db", str(db), "--reference", "nobody", "--out", str(out)]) == 2
     assert "reference group 'nobody' not found" in capsys.readouterr().err
+
+
+def test_a_figures_alt_text_is_its_title_as_plain_text_escaped_once():
+    title = f"{escape('loan<b>x</b> & co')}<br><sup>k = 1</sup>"  # as the charts write user text into a title
+    assert plain_title(go.Figure(layout={"title": {"text": title}})) == "loan<b>x</b> & co k = 1"
+    assert escape(plain_title(go.Figure(layout={"title": {"text": title}}))) == "loan&lt;b&gt;x&lt;/b&gt; &amp; co k = 1"
+    assert plain_title(go.Figure()) == "figure"
 
 
 def test_study_report_states_its_quota_and_lists_every_adverse_verdict(tmp_path, capsys):

@@ -11,7 +11,7 @@ import re
 import secrets
 from collections.abc import Callable
 from contextvars import ContextVar
-from html import escape
+from html import escape, unescape
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -62,11 +62,18 @@ _drawings: ContextVar[tuple[str, list[Callable[[], str]]] | None] = ContextVar("
 """While :func:`render_html` writes a document: its placeholders' nonce and the images they stand for."""
 
 
+def plain_title(fig: go.Figure) -> str:
+    """``fig``'s title as plain text (chart titles are Plotly's HTML subset, user text in them already escaped):
+    tags dropped, entities read back; ``figure`` where it has none."""
+    title = unescape(re.sub(r"<[^>]*>", " ", fig.layout.title.text or ""))
+    return " ".join(title.split()) or "figure"
+
+
 def _figure(fig: go.Figure, width: int | None = None) -> str:
     """``fig`` as an inline SVG image, ``width`` pixels wide when given (half-width figures: smaller canvas, so their
     text prints larger). Within :func:`render_html` the browser draws it while the document is written, and a
     placeholder stands in for it until then."""
-    drawn, alt = image_later(fig, "svg", width=width), escape(fig.layout.title.text or "figure")
+    drawn, alt = image_later(fig, "svg", width=width), escape(plain_title(fig))
 
     def tag() -> str:
         return f'<img alt="{alt}" src="data:image/svg+xml;base64,{base64.b64encode(drawn()).decode("ascii")}">'
