@@ -115,6 +115,15 @@ def test_a_browser_that_never_answers_is_killed_at_the_deadline_and_later_calls_
     assert time.monotonic() - started < 0.5
 
 
+def test_a_working_browser_past_the_deadline_is_not_blamed_on_a_missing_chrome(no_browser_yet):
+    browser.warm_up()
+    browser._session.opened.result(timeout=60)  # a real Chromium, up and ready
+    no_browser_yet.setattr(browser, "DEADLINE", 0.0)  # no drawing finishes in no time
+    with pytest.raises(AuditError, match=r"^the headless browser started but did not finish .* within 0 s") as error:
+        browser.figure_image_later(_figure("late"), "svg", 100, 100)()
+    assert "needs a working Chrome" not in str(error.value)
+
+
 def test_a_missing_browser_is_one_error_naming_where_it_was_looked_for(no_browser_yet, tmp_path):
     no_browser_yet.setenv("BROWSER_PATH", str(tmp_path / "no-chrome"))
     with pytest.raises(AuditError, match=r"needs a working Chrome/Chromium .*Browser not found.*no-chrome"):

@@ -165,10 +165,14 @@ def _later(work: Callable[[_Session], Awaitable[_T]]) -> Callable[[], _T]:
         except Exception as exc:  # noqa: BLE001 - choreographer raises several types when Chrome is missing or fails
             said = " ".join(str(part) for part in exc.args)  # choreographer's errors hold several sentences
             cause = said.splitlines()[0] if said.strip() else type(exc).__name__
+        opened = session.opened.done() and not session.opened.exception()
         status = _exit_status(session)
-        if status is not None and session.opened.done() and not session.opened.exception():
+        if status is not None and opened:
             _fail(session, f"the headless browser ended while it worked (exit status {status}: killed or crashed); "
                            "run the command again")
+        if opened and cause.startswith("no answer"):
+            _fail(session, f"the headless browser started but did not finish its drawing or printing within "
+                           f"{DEADLINE:.0f} s (a busy machine or a very large document); run the command again")
         _fail(session, "the headless browser needs a working Chrome/Chromium (apt-get install chromium; "
                        f"BROWSER_PATH): {cause}")
 
