@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from helpers import Done, audit
 
+from audit.backend import api
 from audit.backend.api import api_ref
 from audit.backend.protocol import Backend
 from audit.backend.spec import BackendSpec, load_backend
@@ -97,20 +98,28 @@ def test_a_server_killed_mid_run_leaves_finished_batches_and_a_rerun_completes(t
     assert f"{planned - 2} scored, 2 cached" in rerun.stdout
 
 
-def test_misconfigurations_give_one_clear_error_and_leave_the_store_untouched(url, kind, tmp_path):
+def test_misconfigurations_give_one_clear_error_and_leave_the_store_untouched(url, kind, tmp_path, monkeypatch):
     db = tmp_path / "results.db"
     with Store(db) as store:
         before = store.row_counts()
     dead = f"http://127.0.0.1:{free_port()}/v1"
-    with served(kind, ENV, logprobs=False) as (bare, _):
-        cases = {
-            "refused the API key": score(db, "--base-url", url, "--api-key-env", "AUDIT_WRONG_KEY"),
-            "does not serve 'nope'": score(db, "--base-url", url, *KEYED, model="openai:nope"),
-            f"cannot reach {dead}/models": score(db, "--base-url", dead),
-            "returns no log-probabilities": score(db, "--base-url", bare),
-            "AUDIT_UNSET: that environment variable is not set": score(db, "--base-url", url, "--api-key-env",
-                                                                        "AUDIT_UNSET"),
-        }
+    cases = {
+        "refused the API key": score(db, "--base-url", url, "--api-key-env", "AUDIT_WRONG_KEY"),
+        "does not serve 'nope'": score(db, "--base-url", url, *KEYED, model="openai:nope"),
+        f"cannot reach {dead}/models": score(db, "--base-url", dead),
+        "AUDIT_UNSET: that environment variable is not set": score(db, "--base-url", url, "--api-key-env",
+                                                                    "AUDIT_UNSET"),
+    }
+    if kind == "vllm":  # vLLM's own refusal (HTTP 400) of more log-probabilities than it serves, from the module's
+        # server (--max-logprobs 20) asked for 21: a second server started with --max-logprobs 0 (minutes on CI)
+        # would refuse every request for them the same way
+        with monkeypatch.context() as patched:
+            patched.setattr(api, "TOP_LOGPROBS", api.TOP_LOGPROBS + 1)
+            cases["returns no log-probabilities"] = score(db, "--base-url", url, *KEYED)
+        assert "the server refused them" in cases["returns no log-probabilities"].stderr
+    else:
+        with served(kind, ENV, logprobs=False) as (bare, _):
+            cases["returns no log-probabilities"] = score(db, "--base-url", bare)
     for expected, result in cases.items():
         assert result.returncode == 2 and result.stderr.startswith("error: ") and expected in result.stderr, (
             result.stderr)
