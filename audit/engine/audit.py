@@ -288,7 +288,7 @@ class Audit:
         scores in the selection's mode, of its models (every subtask; no unreliable pairwise model left out). An
         AuditError names a chosen model or subtask without such scores."""
         s, scores = self.selection, self.tables.scores
-        self.resolved
+        self.resolved  # the task, its mode's scores and the reference checked first
         self._known(s.mode)
         keep = (scores["task"] == s.task) & (scores["mode"] == s.mode)
         if s.models:
