@@ -1,7 +1,8 @@
 """One audit, shaped like fairlearn's ``MetricFrame``: the store's tables and one
 :class:`audit.engine.selection.Selection` in; every view a page, a CLI command or the report shows (the resolved
-design, pool sizes, score shape and label mass, position bias, the metric rows with their draws, rows / correlations /
-rankings at k, impact ratios, verdicts, a comparison, the planner's curves) computed on first use and kept, so a view
+design, pool sizes, score shape and label mass, diagnostics, position bias, the metric rows with their draws, rows /
+correlations / rankings at k, impact ratios, verdicts, a comparison, the planner's curves, and what only the store
+file holds of the audited systems, read on a thread of its own) computed on first use and kept, so a view
 not asked costs nothing and a failing view raises its AuditError only when asked. Regrouping, dropping unreliable
 pairwise models, the reference check and the one quota check live here."""
 from __future__ import annotations
@@ -311,8 +312,8 @@ class Audit:
     def records(self, threshold: float = FOUR_FIFTHS, k: int | None = None) -> Records:
         """What the store file says of the audited systems beyond their scores (:class:`audit.engine.records.Records`:
         systems, prompts, the data hash over the selected subtasks, the task's audit trail and its monitoring at
-        ``threshold``, quota ``k`` (None: the design's), the selection's family and confidence level); an AuditError
-        for tables not read from a store."""
+        ``threshold``, quota ``k`` (None: the design's), the selection's family and confidence level) as the store
+        file stood when they were first asked; an AuditError for tables not read from a store."""
         return self._records(threshold, k).result()
 
     @memoised

@@ -1,5 +1,6 @@
-"""Everything an audit report states, gathered from one result store: scope, metric tables, impact ratios,
-diagnostics, an optional comparison, limitations and the commands that reproduce each number."""
+"""Everything an audit report states, gathered from one :class:`audit.engine.audit.Audit` of the result store's
+tables: scope, metric tables, impact ratios, diagnostics, an optional comparison, limitations and the commands that
+reproduce each number."""
 from __future__ import annotations
 
 import shlex
