@@ -75,8 +75,14 @@ if mode != current.selection.mode:  # recorded decisions: no model scored them, 
 st.subheader("Label mass")
 st.caption(f"Mean share of the next-token probability on the task's labels (pointwise). Below "
            f"{LOW_LABEL_MASS:.0%} a model mostly ignores the answer format and its scores are renormalised noise.")
-st.dataframe(readable.label_mass_table(common.audit(current).label_mass), hide_index=True,
-             width="stretch")
+diagnostics = common.audit(current).diagnostics
+st.dataframe(readable.label_mass_table(diagnostics.label_mass), hide_index=True, width="stretch")
+if diagnostics.answers is not None:
+    st.subheader("Pairwise answers")
+    st.caption("Per model, the shares of its answers that picked no one candidate (irregular, ties included) and "
+               "that called a tie, and of its pairs whose answer flipped with the order the two were shown in (the "
+               "paper's Table 2).")
+    st.dataframe(readable.answer_shares_table(diagnostics.answers), hide_index=True, width="stretch")
 
 try:
     rows = common.audit(current).scores(current.selection.mode, current.selection.grouping)

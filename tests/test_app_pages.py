@@ -8,6 +8,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from audit.paths import DEMO_STORE
+from audit.store.database import Store
+from audit.store.tables import answer_table, pair_table
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 APP = str(DEMO_STORE.parent.parent / "app.py")
@@ -80,6 +82,27 @@ def test_overview_opens_with_the_verdict_and_reads_without_codes_or_json(demo):
     models = next(frame.value for frame in demo.dataframe if "details" in frame.value.columns)
     assert not models["details"].str.contains("{", regex=False).any()
     assert any("**Reference group:** White men" in m.value for m in demo.markdown)
+
+
+def test_overview_shows_the_pairwise_answer_shares_the_store_holds(demo):
+    """Issue 41: the Overview's diagnostics are the audit's (Audit.diagnostics): in a pairwise mode, each model's
+    irregular, tied and flipped shares, as counted from the store's answers and pairs."""
+    demo.switch_page("pages/overview.py").run()
+    assert not [s for s in demo.subheader if s.value == "Pairwise answers"]  # pointwise: label mass only
+    demo.sidebar.selectbox(key="mode_resume").set_value("pairwise").run()
+    assert not demo.exception and not demo.error, (demo.exception, [e.value for e in demo.error])
+    assert [s for s in demo.subheader if s.value == "Pairwise answers"]
+    shown = next(frame.value for frame in demo.dataframe if "flipped" in frame.value.columns)
+    with Store(DEMO_STORE, create=False) as store:
+        answers, pairs = answer_table(store), pair_table(store)
+    answers, pairs = answers[answers["mode"] == "pairwise"], pairs[pairs["mode"] == "pairwise"]
+    assert list(shown["system"]) == sorted(set(answers["model"]))
+    for system, irregular, tied, flipped in shown.itertuples(index=False):
+        choices = answers.loc[answers["model"] == system, "choice"].tolist()
+        assert float(irregular) == pytest.approx(sum(c not in ("first", "second") for c in choices) / len(choices),
+                                                 abs=5e-4)
+        assert float(tied) == pytest.approx(choices.count("tie") / len(choices), abs=5e-4)
+        assert float(flipped) == pytest.approx(pairs.loc[pairs["model"] == system, "flipped"].mean(), abs=5e-4)
 
 
 def test_k_slider_changes_the_gaps_shown(demo):

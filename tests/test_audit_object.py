@@ -4,18 +4,24 @@ size and grouping wherever k is checked, and every command builds the same Selec
 from __future__ import annotations
 
 import io
+import threading
 from contextlib import redirect_stderr, redirect_stdout
 
+import pandas as pd
 import pytest
 
 import audit.engine.audit as audit_module
+import audit.engine.records as records_module
 from audit.engine.audit import Audit
+from audit.engine.diagnostics import answer_shares
 from audit.cli import build_parser, main
 from audit.commands.options import selection_from
 from audit.errors import AuditError
 from audit.paths import DEMO_STORE
 from audit.engine.selection import Selection
-from audit.store.database import Store
+from audit.store.database import Store, data_hash
+from audit.store.runs import trail
+from audit.store.tables import answer_table, pair_table
 from audit.engine.tables import StoreTables
 
 
@@ -133,3 +139,72 @@ def test_preset_has_the_same_choices_everywhere(command, capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args([command, "--db", "x.db", "--k", "1", "--out", "r.html", "--preset", "nonesuch"])
     assert "invalid choice: 'nonesuch'" in capsys.readouterr().err
+
+
+# ---- Audit.diagnostics and Audit.records: what the report reads of the store, from the audit (issue 41) -----------
+
+def test_pairwise_diagnostics_count_the_stored_answers_without_a_metric_pass(tables, monkeypatch):
+    monkeypatch.setattr(audit_module, "metric_rows", lambda *a, **k: pytest.fail("the metric pass ran"))
+    with Store(DEMO_STORE, create=False) as store:
+        answers, pairs = answer_table(store), pair_table(store)
+    for mode in ("pairwise", "pairwise-likelihood"):
+        found = Audit(tables, Selection("resume", mode)).diagnostics
+        assert found.table is found.answers and list(found.answers.columns) == ["model", "irregular", "tied", "flipped"]
+        for model, irregular, tied, flipped in found.answers.itertuples(index=False):
+            mine = answers[(answers["task"] == "resume") & (answers["mode"] == mode) & (answers["model"] == model)]
+            choices = mine["choice"].tolist()
+            assert irregular == pytest.approx(sum(c not in ("first", "second") for c in choices) / len(choices))
+            assert tied == pytest.approx(choices.count("tie") / len(choices))
+            flips = pairs.loc[(pairs["mode"] == mode) & (pairs["model"] == model), "flipped"].tolist()
+            assert flipped == pytest.approx(sum(flips) / len(flips))
+        assert set(found.answers["model"]) == set(answers.loc[answers["mode"] == mode, "model"])
+
+
+def test_pointwise_diagnostics_are_the_label_mass_of_the_chosen_models(tables):
+    found = Audit(tables, Selection("resume", models=("gemma3-270m",)))
+    assert found.diagnostics.answers is None and found.diagnostics.label_mass is found.label_mass
+    table = found.diagnostics.table
+    assert list(table.columns) == ["model", "mean_label_mass", "min_label_mass"]
+    mass = tables.scores.loc[(tables.scores["task"] == "resume") & (tables.scores["mode"] == "pointwise")
+                             & (tables.scores["model"] == "gemma3-270m"), "label_mass"].astype(float)
+    assert table.values.tolist() == [["gemma3-270m", pytest.approx(mass.mean()), pytest.approx(mass.min())]]
+
+
+def test_answer_shares_count_only_the_audited_task_and_models():
+    answers = pd.DataFrame({"model": ["a", "a", "a", "b"], "task": ["t", "t", "other", "t"],
+                            "subtask": "s", "mode": "pairwise", "regular": [True, False, False, False],
+                            "tie": [False, True, False, False]})
+    pairs = pd.DataFrame({"model": ["a", "a"], "task": ["t", "other"], "mode": "pairwise", "flipped": [False, True]})
+    found = answer_shares(answers, pairs, "t", "pairwise", ["a"])
+    assert found.to_dict("records") == [{"model": "a", "irregular": 0.5, "tied": 0.5, "flipped": 0.0}]
+    assert answer_shares(answers, pairs, "t", "pointwise", ["a"]) is None
+
+
+def test_records_are_read_from_the_store_on_the_audits_own_thread(tables, monkeypatch):
+    """The report opens no store: the audit reads what only the store file holds on a thread of its own."""
+    opened = []
+    real = records_module.Store
+
+    def store(*args, **kwargs):
+        opened.append(threading.current_thread().name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(records_module, "Store", store)
+    found = Audit(tables, Selection("study-gpt-hiring", subtasks=("HR specialist",)))
+    found.read_ahead(0.8, 1)
+    read = found.records(0.8, 1)
+    assert opened and all(name.startswith("audit-records") for name in opened)
+    assert found.records(0.8, 1) is read and len(opened) == 1  # read once
+    with Store(DEMO_STORE, create=False) as direct:
+        assert read.data == data_hash(direct, "study-gpt-hiring", ["HR specialist"])
+        assert read.trail.equals(trail(direct, "study-gpt-hiring"))
+    assert sorted(read.systems["model"]) == ["gpt-3.5-turbo", "gpt-4"] and read.systems["recorded"].all()
+    assert read.monitoring is None  # the study's decisions carry no dates
+
+
+def test_records_check_the_selection_first_and_need_a_store(tables):
+    with pytest.raises(AuditError, match="model 'nobody' has no pointwise scores for task 'resume'"):
+        Audit(tables, Selection("resume", models=("nobody",))).read_ahead()
+    scored = StoreTables.from_scores(tables.scores[tables.scores["task"] == "resume"].reset_index(drop=True))
+    with pytest.raises(AuditError, match="read from a result store"):
+        Audit(scored, Selection("resume")).records()

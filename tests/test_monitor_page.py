@@ -14,7 +14,8 @@ from streamlit.testing.v1 import AppTest
 from audit.paths import DEMO_STORE
 from audit.present.browser import print_pdf
 from audit.recorded.synthetic import SPEC, dated_log
-from audit.reporting.monitoring_section import monitoring_section, watched
+from audit.engine.monitor import MonitorSettings, watched
+from audit.reporting.monitoring_section import monitoring_section
 from audit.reporting.render import _figure
 from audit.reporting.style import STYLE
 from audit.store.database import Store
@@ -89,7 +90,7 @@ def report_html(dated_store) -> str:
     """The section as the report writes it (its figure drawn as the report draws figures). The whole report of a
     dated task is not built here: on this shared machine its other figures outlast the browser's 45 s deadline."""
     with Store(dated_store, create=False) as store:
-        found = watched(store, "watched", 0.8, "system")
+        found = watched(store, "watched", MonitorSettings(threshold=0.8, family="system"))
     return monitoring_section(found, _figure)
 
 

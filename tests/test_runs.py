@@ -21,8 +21,8 @@ from streamlit.testing.v1 import AppTest
 
 from audit.paths import DEMO_STORE
 from audit.present.trail import readable
-from audit.reporting import provenance
-from audit.reporting.provenance import portable_path
+from audit.engine import records
+from audit.paths import portable_path
 from audit.store.database import MIGRATIONS, SCHEMA_VERSION, Store, data_hash
 from audit.store.runs import COLUMNS, NOT_STORED, Run, append, clean_options, trail
 from audit.engine.tables import StoreTables
@@ -153,9 +153,9 @@ def fingerprints(db: Path) -> dict:
         for task in tables.tasks():
             scores = tables.scores[tables.scores["task"] == task]
             subtasks = sorted(scores["subtask"].unique())
-            found[task] = (data_hash(store, task, subtasks), provenance.systems(store, scores, task, "pointwise")
+            found[task] = (data_hash(store, task, subtasks), records.systems(store, scores, task, "pointwise")
                            .drop(columns=["registered", "first scored", "last scored"]).to_dict("records"),
-                           provenance.prompts(store, task, scores, "pointwise").to_dict("records"))
+                           records.prompts(store, task, scores, "pointwise").to_dict("records"))
         found["scores"] = tables.scores.to_dict("records")
     return found
 

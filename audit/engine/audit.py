@@ -1,13 +1,15 @@
 """One audit, shaped like fairlearn's ``MetricFrame``: the store's tables and one
 :class:`audit.engine.selection.Selection` in; every view a page, a CLI command or the report shows (the resolved
-design, pool sizes, score shape and label mass, position bias, the metric rows with their draws, rows / correlations /
-rankings at k, impact ratios, verdicts, a comparison, the planner's curves) computed on first use and kept, so a view
+design, pool sizes, score shape and label mass, diagnostics, position bias, the metric rows with their draws, rows /
+correlations / rankings at k, impact ratios, verdicts, a comparison, the planner's curves, and what only the store
+file holds of the audited systems, read on a thread of its own) computed on first use and kept, so a view
 not asked costs nothing and a failing view raises its AuditError only when asked. Regrouping, dropping unreliable
 pairwise models, the reference check and the one quota check live here."""
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TypeVar
@@ -33,8 +35,11 @@ from audit.metrics.shape import score_shape
 from audit.engine.verdict import decide, measure
 from audit.engine.selection import Selection
 from audit.tasks.recorded import ll144_groupings
+from audit.engine.diagnostics import Diagnostics, answer_shares
 from audit.engine.metric_pass import MetricRows, metric_rows, pool_of, regroup
+from audit.engine.monitor import MonitorSettings
 from audit.engine.positions import PositionAudit, task_positions
+from audit.engine.records import Records, read_records
 from audit.engine.shape import Shape, label_mass
 from audit.engine.tables import StoreTables
 
@@ -277,6 +282,48 @@ class Audit:
         if s.groups:
             rows = rows[rows["group"].astype(str).isin([*s.groups, self.reference])]
         return Shape(score_shape(rows), self.label_mass)
+
+    @cached_property
+    def audited(self) -> pd.DataFrame:
+        """What the audit looks at, as the store holds it: the distinct (model, fingerprint, subtask) of the task's
+        scores in the selection's mode, of its models (every subtask; no unreliable pairwise model left out). An
+        AuditError names a chosen model or subtask without such scores."""
+        s, scores = self.selection, self.tables.scores
+        self.resolved  # the task, its mode's scores and the reference checked first
+        self._known(s.mode)
+        keep = (scores["task"] == s.task) & (scores["mode"] == s.mode)
+        if s.models:
+            keep &= scores["model"].astype(str).isin(s.models)
+        return scores.loc[keep, ["model", "fingerprint", "subtask"]].drop_duplicates(ignore_index=True)
+
+    @cached_property
+    def diagnostics(self) -> Diagnostics:
+        """How well the audited models answered: :attr:`label_mass` and, in a pairwise mode, the shares of their
+        answers irregular, tied and flipped with the order (:mod:`audit.engine.diagnostics`)."""
+        s, tables = self.selection, self.tables
+        models = sorted(set(self.audited["model"].astype(str)))
+        return Diagnostics(self.label_mass, answer_shares(tables.answers, tables.pairs, s.task, s.mode, models))
+
+    def read_ahead(self, threshold: float = FOUR_FIFTHS, k: int | None = None) -> None:
+        """Start reading :meth:`records` of these arguments from the store file on a thread of its own, so the
+        numbers computed meanwhile do not wait for it."""
+        self._records(threshold, k)
+
+    def records(self, threshold: float = FOUR_FIFTHS, k: int | None = None) -> Records:
+        """What the store file says of the audited systems beyond their scores (:class:`audit.engine.records.Records`:
+        systems, prompts, the data hash over the selected subtasks, the task's audit trail and its monitoring at
+        ``threshold``, quota ``k`` (None: the design's), the selection's family and confidence level) as the store
+        file stood when they were first asked; an AuditError for tables not read from a store."""
+        return self._records(threshold, k).result()
+
+    @memoised
+    def _records(self, threshold: float, k: int | None) -> Future[Records]:
+        s, audited = self.selection, self.audited
+        if self.tables.source is None:
+            raise AuditError("the systems' records are read from a result store; these scores come from a file")
+        subtasks = {t for t in audited["subtask"].astype(str) if not s.subtasks or t in s.subtasks}
+        watch = MonitorSettings(k=k, threshold=threshold, alpha=1 - (s.ci or 0.95), family=s.family)
+        return read_records(self.tables.source, s.task, s.mode, audited, subtasks, watch)
 
     @cached_property
     def positions(self) -> PositionAudit | None:

@@ -96,6 +96,13 @@ class Monitoring:
                 f"grows by α per {s.horizon} looks.")
 
 
+def watched(store: Store, task: str, settings: MonitorSettings) -> Monitoring | None:
+    """:func:`monitor_table` of ``task`` (None where it has no dated recorded decisions)."""
+    if task not in store.dated_tasks():
+        return None
+    return monitor_table(store, task, settings)
+
+
 def monitor_table(store: Store, task: str | None, settings: MonitorSettings) -> Monitoring:
     """The monitoring of ``task``'s dated recorded systems in ``store`` under ``settings`` (see the module); the
     decisions are counted in the store (:meth:`audit.store.database.Store.decision_counts`), never read whole."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
@@ -14,7 +14,8 @@ import pandas as pd
 from audit.design import AuditDesign
 from audit.errors import AuditError
 from audit.store.database import Store
-from audit.store.tables import PAIR_COLUMNS, SCORE_COLUMNS, dated_scores, pairs_of, pairwise_mode
+from audit.store.tables import (ANSWER_FLAGS, PAIR_COLUMNS, SCORE_COLUMNS, answer_flags, dated_scores, pairs_of,
+                                pairwise_mode)
 from audit.tasks.designs import completed, declared_design
 
 #: the pairwise prompts' columns the store summary reads
@@ -36,6 +37,8 @@ class StoreTables:
     prompt_times: pd.DataFrame | None = None
     #: the store file the tables were read from (None for tables read from score files)
     source: Path | None = None
+    #: each pairwise answer's flags (:func:`audit.store.tables.answer_flags`; none for score files)
+    answers: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=ANSWER_FLAGS))
 
     @classmethod
     def from_scores(cls, scores: pd.DataFrame, designs: dict[tuple[str, str], AuditDesign] | None = None,
@@ -55,7 +58,15 @@ class StoreTables:
         scores, recorded_at = dated_scores(pointwise, prompts)
         del pointwise  # the summary is made from the scores when asked: no second copy of the rows is kept
         return cls(scores, pairs_of(prompts), model_table(store.models()), designs, store.recorded_systems(),
-                   recorded_at, prompts.reindex(columns=_PROMPT_TIMES), store.path)
+                   recorded_at, prompts.reindex(columns=_PROMPT_TIMES), store.path, answer_flags(prompts))
+
+    @classmethod
+    def open(cls, path: str | Path) -> "StoreTables":
+        """:meth:`read` of the existing store file at ``path`` (an AuditError if there is none)."""
+        if not Path(path).is_file():
+            raise AuditError(f"result store {path} does not exist")
+        with Store(path, create=False) as store:
+            return cls.read(store)
 
     @cached_property
     def ranked(self) -> pd.DataFrame | None:

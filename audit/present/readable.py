@@ -226,6 +226,12 @@ def label_mass_table(mass: pd.DataFrame) -> pd.DataFrame:
                          "below the threshold": mass["low"].map({True: "yes", False: "no"})})
 
 
+def answer_shares_table(answers: pd.DataFrame) -> pd.DataFrame:
+    """Pairwise answer shares per model (:attr:`audit.engine.diagnostics.Diagnostics.answers`), formatted."""
+    return pd.DataFrame({"system": answers["model"], **{column: answers[column].map(number)
+                                                        for column in ("irregular", "tied", "flipped")}})
+
+
 def run_table(summaries: Sequence[RunSummary]) -> pd.DataFrame:
     """One row per scoring run: prompts, scored, cached, seconds and the quality flags."""
     return pd.DataFrame([{"model": s.model, "task": s.task, "subtask": s.subtask, "mode": s.mode, "prompts": s.prompts,

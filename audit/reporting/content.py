@@ -1,28 +1,23 @@
-"""Everything an audit report states, gathered from one result store: scope, metric tables, impact ratios,
-diagnostics, an optional comparison, limitations and the commands that reproduce each number."""
+"""Everything an audit report states, gathered from one :class:`audit.engine.audit.Audit` of the result store's
+tables: scope, metric tables, impact ratios, diagnostics, an optional comparison, limitations and the commands that
+reproduce each number."""
 from __future__ import annotations
 
 import shlex
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
-from pathlib import Path
 
 import pandas as pd
 
 from audit.engine.audit import Audit
 from audit.design import AuditDesign
-from audit.errors import AuditError
 from audit.engine.choices import FOUR_FIFTHS, METHODS, is_pairwise
 from audit.engine.monitor import Monitoring
-from audit.reporting.monitoring_section import watched
-from audit.reporting import provenance
 from audit.reporting.ll144_section import ll144_section
-from audit.store.tables import answer_table, pair_table
+from audit.paths import portable_path
 from audit.tasks.recorded import mode_name
 from audit.engine.selection import Selection
-from audit.store.database import Store, data_hash
-from audit.store.runs import tool_version, trail
+from audit.store.runs import tool_version
 from audit.engine.tables import StoreTables
 
 @dataclass(frozen=True)
@@ -104,96 +99,24 @@ class ReportData:
         return self.metrics[self.metrics["k"] == self.settings.k].reset_index(drop=True)
 
 
-def load_scores(settings: ReportSettings, table: pd.DataFrame) -> pd.DataFrame:
-    """The score rows of the settings' mode, task and models in the score ``table``."""
-    mode = table["mode"].astype(str) == settings.mode
-    tasks = sorted(table.loc[mode, "task"].astype(str).unique())
-    if not tasks:
-        raise AuditError(f"no {settings.mode} scores")
-    task = settings.task or (tasks[0] if len(tasks) == 1 else None)
-    if task not in tasks:
-        raise AuditError(f"task {settings.task!r} has no {settings.mode} scores; pass --task, one of: "
-                         f"{', '.join(tasks)}" if settings.task else f"the scores hold several tasks; pass --task, "
-                                                                      f"one of: {', '.join(tasks)}")
-    table = table[mode & (table["task"].astype(str) == task)]  # one filter of every column
-    models = set(table["model"].astype(str).unique())
-    missing = [m for m in settings.models if m not in models]
-    if missing:
-        raise AuditError(f"model {missing[0]!r} has no {settings.mode} scores for task {task!r}; models are: "
-                         f"{', '.join(sorted(models))}")
-    if settings.models:
-        table = table[table["model"].astype(str).isin(settings.models)]
-    return table.reset_index(drop=True)
-
-
-def _open(path: str) -> Store:
-    """The existing result store at ``path`` (an AuditError if there is none)."""
-    if not Path(path).is_file():
-        raise AuditError(f"result store {path} does not exist")
-    return Store(path, create=False)
-
-
-def _label_mass(audit: Audit) -> pd.DataFrame:
-    """Per model: the pointwise label mass (share of next-token probability on the labels) of the audit's
-    :attr:`audit.engine.audit.Audit.label_mass`, as the report's diagnostics."""
-    return audit.label_mass[["model", "mean label mass", "min label mass"]].rename(
-        columns=lambda c: c.replace(" ", "_"))
-
-
-def _answer_diagnostics(store: Store, scores: pd.DataFrame, mode: str) -> pd.DataFrame | None:
-    """Per model: the pairwise answers' irregular, tied and order-flipped shares (None for pointwise scores: their
-    label mass comes from the audit, :func:`_label_mass`)."""
-    if mode == "pointwise":
-        return None
-    answers = answer_table(store)
-    answers = answers[(answers["mode"] == mode) & answers["model"].isin(scores["model"])]
-    pairs = pair_table(store)
-    pairs = pairs[(pairs["mode"] == mode) & pairs["model"].isin(scores["model"])]
-    out = answers.groupby("model", as_index=False).agg(irregular=("regular", lambda r: 1 - r.mean()),
-                                                       tied=("tie", "mean"))
-    return out.merge(pairs.groupby("model", as_index=False).agg(flipped=("flipped", "mean")), on="model", how="left")
-
-
 def collect(settings: ReportSettings, tables: StoreTables | None = None) -> ReportData:
-    """Read the store (``tables``: its tables, when already read) and compute every table of the report through the
-    selection's :class:`audit.engine.audit.Audit` (verdicts for pointwise scores only; an AuditError on bad settings,
-    store untouched). What is read from the store alone (systems, prompts, pairwise diagnostics, the data hash) is
-    read in a second thread, on its own connection, while the audit computes."""
-    if tables is None:
-        with _open(settings.store) as store:
-            tables = StoreTables.read(store)
-    scores = load_scores(settings, tables.scores)
-    task = str(scores["task"].iloc[0])
-    with ThreadPoolExecutor(1, thread_name_prefix="report-store") as background:
-        read = background.submit(_stored, settings, scores, task)  # scores: read by that thread alone
-        data = _computed(settings, tables, task)
-        data.models, data.prompts, answers, data.data, data.trail, data.monitoring = read.result()
-    if answers is not None:
-        data.diagnostics = answers
+    """Compute every table of the report through the selection's :class:`audit.engine.audit.Audit` of the store's
+    ``tables`` (read from ``settings.store`` when not given; verdicts for pointwise scores only; an AuditError on bad
+    settings, store untouched). The audit reads what only the store file holds (systems, prompts, data hash, trail,
+    monitoring: :meth:`audit.engine.audit.Audit.records`) on a thread of its own while it computes."""
+    audit = Audit(tables or StoreTables.open(settings.store), replace(settings.selection, ks=()))
+    audit.read_ahead(settings.threshold, settings.k)
+    data = _computed(settings, audit)
+    records = audit.records(settings.threshold, settings.k)
+    data.models, data.prompts, data.data, data.trail, data.monitoring = (
+        records.systems, records.prompts, records.data, records.trail, records.monitoring)
     return data
 
 
-def _stored(settings: ReportSettings, scores: pd.DataFrame, task: str
-            ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None, tuple[str, int, str], pd.DataFrame,
-                       Monitoring | None]:
-    """(systems, prompts, pairwise answer diagnostics, data hash, audit trail, monitoring) of ``scores`` of ``task``,
-    read from the store; the monitoring (weekly looks, the report's quota, threshold, confidence and family) where
-    ``task`` has dated decisions."""
-    subtasks = [t for t in sorted(scores["subtask"].astype(str).unique()) if not settings.subtasks
-                or t in settings.subtasks]
-    with _open(settings.store) as store:
-        return (provenance.systems(store, scores, task, settings.mode),
-                provenance.prompts(store, task, scores, settings.mode),
-                _answer_diagnostics(store, scores, settings.mode),
-                data_hash(store, task, subtasks), trail(store, task),
-                watched(store, task, settings.threshold, settings.family, k=settings.k,
-                        alpha=1 - (settings.ci or 0.95)))
-
-
-def _computed(settings: ReportSettings, tables: StoreTables, task: str) -> ReportData:
-    """The report's numbers from ``tables`` (its store-read parts left empty, for :func:`collect` to fill)."""
-    audit = Audit(tables, replace(settings.selection, task=task, ks=()))
-    k, why = tables.design(task).audited_quota(settings.k)
+def _computed(settings: ReportSettings, audit: Audit) -> ReportData:
+    """The report's numbers from ``audit`` (the parts read from the store file left empty, for :func:`collect` to
+    fill)."""
+    k, why = audit.design.audited_quota(settings.k)
     audit.check_quota((k,), (audit.grouping,))
     metrics = audit.table
     verdicts, sizes_by_grouping = None, {}
@@ -203,12 +126,12 @@ def _computed(settings: ReportSettings, tables: StoreTables, task: str) -> Repor
     resolved = replace(audit.selection, reference=audit.reference, grouping=audit.grouping, pool=audit.pool)
     settings = replace(settings, selection=resolved, k=k, quota_reason=why)
     data = ReportData(
-        settings=settings, task=task, design=audit.design, models=pd.DataFrame(),
+        settings=settings, task=audit.selection.task, design=audit.design, models=pd.DataFrame(),
         subtasks=sorted(metrics["subtask"].unique()), group_sizes=audit.group_sizes, prompts=pd.DataFrame(),
         metrics=metrics,
         impact=audit.impact((k,), (audit.grouping,)), correlations=audit.correlations(k),
         rankings=audit.rankings(k)[0],
-        diagnostics=_label_mass(audit) if settings.mode == "pointwise" else pd.DataFrame(),
+        diagnostics=audit.diagnostics.table,
         generated=datetime.now(timezone.utc).isoformat(timespec="seconds"), version=tool_version(),
         verdicts=verdicts, pool_sizes=sizes_by_grouping)
     data.ll144 = ll144_section(audit, k, distribution_date=settings.distribution_date)
@@ -266,7 +189,7 @@ def commands(data: ReportData) -> list[list[str]]:
     """The shell commands that reproduce every number of the report (the same selection, read from the store), each
     as its list of shell-quoted words (see :func:`shell_text`)."""
     s = data.settings
-    source = ["--db", _quoted(provenance.portable_path(s.store)), "--task", _quoted(data.task)]
+    source = ["--db", _quoted(portable_path(s.store)), "--task", _quoted(data.task)]
     picked = (["--models", *map(_quoted, s.models)] if s.models else []) + (
         ["--subtasks", *map(_quoted, s.subtasks)] if s.subtasks else [])
     # a recorded system's rows are read by the default mode: no "--mode pointwise" for a ranking no model scored
@@ -288,11 +211,11 @@ def commands(data: ReportData) -> list[list[str]]:
     signed = [word for flag, value in (("--auditor", s.auditor), ("--firm", s.firm),
                                        ("--distribution-date", s.distribution_date)) if value
               for word in (flag, _quoted(value))]
-    policy = ["--policy", _quoted(provenance.portable_path(s.policy[0]))] if s.policy else []
+    policy = ["--policy", _quoted(portable_path(s.policy[0]))] if s.policy else []
     out.append(["python -m audit report", *source, *chosen, *groups, *reference, "--k", str(s.k), *options, *boot,
                 *tests, *judged, *policy, "--paper", s.paper, *signed, "--out report.html"])
     if s.policy:
-        out.append(["python -m audit check", "--db", _quoted(provenance.portable_path(s.store)), *policy,
+        out.append(["python -m audit check", "--db", _quoted(portable_path(s.store)), *policy,
                     "--junit audit-check.xml"])
     if s.compare:
         out.append(["python -m audit compare", *source, *mode, *picked, "--grouping", _quoted(s.grouping),
@@ -325,9 +248,9 @@ def _quoted(text: str) -> str:
 
 def settings_record(settings: ReportSettings) -> dict:
     """The settings as plain values, the selection's flattened in (the store's path as
-    :func:`provenance.portable_path` prints it)."""
+    :func:`audit.paths.portable_path` prints it)."""
     record = asdict(settings)
     chosen = {name: value for name, value in record.pop("selection").items() if name != "ks"}  # the report's is k
-    policy = settings.policy and [provenance.portable_path(settings.policy[0]), settings.policy[1]]
-    return {**chosen, **record, "pool": settings.design, "store": provenance.portable_path(settings.store),
+    policy = settings.policy and [portable_path(settings.policy[0]), settings.policy[1]]
+    return {**chosen, **record, "pool": settings.design, "store": portable_path(settings.store),
             "policy": policy}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from audit.design import PoolDesign, PoolKind
-from audit.reporting.provenance import portable_path
+from audit.paths import portable_path
 
 #: one sentence per measure, in the report's sign convention (group X against the reference group R)
 GLOSSARY = {

@@ -10,24 +10,13 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from audit.engine.verdict import FAMILIES
-from audit.engine.monitor import MonitorSettings, Monitoring, monitor_table
+from audit.engine.monitor import Monitoring
 from audit.present import monitor_chart
-from audit.store.database import Store
 
 #: at most this many alarmed systems get a figure (the table lists every alarm)
 MAX_FIGURES = 6
 _SHOWN = ["system", "subtask", "grouping", "category", "comparator", "first raised", "evidence then",
           "recent ratio", "what would clear it"]
-
-
-def watched(store: Store, task: str, threshold: float, family: str, *, k: int | None = None,
-            alpha: float = 0.05) -> Monitoring | None:
-    """The task's weekly monitoring at the report's quota ``k`` (None: the design's), threshold, family and level
-    ``alpha`` (None: no dated recorded decisions)."""
-    if task not in store.dated_tasks():
-        return None
-    return monitor_table(store, task, MonitorSettings(k=k, threshold=threshold, alpha=alpha,
-                                                      family=family if family in FAMILIES else "system"))
 
 
 def _cell(value: object) -> str:

@@ -33,7 +33,8 @@ from audit.reporting.html import table
 from audit.reporting.page_one import VERDICT_CSS
 from audit.reporting.method import GLOSSARY, method_paragraphs, policy_paragraph
 from audit.reporting.monitoring_section import monitoring_section
-from audit.reporting.provenance import RECORDED_HASHES, SCORED_HASHES, portable_path
+from audit.paths import portable_path
+from audit.reporting.provenance import RECORDED_HASHES, SCORED_HASHES
 from audit.reporting.style import STYLE, page_style
 from audit.tasks.recorded import mode_name
 
@@ -461,7 +462,7 @@ def audit_trail(data: ReportData) -> str:
 
 
 def _origin(system: dict) -> str:
-    """Where a system's results come from, in words (``system``: a row of :func:`provenance.systems`): a scored
+    """Where a system's results come from, in words (``system``: a row of :func:`audit.engine.records.systems`): a scored
     model's backend and device, or, for imported decisions, when they were recorded and when imported."""
     if system["recorded"]:
         dates = (f"recorded {system['first scored']} to {system['last scored']}" if system["first scored"]

@@ -8,6 +8,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from audit.store.answer_parser import FIRST, SECOND, TIE
 from audit.store.pairwise import candidate_scores, pair_outcomes, with_choices
 from audit.store.database import Store
 
@@ -17,6 +18,8 @@ SCORE_COLUMNS = ["model", "task", "subtask", "mode", "candidate_id", "group", "q
 ANSWER_COLUMNS = ["model", "task", "subtask", "mode", "pool", "first_id", "second_id", "first_group", "second_group",
                   "first_option", "second_option", "answer", "choice", "stored_choice", "regular", "tie",
                   "fingerprint"]
+ANSWER_FLAGS = ["model", "task", "subtask", "mode", "regular", "tie"]
+"""An answer's flags without its texts (:func:`answer_flags`): the pairwise diagnostics read nothing else."""
 PAIR_COLUMNS = ["model", "task", "subtask", "mode", "pool", "candidate_a", "candidate_b", "group_a", "group_b",
                 "outcome", "wins_a", "wins_b", "flipped", "fingerprint"]
 
@@ -113,10 +116,19 @@ def pairs_of(prompts: pd.DataFrame) -> pd.DataFrame:
 def answer_table(store: Store) -> pd.DataFrame:
     """One row per pairwise prompt (each order): the two options, the raw answer, its choice by the current parser
     (``stored_choice``: as classified when scored), regular and tie flags."""
-    prompts = pairwise_prompts(store)
-    prompts["mode"] = pairwise_mode(prompts["method"])
+    prompts = _flagged(pairwise_prompts(store))
     options = [json.loads(o) for o in prompts["options"]]
     prompts["first_option"], prompts["second_option"] = [o[0] for o in options], [o[1] for o in options]
-    prompts["regular"] = prompts["choice"].isin(["first", "second"])
-    prompts["tie"] = prompts["choice"] == "tie"
     return prompts.reindex(columns=ANSWER_COLUMNS).sort_values(ANSWER_COLUMNS[:7], ignore_index=True)
+
+
+def answer_flags(prompts: pd.DataFrame) -> pd.DataFrame:
+    """:func:`answer_table`'s :data:`ANSWER_FLAGS` (no texts, unsorted) from the store's pairwise table, already
+    read."""
+    return _flagged(with_choices(prompts)).reindex(columns=ANSWER_FLAGS)
+
+
+def _flagged(prompts: pd.DataFrame) -> pd.DataFrame:
+    """Pairwise prompts with their choices, with ``mode`` and the ``regular`` (first or second) and ``tie`` flags."""
+    return prompts.assign(mode=pairwise_mode(prompts["method"]), regular=prompts["choice"].isin([FIRST, SECOND]),
+                          tie=prompts["choice"] == TIE)
