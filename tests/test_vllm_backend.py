@@ -22,6 +22,7 @@ from audit.store.database import Store
 from audit.tasks import get_task
 from served import VLLM_PYTHON, needs_vllm
 from test_cairo_run import toy_run
+from vllm_scoring import two_applicants
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
@@ -87,11 +88,14 @@ def test_vllm_scores_like_transformers_in_the_store_shapes(on_vllm, smollm_ref, 
     for probs, mass, (_, probs_t, mass_t) in zip(found["probs"], found["mass"], theirs):
         assert len(probs) == 2 and sum(probs) == pytest.approx(1.0)
         assert abs(probs[0] - probs_t[0]) < 1e-3 and abs(mass - mass_t) < 1e-3
-    first, second = candidates[:2]
-    assert found["answers"] == smollm.generate([task.pairwise_prompt(first, second), task.pairwise_prompt(second, first)])
+    two = two_applicants(db.parent)
+    first, second = two.candidates(1)
+    assert found["answers"] == smollm.generate([two.pairwise_prompt(first, second), two.pairwise_prompt(second, first)])
     with Store(db) as store:
-        assert found["scored"] == [8, 56] and len(store.pointwise_table()) == 8
-        assert store.pairwise_table()["choice"].isin(["first", "second", "tie", "none"]).all()
+        assert found["scored"] == [8, 2] and len(store.pointwise_table()) == 8
+        pairs = store.pairwise_table()
+        assert len(pairs) == 2 and set(pairs["task"]) == {"two"}
+        assert pairs["choice"].isin(["first", "second", "tie", "none"]).all()
         assert set(store.pointwise_table()["model"]) == {"smollm2-135m+vllm"}
 
 

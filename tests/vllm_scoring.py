@@ -1,6 +1,8 @@
 """Run once per session by tests/test_vllm_backend.py inside the vLLM virtualenv, on one vLLM engine (its start is
-most of the cost): the bundled model scored by the vLLM backend into the store ``argv[1]`` (pointwise, and pairwise
-by generation), its numbers for the first prompts, and — when CAIRO arguments follow ``--`` — that ``cairo run``
+most of the cost): the bundled model scored by the vLLM backend into the store ``argv[1]`` (pointwise on the resume
+task; pairwise by generation on a two-applicant custom task of one-line texts: the pairwise run's rows, without
+the minutes 56 resume pairs of 2,000 tokens each take on CPU), its numbers for the same prompts (the resume task's
+pointwise probabilities, the custom task's pairwise answers in both orders), and — when CAIRO arguments follow ``--`` — that ``cairo run``
 (``python -m audit``'s ``main``, in this process, on the same engine) run twice; everything is written to the JSON
 file ``argv[2]`` for the tests to compare with the transformers backend."""
 from __future__ import annotations
@@ -10,6 +12,7 @@ import io
 import json
 import sys
 from functools import cache
+from pathlib import Path
 
 from audit.backend import resolve
 from audit.backend.spec import BackendSpec
@@ -18,6 +21,7 @@ from audit.cli import main as audit_main
 from audit.run.scoring import run_scoring
 from audit.store.database import Store
 from audit.tasks import get_task
+from audit.tasks.custom import CustomTask, custom_task
 
 
 def cli(argv: list[str]) -> dict:
@@ -31,18 +35,29 @@ def cli(argv: list[str]) -> dict:
     return {"returncode": int(status or 0), "stdout": out.getvalue(), "stderr": err.getvalue()[-3000:]}
 
 
+def two_applicants(folder: Path) -> CustomTask:
+    """A custom task of two one-line applications, one per group (written into ``folder``)."""
+    data, spec = folder / "two.csv", folder / "two.yaml"
+    data.write_text("text,grp,qualified\n\"Applicant earns 30,000 a year.\",a,1\n\"Applicant earns 40,000 a year.\",b,0\n")
+    spec.write_text("name: two\ninstruction: Respond with only \"Yes\" or \"No\".\n"
+                    "user: \"Application: {text}\\nQuestion: Approve?\"\nlabels: {\"Yes\": 1, \"No\": 0}\n"
+                    "pairwise:\n  question: Which one?\n  item: Application\nreference_group: a\ngroup_columns: [grp]\n")
+    return custom_task("default", data, spec)
+
+
 def main(db: str, out: str, cairo: list[str]) -> None:
     # one engine for every load in this process, whatever batch size a command's spec carries
     VLLMBackend.load = classmethod(cache(VLLMBackend.load.__func__))  # type: ignore[method-assign]
     ref = vllm_ref(resolve("smollm2-135m"))
     backend = BackendSpec(ref, "vllm").load()
     task = get_task("resume", "retail")
-    first, second = task.candidates(1)[:2]
     with Store(db) as store:
         pointwise = run_scoring(store, task, ref, lambda: backend, limit=1, batch_size=8)
-        pairwise = run_scoring(store, task, ref, lambda: backend, mode="pairwise", rounds=1, batch_size=8)
+        two = two_applicants(Path(db).parent)
+        pairwise = run_scoring(store, two, ref, lambda: backend, mode="pairwise", rounds=1, batch_size=8)
     scores = backend.label_probabilities([task.pointwise_prompt(c) for c in task.candidates(1)], task.label_set.labels)
-    answers = backend.generate([task.pairwise_prompt(first, second), task.pairwise_prompt(second, first)])
+    first, second = two.candidates(1)
+    answers = backend.generate([two.pairwise_prompt(first, second), two.pairwise_prompt(second, first)])
     runs = [cli(cairo) for _ in range(2)] if cairo else []
     with open(out, "w", encoding="utf-8") as handle:
         json.dump({"label": ref.label, "fingerprint": ref.fingerprint, "scored": [pointwise.scored, pairwise.scored],
