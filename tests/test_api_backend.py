@@ -20,7 +20,7 @@ from audit.backend.protocol import Backend
 from audit.backend.spec import BackendSpec, load_backend
 from audit.store.database import Store
 from audit.tasks import get_task, study
-from served import KINDS, NAME, VLLM_TEST_FLAGS, free_port, needs_vllm, served, served_here
+from served import KINDS, NAME, VLLM_PYTHON, VLLM_TEST_FLAGS, free_port, needs_vllm, served, served_here
 from tests.test_listwise import DEMO, cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,6 +28,7 @@ KEY = "sk-test-9f3e1c-secret"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "AUDIT_TEST_KEY": KEY,
        "AUDIT_WRONG_KEY": "sk-wrong"}
 KEYED = ("--api-key-env", "AUDIT_TEST_KEY")
+ONE_KIND = KINDS[0] if VLLM_PYTHON.exists() else "builtin"  # a client-side test's server: vLLM where installed
 VLLM_ONE_CHUNK = ("--max-num-batched-tokens", "4096")  # a whole study prompt in one prefill chunk
 
 
@@ -55,20 +56,27 @@ def score(db: Path, *args: str, model: str = f"openai:{NAME}") -> Done:
     return audit("score", "--subtask", "retail", "--limit", "1", "--db", str(db), "--model", model, *args)
 
 
-def test_pointwise_and_pairwise_equal_the_in_process_backend(url, kind, smollm, monkeypatch):
-    monkeypatch.setenv("AUDIT_TEST_KEY", KEY)
+@pytest.fixture(scope="module")
+def in_process(smollm) -> tuple[list, list, list]:
+    """(pointwise prompts, pairwise prompts, the in-process backend's answers to both): computed once for the
+    module's two servers."""
     task = get_task("resume", "retail")
     prompts = [task.pointwise_prompt(c) for c in task.candidates(1)][:4]
+    first, second = task.candidates(1)[:2]
+    pairs = [task.pairwise_prompt(first, second), task.pairwise_prompt(second, first)]
+    return prompts, pairs, [smollm.label_probabilities(prompts, ["Yes", "No"]), smollm.generate(pairs)]
+
+
+def test_pointwise_and_pairwise_equal_the_in_process_backend(url, kind, smollm, in_process, monkeypatch):
+    monkeypatch.setenv("AUDIT_TEST_KEY", KEY)
+    prompts, pairs, (local, answers) = in_process
     ref = api_ref(f"openai:{NAME}", url, "AUDIT_TEST_KEY")
     backend = load_backend(BackendSpec(ref, "openai", api_key_env="AUDIT_TEST_KEY", concurrency=2))
     assert isinstance(backend, Backend) and isinstance(smollm, Backend)
     remote = backend.label_probabilities(prompts, ["Yes", "No"])
-    local = smollm.label_probabilities(prompts, ["Yes", "No"])
     for r, l in zip(remote, local):
         assert abs(r.probs[0] - l.probs[0]) < 1e-3 and abs(r.mass - l.mass) < 1e-3
-    first, second = task.candidates(1)[:2]
-    pairs = [task.pairwise_prompt(first, second), task.pairwise_prompt(second, first)]
-    assert backend.generate(pairs) == smollm.generate(pairs)
+    assert backend.generate(pairs) == answers
     server = "test-server-1" if kind == "builtin" else "vllm-0.32.0-"
     assert ref.content_id.startswith(f"{url}|{NAME}|{server}") and ref.runtime == "openai"
     assert api_ref(f"openai:{NAME}", url.replace("127.0.0.1", "localhost"), "AUDIT_TEST_KEY").fingerprint != (
@@ -129,7 +137,9 @@ def test_misconfigurations_give_one_clear_error_and_leave_the_store_untouched(ur
         assert store.row_counts() == before
 
 
+@pytest.mark.parametrize("kind", [ONE_KIND], indirect=True)
 def test_the_api_key_appears_nowhere(url, tmp_path):
+    """The client's side (what it stores, prints and writes), checked against one server: vLLM where installed."""
     db = tmp_path / "results.db"
     runs = [score(db, "--base-url", url, *KEYED),
             score(db, "--base-url", url, *KEYED, "--mode", "pairwise", "--rounds", "1", "--batch-size", "2",
