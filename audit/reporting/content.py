@@ -12,6 +12,7 @@ import pandas as pd
 
 from audit.engine.audit import Audit
 from audit.design import AuditDesign
+from audit.enums import Mode
 from audit.errors import AuditError
 from audit.engine.choices import FOUR_FIFTHS, METHODS, is_pairwise
 from audit.engine.monitor import Monitoring
@@ -27,19 +28,19 @@ from audit.engine.tables import StoreTables
 
 @dataclass(frozen=True)
 class ReportSettings:
-    """What to report on: the store, one :class:`audit.engine.selection.Selection` of it and the report's options: its quota
-    ``k`` (None: the design's; after :func:`collect` the k used, ``quota_reason`` saying why), an optional comparison
+    """What to report on: the store, one :class:`audit.engine.selection.Selection` of it (its one quota in ``ks``, read
+    as :attr:`k`; none: the design's, after :func:`collect` the k used, ``quota_reason`` saying why) and the report's
+    options: an optional comparison
     of two model labels (A, B), the verdicts' impact-ratio ``threshold``, the ``paper`` (``a4`` or ``letter``), the
     sign-off block's ``auditor``, ``firm`` and ``distribution_date`` (YYYY-MM-DD; each left as a blank line to fill in
     when empty; the date is also the LL144 section's) and ``run``, the number of the store's run that records the
     report (None: not recorded, see :func:`audit.store.runs.record_report`), and ``policy``, the (path, SHA-256) of
-    the audit policy file the selection was read from (None: none). The selection's choices read as the
-    settings' own (``settings.grouping``, ``settings.ci``, …); after :func:`collect` its grouping, reference and
-    pool hold the values the report used."""
+    the audit policy file the selection was read from (None: none). The selection's choices are read from it
+    (``settings.selection.grouping``, …); after :func:`collect` its grouping, reference and pool hold the values the
+    report used."""
 
     store: str
     selection: Selection
-    k: int | None = None
     quota_reason: str = ""
     compare: tuple[str, str] | None = None
     threshold: float = FOUR_FIFTHS
@@ -50,10 +51,10 @@ class ReportSettings:
     run: int | None = None
     policy: tuple[str, str] | None = None
 
-    def __getattr__(self, name: str) -> object:
-        if name == "selection":  # not set yet (unpickling): no recursion
-            raise AttributeError(name)
-        return getattr(self.selection, name)
+    @property
+    def k(self) -> int | None:
+        """The report's quota: the selection's (None: the design's, until :func:`collect` resolves it)."""
+        return self.selection.ks[0] if self.selection.ks else None
 
     @property
     def design(self) -> str:
@@ -106,23 +107,23 @@ class ReportData:
 
 def load_scores(settings: ReportSettings, table: pd.DataFrame) -> pd.DataFrame:
     """The score rows of the settings' mode, task and models in the score ``table``."""
-    mode = table["mode"].astype(str) == settings.mode
+    mode = table["mode"].astype(str) == settings.selection.mode
     tasks = sorted(table.loc[mode, "task"].astype(str).unique())
     if not tasks:
-        raise AuditError(f"no {settings.mode} scores")
-    task = settings.task or (tasks[0] if len(tasks) == 1 else None)
+        raise AuditError(f"no {settings.selection.mode} scores")
+    task = settings.selection.task or (tasks[0] if len(tasks) == 1 else None)
     if task not in tasks:
-        raise AuditError(f"task {settings.task!r} has no {settings.mode} scores; pass --task, one of: "
-                         f"{', '.join(tasks)}" if settings.task else f"the scores hold several tasks; pass --task, "
+        raise AuditError(f"task {settings.selection.task!r} has no {settings.selection.mode} scores; pass --task, one of: "
+                         f"{', '.join(tasks)}" if settings.selection.task else f"the scores hold several tasks; pass --task, "
                                                                       f"one of: {', '.join(tasks)}")
     table = table[mode & (table["task"].astype(str) == task)]  # one filter of every column
     models = set(table["model"].astype(str).unique())
-    missing = [m for m in settings.models if m not in models]
+    missing = [m for m in settings.selection.models if m not in models]
     if missing:
-        raise AuditError(f"model {missing[0]!r} has no {settings.mode} scores for task {task!r}; models are: "
+        raise AuditError(f"model {missing[0]!r} has no {settings.selection.mode} scores for task {task!r}; models are: "
                          f"{', '.join(sorted(models))}")
-    if settings.models:
-        table = table[table["model"].astype(str).isin(settings.models)]
+    if settings.selection.models:
+        table = table[table["model"].astype(str).isin(settings.selection.models)]
     return table.reset_index(drop=True)
 
 
@@ -143,7 +144,7 @@ def _label_mass(audit: Audit) -> pd.DataFrame:
 def _answer_diagnostics(store: Store, scores: pd.DataFrame, mode: str) -> pd.DataFrame | None:
     """Per model: the pairwise answers' irregular, tied and order-flipped shares (None for pointwise scores: their
     label mass comes from the audit, :func:`_label_mass`)."""
-    if mode == "pointwise":
+    if mode == Mode.POINTWISE:
         return None
     answers = answer_table(store)
     answers = answers[(answers["mode"] == mode) & answers["model"].isin(scores["model"])]
@@ -179,15 +180,15 @@ def _stored(settings: ReportSettings, scores: pd.DataFrame, task: str
     """(systems, prompts, pairwise answer diagnostics, data hash, audit trail, monitoring) of ``scores`` of ``task``,
     read from the store; the monitoring (weekly looks, the report's quota, threshold, confidence and family) where
     ``task`` has dated decisions."""
-    subtasks = [t for t in sorted(scores["subtask"].astype(str).unique()) if not settings.subtasks
-                or t in settings.subtasks]
+    subtasks = [t for t in sorted(scores["subtask"].astype(str).unique()) if not settings.selection.subtasks
+                or t in settings.selection.subtasks]
     with _open(settings.store) as store:
-        return (provenance.systems(store, scores, task, settings.mode),
-                provenance.prompts(store, task, scores, settings.mode),
-                _answer_diagnostics(store, scores, settings.mode),
+        return (provenance.systems(store, scores, task, settings.selection.mode),
+                provenance.prompts(store, task, scores, settings.selection.mode),
+                _answer_diagnostics(store, scores, settings.selection.mode),
                 data_hash(store, task, subtasks), trail(store, task),
-                watched(store, task, settings.threshold, settings.family, k=settings.k,
-                        alpha=1 - (settings.ci or 0.95)))
+                watched(store, task, settings.threshold, settings.selection.family, k=settings.k,
+                        alpha=1 - (settings.selection.ci or 0.95)))
 
 
 def _computed(settings: ReportSettings, tables: StoreTables, task: str) -> ReportData:
@@ -197,18 +198,18 @@ def _computed(settings: ReportSettings, tables: StoreTables, task: str) -> Repor
     audit.check_quota((k,), (audit.grouping,))
     metrics = audit.table
     verdicts, sizes_by_grouping = None, {}
-    if settings.mode == "pointwise":
-        sizes_by_grouping = audit.sizes("pointwise")
+    if settings.selection.mode == Mode.POINTWISE:
+        sizes_by_grouping = audit.sizes(Mode.POINTWISE)
         verdicts = audit.verdicts((k,), (), settings.threshold)
-    resolved = replace(audit.selection, reference=audit.reference, grouping=audit.grouping, pool=audit.pool)
-    settings = replace(settings, selection=resolved, k=k, quota_reason=why)
+    resolved = replace(audit.selection, reference=audit.reference, grouping=audit.grouping, pool=audit.pool, ks=(k,))
+    settings = replace(settings, selection=resolved, quota_reason=why)
     data = ReportData(
         settings=settings, task=task, design=audit.design, models=pd.DataFrame(),
         subtasks=sorted(metrics["subtask"].unique()), group_sizes=audit.group_sizes, prompts=pd.DataFrame(),
         metrics=metrics,
         impact=audit.impact((k,), (audit.grouping,)), correlations=audit.correlations(k),
         rankings=audit.rankings(k)[0],
-        diagnostics=_label_mass(audit) if settings.mode == "pointwise" else pd.DataFrame(),
+        diagnostics=_label_mass(audit) if settings.selection.mode == Mode.POINTWISE else pd.DataFrame(),
         generated=datetime.now(timezone.utc).isoformat(timespec="seconds"), version=tool_version(),
         verdicts=verdicts, pool_sizes=sizes_by_grouping)
     data.ll144 = ll144_section(audit, k, distribution_date=settings.distribution_date)
@@ -235,17 +236,17 @@ def limitations(data: ReportData) -> list[str]:
     per_model = "; ".join(f"{r.model}: {_counts(r.smallest, r.largest)}"
                           for r in sample_sizes(data).itertuples(index=False))
     widths = (data.at_k["dp_gap_hi"] - data.at_k["dp_gap_lo"]) * 100
-    out = [f"Candidates per group and subtask ({data.settings.grouping} grouping) — {per_model}. At "
-           f"k = {data.settings.k} the {round(data.settings.ci * 100)} % intervals of ΔDP are {widths.median():.1f} "
+    out = [f"Candidates per group and subtask ({data.settings.selection.grouping} grouping) — {per_model}. At "
+           f"k = {data.settings.k} the {round(data.settings.selection.ci * 100)} % intervals of ΔDP are {widths.median():.1f} "
            f"points wide (median; {widths.min():.1f} to {widths.max():.1f}). Gaps smaller than about half that "
            "width cannot be told from zero.",
-           f"Gap intervals are percentile bootstrap intervals over {data.settings.n_boot} resamples of "
+           f"Gap intervals are percentile bootstrap intervals over {data.settings.selection.n_boot} resamples of "
            f"{'the recorded pools' if data.settings.design == 'observed' else 'each group’s candidates'} (seed "
-           f"{data.settings.seed}); they are not adjusted for the number of comparisons. p-values of gaps are "
+           f"{data.settings.selection.seed}); they are not adjusted for the number of comparisons. p-values of gaps are "
            + ("exact conditional tests stratified by pool (the members of one pool compete for its k places)"
               if data.settings.design == "observed" else
-              f"permutation tests of \"no gap\" ({data.settings.n_perm} shuffles of the group labels)")
-           + f", adjusted ({METHODS[data.settings.adjust]}) across the groups × subtasks of each model; verdicts use "
+              f"permutation tests of \"no gap\" ({data.settings.selection.n_perm} shuffles of the group labels)")
+           + f", adjusted ({METHODS[data.settings.selection.adjust]}) across the groups × subtasks of each model; verdicts use "
            "their own test and family (How sure); only adjusted p-values decide findings and verdicts.",
            "A model's answers depend on the exact prompt, labels and answer prefix (Method); another wording, "
            "another decoding or another model version can give other gaps. The verdicts hold for these systems as "
@@ -257,7 +258,7 @@ def limitations(data: ReportData) -> list[str]:
         out.append(f"Observational design: the groups of task {data.task!r} may differ in their documents, so a gap "
                    "can reflect those differences, not only group membership.")
     if data.verdicts is None:
-        out.append(f"Verdicts are defined on pointwise scores; this report reads {data.settings.mode} scores, so it "
+        out.append(f"Verdicts are defined on pointwise scores; this report reads {data.settings.selection.mode} scores, so it "
                    "lists gaps but no verdict.")
     return out
 
@@ -267,24 +268,24 @@ def commands(data: ReportData) -> list[list[str]]:
     as its list of shell-quoted words (see :func:`shell_text`)."""
     s = data.settings
     source = ["--db", _quoted(provenance.portable_path(s.store)), "--task", _quoted(data.task)]
-    picked = (["--models", *map(_quoted, s.models)] if s.models else []) + (
-        ["--subtasks", *map(_quoted, s.subtasks)] if s.subtasks else [])
+    picked = (["--models", *map(_quoted, s.selection.models)] if s.selection.models else []) + (
+        ["--subtasks", *map(_quoted, s.selection.subtasks)] if s.selection.subtasks else [])
     # a recorded system's rows are read by the default mode: no "--mode pointwise" for a ranking no model scored
-    mode = [] if mode_name(data.design, s.mode) != s.mode else ["--mode", s.mode]
-    chosen = [*mode, *picked, "--grouping", _quoted(s.grouping), "--pool", _quoted(s.design)]
-    reference = ["--reference", _quoted(s.reference)]
-    options = ["--preset", s.preset] + (["--max-inconsistent", str(s.max_inconsistent)] if s.max_inconsistent else [])
-    boot = ["--ci", str(s.ci), "--bootstrap", str(s.n_boot), "--seed", str(s.seed)]
-    tests = ["--permutations", str(s.n_perm), "--adjust", s.adjust]
-    judged = ["--threshold", f"{s.threshold:g}", "--family", s.family, "--rule", s.rule]
+    mode = [] if mode_name(data.design, s.selection.mode) != s.selection.mode else ["--mode", s.selection.mode]
+    chosen = [*mode, *picked, "--grouping", _quoted(s.selection.grouping), "--pool", _quoted(s.design)]
+    reference = ["--reference", _quoted(s.selection.reference)]
+    options = ["--preset", s.selection.preset] + (["--max-inconsistent", str(s.selection.max_inconsistent)] if s.selection.max_inconsistent else [])
+    boot = ["--ci", str(s.selection.ci), "--bootstrap", str(s.selection.n_boot), "--seed", str(s.selection.seed)]
+    tests = ["--permutations", str(s.selection.n_perm), "--adjust", s.selection.adjust]
+    judged = ["--threshold", f"{s.threshold:g}", "--family", s.selection.family, "--rule", s.selection.rule]
     largest = max(1, int(data.metrics["k"].max()) - 1)
     out = [["python -m audit metrics", *source, *chosen, *reference, "--k", f"1-{largest}", *options, *boot, *tests,
             "--format csv"],
            ["python -m audit impact", *source, *chosen, "--k", str(s.k), *boot, "--format csv"]]
     if data.verdicts is not None:
         out.append(["python -m audit verdict", *source, *picked, "--pool", _quoted(s.design), "--k", str(s.k),
-                    *judged, *boot, "--permutations", str(s.n_perm), "--format json"])
-    groups = ["--groups", *map(_quoted, s.groups)] if s.groups else []
+                    *judged, *boot, "--permutations", str(s.selection.n_perm), "--format json"])
+    groups = ["--groups", *map(_quoted, s.selection.groups)] if s.selection.groups else []
     signed = [word for flag, value in (("--auditor", s.auditor), ("--firm", s.firm),
                                        ("--distribution-date", s.distribution_date)) if value
               for word in (flag, _quoted(value))]
@@ -295,7 +296,7 @@ def commands(data: ReportData) -> list[list[str]]:
         out.append(["python -m audit check", "--db", _quoted(provenance.portable_path(s.store)), *policy,
                     "--junit audit-check.xml"])
     if s.compare:
-        out.append(["python -m audit compare", *source, *mode, *picked, "--grouping", _quoted(s.grouping),
+        out.append(["python -m audit compare", *source, *mode, *picked, "--grouping", _quoted(s.selection.grouping),
                     "--pool", _quoted(s.design), *reference, "--a", _quoted(s.compare[0]), "--b",
                     _quoted(s.compare[1]), "--k", str(s.k), *boot])
     return out
@@ -328,6 +329,7 @@ def settings_record(settings: ReportSettings) -> dict:
     :func:`provenance.portable_path` prints it)."""
     record = asdict(settings)
     chosen = {name: value for name, value in record.pop("selection").items() if name != "ks"}  # the report's is k
+    own = {"store": record.pop("store"), "k": settings.k, **record}
     policy = settings.policy and [provenance.portable_path(settings.policy[0]), settings.policy[1]]
-    return {**chosen, **record, "pool": settings.design, "store": provenance.portable_path(settings.store),
+    return {**chosen, **own, "pool": settings.design, "store": provenance.portable_path(settings.store),
             "policy": policy}

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 
 from audit.engine.verdict import FAMILIES
 from audit.engine.monitor import MonitorSettings, Monitoring, monitor_table
+from audit.enums import Family
 from audit.present import monitor_chart
 from audit.store.database import Store
 
@@ -20,14 +21,14 @@ _SHOWN = ["system", "subtask", "grouping", "category", "comparator", "first rais
           "recent ratio", "what would clear it"]
 
 
-def watched(store: Store, task: str, threshold: float, family: str, *, k: int | None = None,
+def watched(store: Store, task: str, threshold: float, family: Family, *, k: int | None = None,
             alpha: float = 0.05) -> Monitoring | None:
     """The task's weekly monitoring at the report's quota ``k`` (None: the design's), threshold, family and level
     ``alpha`` (None: no dated recorded decisions)."""
     if task not in store.dated_tasks():
         return None
     return monitor_table(store, task, MonitorSettings(k=k, threshold=threshold, alpha=alpha,
-                                                      family=family if family in FAMILIES else "system"))
+                                                      family=family))
 
 
 def _cell(value: object) -> str:
