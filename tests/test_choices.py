@@ -19,6 +19,7 @@ from audit.store.tables import pairwise_mode
 FLAGS = [
     (["metrics", "--db", "x.db", "--k", "1"], "--mode", "pairwise-likelihood", Mode.PAIRWISE_LIKELIHOOD),
     (["verdict", "--db", "x.db"], "--mode", "pointwise", Mode.POINTWISE),
+    (["plan", "--db", "x.db"], "--mode", "pairwise", Mode.PAIRWISE),
     (["verdict", "--db", "x.db"], "--family", "audit", Family.AUDIT),
     (["verdict", "--db", "x.db"], "--rule", "strict", Rule.STRICT),
     (["ll144", "--db", "x.db"], "--family", "grouping", Family.GROUPING),
