@@ -45,7 +45,8 @@ def run_plan(args: argparse.Namespace) -> int:
     selection = selection_from(args, tables)
     modes = sorted(set(tables.scores.loc[tables.scores["task"] == selection.task, "mode"].astype(str)))
     if selection.mode not in modes:
-        raise AuditError(f"no pilot rows in mode {str(selection.mode)!r}; the scores hold {', '.join(modes) or 'nothing'}")
+        raise AuditError(f"no pilot rows in mode {str(selection.mode)!r}; the scores hold "
+                         f"{', '.join(modes) or 'nothing'}")
     audit = Audit(tables, selection)
     k = tables.design(selection.task).audited_quota(selection.ks[0] if selection.ks else None)[0]
     curve, summary = audit.plan(k, target=args.target, sizes=sizes, n_boot=selection.n_boot, level=selection.ci)

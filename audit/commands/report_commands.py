@@ -154,7 +154,8 @@ def run_report(args: argparse.Namespace) -> int:
         raise AuditError(f"result store {args.db} does not exist")
     tables = tables_from(args)
     policy = apply_policy(args, tables)
-    settings = ReportSettings(args.db, selection_from(args, tables), threshold=args.threshold, compare=tuple(args.compare) if args.compare else None,
+    settings = ReportSettings(args.db, selection_from(args, tables), threshold=args.threshold,
+                              compare=tuple(args.compare) if args.compare else None,
                               paper=args.paper, auditor=args.auditor.strip(), firm=args.firm.strip(),
                               distribution_date=args.distribution_date,
                               policy=None if policy is None else (policy.path, policy.sha256))

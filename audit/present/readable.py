@@ -263,7 +263,8 @@ def verdict(table: pd.DataFrame, sizes: dict[str, int], k: int, ci: float) -> Ve
     """:class:`Verdict` of the rows of :meth:`audit.engine.audit.Audit.verdicts` (``sizes``: each grouping's pool)."""
     return Verdict(overall_line(table, k), system_verdicts(table), category_verdicts(table),
                    impact_by_grouping(table, sizes, k),
-                   verdict_note(ci, k, sizes, _first(table, "family", DEFAULT_FAMILY), _first(table, "rule", Rule.PRACTICE)))
+                   verdict_note(ci, k, sizes, _first(table, "family", DEFAULT_FAMILY),
+                                _first(table, "rule", Rule.PRACTICE)))
 
 
 def _first(table: pd.DataFrame, column: str, default: str) -> str:

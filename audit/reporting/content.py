@@ -107,23 +107,24 @@ class ReportData:
 
 def load_scores(settings: ReportSettings, table: pd.DataFrame) -> pd.DataFrame:
     """The score rows of the settings' mode, task and models in the score ``table``."""
-    mode = table["mode"].astype(str) == settings.selection.mode
+    sel = settings.selection
+    mode = table["mode"].astype(str) == sel.mode
     tasks = sorted(table.loc[mode, "task"].astype(str).unique())
     if not tasks:
-        raise AuditError(f"no {settings.selection.mode} scores")
-    task = settings.selection.task or (tasks[0] if len(tasks) == 1 else None)
+        raise AuditError(f"no {sel.mode} scores")
+    task = sel.task or (tasks[0] if len(tasks) == 1 else None)
     if task not in tasks:
-        raise AuditError(f"task {settings.selection.task!r} has no {settings.selection.mode} scores; pass --task, one of: "
-                         f"{', '.join(tasks)}" if settings.selection.task else f"the scores hold several tasks; pass --task, "
+        raise AuditError(f"task {sel.task!r} has no {sel.mode} scores; pass --task, one of: "
+                         f"{', '.join(tasks)}" if sel.task else f"the scores hold several tasks; pass --task, "
                                                                       f"one of: {', '.join(tasks)}")
     table = table[mode & (table["task"].astype(str) == task)]  # one filter of every column
     models = set(table["model"].astype(str).unique())
-    missing = [m for m in settings.selection.models if m not in models]
+    missing = [m for m in sel.models if m not in models]
     if missing:
-        raise AuditError(f"model {missing[0]!r} has no {settings.selection.mode} scores for task {task!r}; models are: "
+        raise AuditError(f"model {missing[0]!r} has no {sel.mode} scores for task {task!r}; models are: "
                          f"{', '.join(sorted(models))}")
-    if settings.selection.models:
-        table = table[table["model"].astype(str).isin(settings.selection.models)]
+    if sel.models:
+        table = table[table["model"].astype(str).isin(sel.models)]
     return table.reset_index(drop=True)
 
 
@@ -233,20 +234,21 @@ def _counts(low: int, high: int) -> str:
 
 def limitations(data: ReportData) -> list[str]:
     """Limitations computed from the data: per-system group sizes, CI widths, the design."""
+    sel = data.settings.selection
     per_model = "; ".join(f"{r.model}: {_counts(r.smallest, r.largest)}"
                           for r in sample_sizes(data).itertuples(index=False))
     widths = (data.at_k["dp_gap_hi"] - data.at_k["dp_gap_lo"]) * 100
-    out = [f"Candidates per group and subtask ({data.settings.selection.grouping} grouping) — {per_model}. At "
-           f"k = {data.settings.k} the {round(data.settings.selection.ci * 100)} % intervals of ΔDP are {widths.median():.1f} "
+    out = [f"Candidates per group and subtask ({sel.grouping} grouping) — {per_model}. At "
+           f"k = {data.settings.k} the {round(sel.ci * 100)} % intervals of ΔDP are {widths.median():.1f} "
            f"points wide (median; {widths.min():.1f} to {widths.max():.1f}). Gaps smaller than about half that "
            "width cannot be told from zero.",
-           f"Gap intervals are percentile bootstrap intervals over {data.settings.selection.n_boot} resamples of "
+           f"Gap intervals are percentile bootstrap intervals over {sel.n_boot} resamples of "
            f"{'the recorded pools' if data.settings.design == 'observed' else 'each group’s candidates'} (seed "
-           f"{data.settings.selection.seed}); they are not adjusted for the number of comparisons. p-values of gaps are "
+           f"{sel.seed}); they are not adjusted for the number of comparisons. p-values of gaps are "
            + ("exact conditional tests stratified by pool (the members of one pool compete for its k places)"
               if data.settings.design == "observed" else
-              f"permutation tests of \"no gap\" ({data.settings.selection.n_perm} shuffles of the group labels)")
-           + f", adjusted ({METHODS[data.settings.selection.adjust]}) across the groups × subtasks of each model; verdicts use "
+              f"permutation tests of \"no gap\" ({sel.n_perm} shuffles of the group labels)")
+           + f", adjusted ({METHODS[sel.adjust]}) across the groups × subtasks of each model; verdicts use "
            "their own test and family (How sure); only adjusted p-values decide findings and verdicts.",
            "A model's answers depend on the exact prompt, labels and answer prefix (Method); another wording, "
            "another decoding or another model version can give other gaps. The verdicts hold for these systems as "
@@ -258,7 +260,7 @@ def limitations(data: ReportData) -> list[str]:
         out.append(f"Observational design: the groups of task {data.task!r} may differ in their documents, so a gap "
                    "can reflect those differences, not only group membership.")
     if data.verdicts is None:
-        out.append(f"Verdicts are defined on pointwise scores; this report reads {data.settings.selection.mode} scores, so it "
+        out.append(f"Verdicts are defined on pointwise scores; this report reads {sel.mode} scores, so it "
                    "lists gaps but no verdict.")
     return out
 
@@ -267,25 +269,27 @@ def commands(data: ReportData) -> list[list[str]]:
     """The shell commands that reproduce every number of the report (the same selection, read from the store), each
     as its list of shell-quoted words (see :func:`shell_text`)."""
     s = data.settings
+    sel = s.selection
     source = ["--db", _quoted(provenance.portable_path(s.store)), "--task", _quoted(data.task)]
-    picked = (["--models", *map(_quoted, s.selection.models)] if s.selection.models else []) + (
-        ["--subtasks", *map(_quoted, s.selection.subtasks)] if s.selection.subtasks else [])
+    picked = (["--models", *map(_quoted, sel.models)] if sel.models else []) + (
+        ["--subtasks", *map(_quoted, sel.subtasks)] if sel.subtasks else [])
     # a recorded system's rows are read by the default mode: no "--mode pointwise" for a ranking no model scored
-    mode = [] if mode_name(data.design, s.selection.mode) != s.selection.mode else ["--mode", s.selection.mode]
-    chosen = [*mode, *picked, "--grouping", _quoted(s.selection.grouping), "--pool", _quoted(s.design)]
-    reference = ["--reference", _quoted(s.selection.reference)]
-    options = ["--preset", s.selection.preset] + (["--max-inconsistent", str(s.selection.max_inconsistent)] if s.selection.max_inconsistent else [])
-    boot = ["--ci", str(s.selection.ci), "--bootstrap", str(s.selection.n_boot), "--seed", str(s.selection.seed)]
-    tests = ["--permutations", str(s.selection.n_perm), "--adjust", s.selection.adjust]
-    judged = ["--threshold", f"{s.threshold:g}", "--family", s.selection.family, "--rule", s.selection.rule]
+    mode = [] if mode_name(data.design, sel.mode) != sel.mode else ["--mode", sel.mode]
+    chosen = [*mode, *picked, "--grouping", _quoted(sel.grouping), "--pool", _quoted(s.design)]
+    reference = ["--reference", _quoted(sel.reference)]
+    options = ["--preset", sel.preset] + (["--max-inconsistent", str(sel.max_inconsistent)]
+                                          if sel.max_inconsistent else [])
+    boot = ["--ci", str(sel.ci), "--bootstrap", str(sel.n_boot), "--seed", str(sel.seed)]
+    tests = ["--permutations", str(sel.n_perm), "--adjust", sel.adjust]
+    judged = ["--threshold", f"{s.threshold:g}", "--family", sel.family, "--rule", sel.rule]
     largest = max(1, int(data.metrics["k"].max()) - 1)
     out = [["python -m audit metrics", *source, *chosen, *reference, "--k", f"1-{largest}", *options, *boot, *tests,
             "--format csv"],
            ["python -m audit impact", *source, *chosen, "--k", str(s.k), *boot, "--format csv"]]
     if data.verdicts is not None:
         out.append(["python -m audit verdict", *source, *picked, "--pool", _quoted(s.design), "--k", str(s.k),
-                    *judged, *boot, "--permutations", str(s.selection.n_perm), "--format json"])
-    groups = ["--groups", *map(_quoted, s.selection.groups)] if s.selection.groups else []
+                    *judged, *boot, "--permutations", str(sel.n_perm), "--format json"])
+    groups = ["--groups", *map(_quoted, sel.groups)] if sel.groups else []
     signed = [word for flag, value in (("--auditor", s.auditor), ("--firm", s.firm),
                                        ("--distribution-date", s.distribution_date)) if value
               for word in (flag, _quoted(value))]
@@ -296,7 +300,7 @@ def commands(data: ReportData) -> list[list[str]]:
         out.append(["python -m audit check", "--db", _quoted(provenance.portable_path(s.store)), *policy,
                     "--junit audit-check.xml"])
     if s.compare:
-        out.append(["python -m audit compare", *source, *mode, *picked, "--grouping", _quoted(s.selection.grouping),
+        out.append(["python -m audit compare", *source, *mode, *picked, "--grouping", _quoted(sel.grouping),
                     "--pool", _quoted(s.design), *reference, "--a", _quoted(s.compare[0]), "--b",
                     _quoted(s.compare[1]), "--k", str(s.k), *boot])
     return out

@@ -147,7 +147,8 @@ def check_options(*, mode: Mode, pairwise_method: Reading, limit: int | None, ro
     if mode not in MODES:
         raise AuditError(f"unknown mode {mode!r}; choose one of {[str(m) for m in MODES]}")
     if pairwise_method not in PAIRWISE_METHODS:
-        raise AuditError(f"unknown pairwise method {pairwise_method!r}; choose one of {[str(m) for m in PAIRWISE_METHODS]}")
+        raise AuditError(f"unknown pairwise method {pairwise_method!r}; choose one of "
+                         f"{[str(m) for m in PAIRWISE_METHODS]}")
     for name, value in (("--batch-size", batch_size), ("--limit", limit), ("--rounds", rounds)):
         if value is not None and value < 1:
             raise AuditError(f"{name} must be positive, got {value}")
