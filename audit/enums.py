@@ -18,6 +18,11 @@ class Mode(StrEnum):
     LISTWISE = "listwise"
 
 
+#: the modes a score table holds, in the order its audits are listed (listwise rankings are stored as recorded
+#: systems, read as pointwise scores)
+SCORED = (Mode.POINTWISE, Mode.PAIRWISE_LIKELIHOOD, Mode.PAIRWISE)
+
+
 class Reading(StrEnum):
     """How a pairwise or listwise answer is read: generate (parse the generated answer, the paper's) or likelihood
     (compare the options' likelihoods)."""

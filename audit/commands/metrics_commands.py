@@ -10,10 +10,10 @@ import pandas as pd
 from audit.engine.audit import Audit
 from audit.commands.io import emit, emit_table, read_table_file, records, tables_from
 from audit.commands.options import add_adjust, add_bootstrap, add_output, add_selection, selection_from
+from audit.enums import SCORED
 from audit.errors import AuditError
 from audit.engine.choices import is_pairwise
 from audit.tasks.recorded import shown_modes
-from audit.engine.metric_pass import MODES
 from audit.engine.shape import KEYS
 from audit.engine.selection import Selection
 from audit.engine.tables import StoreTables
@@ -86,7 +86,7 @@ def audits(args: argparse.Namespace, *, keep_draws: bool = False, **options) -> 
     results = []
     for task in tasks:
         stored = set(tables.scores.loc[tables.scores["task"] == task, "mode"])
-        for mode in [args.mode] if args.mode else [m for m in MODES if m in stored]:
+        for mode in [args.mode] if args.mode else [m for m in SCORED if m in stored]:
             selection = selection_from(args, tables, task=task, mode=mode, **options)
             audit = Audit(tables, selection, draws=keep_draws)
             audit.table  # the quota check and the metric pass, before anything is printed

@@ -6,13 +6,11 @@ from collections.abc import Callable
 from enum import StrEnum
 from typing import TYPE_CHECKING, TypeVar
 
-from audit.enums import DEFAULT_FAMILY, Family, Mode, Rule
+from audit.enums import DEFAULT_FAMILY, SCORED, Family, Mode, Rule
 from audit.errors import AuditError
 from audit.engine.choices import METHODS, PRESETS
 from audit.engine.selection import N_BOOT, N_PERM
 
-#: the modes a score table holds (listwise runs are stored as recorded systems, read as pointwise scores)
-SCORED = (Mode.POINTWISE, Mode.PAIRWISE, Mode.PAIRWISE_LIKELIHOOD)
 E = TypeVar("E", bound=StrEnum)
 
 if TYPE_CHECKING:

@@ -10,14 +10,12 @@ import pandas as pd
 
 from audit.design import AuditDesign, PoolDesign, PoolKind, regroup_code
 from audit.engine.tables import StoreTables
-from audit.enums import Mode
 from audit.errors import AuditError
 from audit.metrics import MetricSuite
 from audit.metrics.pairwise import drop_unreliable
 from audit.metrics.schema import is_pairwise
 
-#: score-table modes in display order; pairwise scores are relative to the pools they were recorded in
-MODES = (Mode.POINTWISE, Mode.PAIRWISE_LIKELIHOOD, Mode.PAIRWISE)
+#: the pool design of pairwise scores: relative to the pools they were recorded in
 OBSERVED = PoolDesign(PoolKind.OBSERVED)
 
 

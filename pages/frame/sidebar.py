@@ -6,9 +6,9 @@ from pathlib import Path
 import streamlit as st
 
 from pages.view_models.view import INCONSISTENT, View
-from audit.engine.metric_pass import MODES, pool_of
+from audit.engine.metric_pass import pool_of
 from audit.engine.tables import StoreTables
-from audit.enums import DEFAULT_FAMILY, Family, Mode
+from audit.enums import DEFAULT_FAMILY, Family, Mode, SCORED
 from audit.errors import AuditError
 from audit.formatting import subtask_name
 from audit.engine.choices import PRESETS
@@ -108,7 +108,7 @@ def view_inputs(path: str, stored: StoreTables) -> View:
     design = stored.design(task)
     rows = stored.scores[stored.scores["task"] == task]
     present = set(rows["mode"].unique())
-    mode = st.selectbox("scoring mode", [m for m in MODES if m in present], key=f"mode_{task}",
+    mode = st.selectbox("scoring mode", [m for m in SCORED if m in present], key=f"mode_{task}",
                         format_func=lambda m: mode_name(design, m))
     rows = rows[rows["mode"] == mode]
     grouping = st.radio("grouping", list(design.groupings), key=f"grouping_{task}", horizontal=True,
