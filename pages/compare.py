@@ -3,6 +3,7 @@ from html import escape
 
 import streamlit as st
 
+from audit.enums import Mode
 from audit.present import charts, readable
 from audit.errors import AuditError
 from audit.formatting import md_text
@@ -25,7 +26,7 @@ st.caption("B against A: each group's gap difference with a bootstrap interval â
            "same candidates (the same resampled candidates for both), with the candidates whose selection flips and "
            "the rank correlation of their scores; unpaired where they ranked different candidates (recorded pools).")
 current = sidebar.need_view()
-if current.selection.mode != "pointwise":
+if current.selection.mode != Mode.POINTWISE:
     st.info("Comparisons read pointwise scores; choose the pointwise scoring mode in the sidebar.")
     st.stop()
 rows = common.view_scores(current)

@@ -3,8 +3,8 @@ the impact ratio over time with its anytime-valid band, the recent window and th
 
 import streamlit as st
 
+from audit.enums import DEFAULT_FAMILY, Family
 from audit.errors import AuditError
-from audit.engine.verdict import DEFAULT_FAMILY, FAMILIES
 from audit.engine.monitor import PERIODS, MonitorSettings, Monitoring, monitor_table
 from audit.present import monitor_chart
 from audit.present.tooltips import TOOLTIPS
@@ -52,7 +52,7 @@ threshold = top[2].number_input("threshold", 0.05, 1.0, 0.8, 0.05, key="monitor_
                                 help=TOOLTIPS["monitor_threshold"])
 alpha = top[3].number_input("alpha", 0.001, 0.5, 0.05, 0.01, format="%.3f", key="monitor_alpha",
                             help=TOOLTIPS["monitor_alpha"])
-family = top[4].selectbox("family", list(FAMILIES), index=list(FAMILIES).index(DEFAULT_FAMILY), key="monitor_family",
+family = top[4].selectbox("family", list(Family), index=list(Family).index(DEFAULT_FAMILY), key="monitor_family",
                           help=TOOLTIPS["monitor_family"])
 try:
     with st.spinner("Watching the log…"):

@@ -3,6 +3,7 @@ import streamlit as st
 
 from audit.engine.shape import LOW_LABEL_MASS
 from pages.view_models.view import shown
+from audit.enums import Mode
 from audit.present import charts, readable
 from audit.present.tooltips import TOOLTIPS
 from audit.errors import AuditError
@@ -19,7 +20,7 @@ names = common.names(current)
 
 st.header(f"Verdict · task {current.selection.task}")
 try:
-    sizes = common.audit(current, verdict_panel.selection_of(current)).sizes("pointwise")
+    sizes = common.audit(current, verdict_panel.selection_of(current)).sizes(Mode.POINTWISE)
 except AuditError as exc:
     st.info(f"No verdict for this selection: {exc}")
 else:
@@ -28,7 +29,7 @@ else:
     k = own if top <= 1 else st.slider("quota k of this verdict", 1, top, min(own, top),
                                        key=f"overview_k_{current.selection.task}",
                                        help=TOOLTIPS["overview_k"])
-    verdict_panel.family_choice()
+    verdict_panel.family_choice(current)
     st.markdown(f"**Judged at k = {k}, {design.audited_quota(k)[1]}.**")
     verdict_panel.verdict(current, k)
     verdict_panel.every_quota_row(current)

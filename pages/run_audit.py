@@ -6,7 +6,8 @@ import streamlit as st
 from audit.present import readable
 from audit.backend import DEFAULT_MODEL, QUANTS, REGISTRY, installed_models
 from audit.backend.api import PREFIX
-from audit.run.scoring import PAIRWISE_METHODS
+from audit.enums import Mode
+from audit.run.scoring import MODES, PAIRWISE_METHODS
 from audit.errors import AuditError
 from audit.store.files import is_demo, run_store, user_store
 from audit.tasks import DATA_TASKS, TASKS, get_task, list_subtasks
@@ -68,21 +69,21 @@ except AuditError as exc:
     common.error("The task input is not usable:", named_error(exc))
     discard_refused()
     tasks = []
-mode = left.radio("mode", ["pointwise", "pairwise"], key="run_mode", horizontal=True)
+mode = left.radio("mode", MODES, key="run_mode", horizontal=True)
 method = right.radio("pairwise method", PAIRWISE_METHODS, key="run_method", horizontal=True,
-                     disabled=mode == "pointwise", help="generate: parse a generated answer (the paper); "
+                     disabled=mode == Mode.POINTWISE, help="generate: parse a generated answer (the paper); "
                      "likelihood: compare the two answers' log-probabilities (fast).")
 sizes = [Counter(c.group for c in task.candidates()) for task in tasks]
 most = max((max(size.values()) for size in sizes if size), default=1)
 limit = left.number_input("candidates per group", 1, most, most if task_name == "custom" else min(2, most),
                           key=f"run_limit_{task_name}" if tasks else "run_limit_none",  # starts once the data is read
-                          disabled=mode == "pairwise" or not tasks,
+                          disabled=mode == Mode.PAIRWISE or not tasks,
                           help="Pairwise runs draw one candidate per group for each pool instead.")
-if sizes and mode == "pointwise":
+if sizes and mode == Mode.POINTWISE:
     total = sum(sum(size.values()) for size in sizes)
     scored = sum(min(n, int(limit)) for size in sizes for n in size.values())
     left.caption(f"{scored:,} of {total:,} candidates will be scored (at most {int(limit)} per group and subtask).")
-rounds = right.number_input("pairwise pools to draw", 1, 100, 2, key="run_rounds", disabled=mode == "pointwise",
+rounds = right.number_input("pairwise pools to draw", 1, 100, 2, key="run_rounds", disabled=mode == Mode.POINTWISE,
                             help="How many pools of candidates a pairwise run draws and compares pair by pair.")
 batch_size = left.number_input("batch size", 1, 64, 8, key="run_batch")
 truncate = right.checkbox("cut texts too long for the model's context", key="run_truncate",
@@ -94,7 +95,7 @@ if st.button("Run", type="primary", disabled=not name or not tasks, key="run_sta
     summaries = []
     try:
         summaries = run_tasks(run_store(store_path), tasks, name, quant, batch_size=int(batch_size), mode=mode,
-                              pairwise_method=method, limit=int(limit) if mode == "pointwise" else None,
+                              pairwise_method=method, limit=int(limit) if mode == Mode.POINTWISE else None,
                               rounds=int(rounds), truncate=truncate, base_url=base_url, key_env=key_env)
     except AuditError as exc:
         common.error("The run stopped with an error:", named_error(exc))

@@ -309,6 +309,7 @@ def test_overview_lets_the_auditor_choose_the_family_and_names_it(monkeypatch):
         assert any(f"(family: {family})" in c.value for c in at.caption)
         counts[family] = adverse()
     assert counts["audit"] < counts["grouping"]
+    assert at.session_state["view"].selection.family == "audit"  # the sidebar's one selection holds the choice
     at.switch_page("pages/allocation_gaps.py").run()  # the choice holds on the Allocation page's verdict
     assert not at.exception and any("(family: audit)" in c.value for c in at.caption)
     at.switch_page("pages/cairo_explorer.py").run()  # CAIRO says plainly it does not follow the sidebar's task

@@ -301,7 +301,7 @@ def cli_frame_json(capsys, *argv) -> dict:
 def test_report_announces_each_step_before_it_runs():
     """The PDF's steps reach the progress callback in order, each with the share done before it."""
     told: list[tuple[str, float]] = []
-    settings = ReportSettings(str(DEMO_STORE), Selection("resume", n_boot=int(BOOT), n_perm=int(PERM)), k=2)
+    settings = ReportSettings(str(DEMO_STORE), Selection("resume", n_boot=int(BOOT), n_perm=int(PERM), ks=(2,)))
     pdf = build_report(settings, "pdf", lambda step, done: told.append((step, done)))
     assert pdf.startswith(b"%PDF")
     steps = report_steps("pdf")

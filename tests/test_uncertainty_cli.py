@@ -51,7 +51,6 @@ def test_plan_from_a_score_file_and_a_looser_target_needs_fewer(pilot, capsys):
     (["--db", "no-such.db"], "does not exist"),
     (["--sizes", "8,x"], "--sizes"),
     (["--mode", "pairwise-likelihood"], "pointwise"),
-    (["--mode", "nonesuch"], "no pilot rows"),
     (["--target", "2"], "target half-width"),
     (["--k", "9"], "quota k=9"),
     (["--task", "nope"], "task 'nope' has no results in this store; its tasks are: resume, study-gpt-hiring"),

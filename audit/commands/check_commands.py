@@ -18,7 +18,6 @@ from audit.engine.monitor import MonitorSettings, monitor_table
 from audit.store.output import check_target, write_atomic
 from audit.engine.policy import Policy, load_policy
 from audit.present.junit import Case, junit_xml
-from audit.engine.selection import N_BOOT, N_PERM
 from audit.store.database import Store
 from audit.engine.tables import StoreTables
 
@@ -89,12 +88,8 @@ def _verdicts(policy: Policy, tables: StoreTables) -> dict[str, tuple[int, str, 
                 raise AuditError(f"policy {policy.path}: task {task!r} holds none of the systems "
                                  f"{', '.join(policy.systems)}")
             continue  # every task by default: only those that hold a named system
-        args = argparse.Namespace(mode="pointwise", task=task, models=models, subtasks=(), grouping=None,
-                                  reference=None, pool=None, k=policy.quota_for(task), threshold=policy.threshold,
-                                  ci=policy.confidence, family=policy.family, rule=policy.reading, bootstrap=N_BOOT,
-                                  seed=0, permutations=N_PERM)
-        table = verdict_rows(args, tables)
-        out[task] = (args.k, args.quota_reason, table)
+        judged = verdict_rows(tables, policy.selection(task, models), policy.threshold)
+        out[task] = (judged.k, judged.quota_reason, judged.table)
     return out
 
 

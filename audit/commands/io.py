@@ -16,6 +16,7 @@ import pandas as pd
 
 from audit.design import WHOLE, PoolDesign
 from audit.engine.tables import StoreTables
+from audit.enums import Mode
 from audit.errors import AuditError
 from audit.store.database import Store
 from audit.store.output import csv_text, restore, write_atomic
@@ -102,10 +103,10 @@ def tables_from(args: argparse.Namespace, *, pools: str | None = "per-group", wh
             return StoreTables.read(store)
     frame = read_table_file(scores, "score table")
     if whole:
-        frame = frame[frame["mode"].astype(str) == "pointwise"] if "mode" in frame else frame
+        frame = frame[frame["mode"].astype(str) == Mode.POINTWISE] if "mode" in frame else frame
         if frame.empty:
             raise AuditError(f"score table {scores} has no pointwise scores")
-        frame = frame.assign(mode="pointwise")
+        frame = frame.assign(mode=Mode.POINTWISE)
     designs = {}
     for key, rows in frame.groupby(["task", "subtask"]):
         design = declared_design(rows)

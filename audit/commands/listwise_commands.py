@@ -7,6 +7,8 @@ import sys
 from audit.backend.api import PREFIX
 from audit.cli import INTERRUPTED
 from audit.commands.run_options import backend_and_executor, check_scale_options, checked_label
+from audit.commands.options import choice
+from audit.enums import Mode, Reading
 from audit.errors import AuditError
 from audit.run.listwise import MAX_RANKINGS, READINGS, ListwiseRun, check_sizes, run_listwise
 from audit.commands.io import cli_options
@@ -22,7 +24,7 @@ def add_listwise_arguments(score: argparse.ArgumentParser) -> None:
     group.add_argument("--rankings", type=int, default=100,
                        help=f"rankings per job (default 100, at most {MAX_RANKINGS:,})")
     group.add_argument("--seed", type=int, default=0, help="seed of the names, shown order and samples (default 0)")
-    group.add_argument("--reading", choices=READINGS, default="generate",
+    group.add_argument("--reading", type=choice(Reading), choices=READINGS, default=Reading.GENERATE,
                        help="generate: the study's sampled free-text ranking, parsed as the import parses it; "
                             "likelihood: each name's probability of being ranked first (local models)")
     group.add_argument("--max-tokens", type=int, default=study.SAMPLING["max_tokens"],
@@ -33,11 +35,11 @@ def run_listwise_score(args: argparse.Namespace) -> int:
     """Check the options, then score every asked job's rankings, one job after another."""
     from tqdm import tqdm
 
-    if args.task != study.TASK or args.mode != "listwise":
+    if args.task != study.TASK or args.mode != Mode.LISTWISE:
         raise AuditError(f"--mode listwise goes with --task {study.TASK} and that task is scored listwise; give both")
     if args.data or args.spec:
         raise AuditError(f"task {study.TASK} ships its materials; leave out --data and --spec")
-    if args.reading == "likelihood" and (args.model.startswith(PREFIX) or args.backend == "vllm"):
+    if args.reading == Reading.LIKELIHOOD and (args.model.startswith(PREFIX) or args.backend == "vllm"):
         raise AuditError("--reading likelihood needs a local transformers or GGUF model; use --reading generate")
     check_scale_options(args)
     check_sizes(args.rankings, args.batch_size)

@@ -7,16 +7,17 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from datetime import date
 
 import pandas as pd
 
 from audit.commands.io import emit, emit_table
-from audit.commands.options import add_output, add_verdict_rule, check_date
+from audit.commands.options import add_output, add_verdict_rule, check_date, selection_from
+from audit.enums import Mode
 from audit.errors import AuditError
 from audit.formatting import md_text, ratio, subtask_name
 from audit.engine.audit import Audit
-from audit.engine.selection import Selection
 from audit.store.database import Store
 from audit.engine.tables import StoreTables
 
@@ -66,16 +67,16 @@ def run_ll144(args: argparse.Namespace) -> int:
     models = tables.models.set_index("model")
     frames = []
     for task in tasks:
-        design = tables.design(task)
-        k, why = design.audited_quota(args.k)
-        selection = Selection(task, ci=args.ci, family=args.family, ks=(k,))
+        chosen = selection_from(args, tables, task=task)
+        k, why = tables.design(task).audited_quota(chosen.ks[0] if chosen.ks else None)
+        selection = replace(chosen, ks=(k,))
         table = Audit(tables, selection).ll144(k, args.exclude_small)
         kinds = outcomes[outcomes["task"] == task].set_index(["model", "subtask"])["outcome"]
         for (model, subtask), part in table.groupby(["model", "subtask"], sort=True):
             kind = str(kinds.get((model, subtask), "rank"))
             details = json.loads(models.loc[model, "details"]) if model in models.index else {}
             frames.append(part.assign(task=task, outcome=kind, k=k if kind == "rank" else None,
-                                      quota_reason=why if kind == "rank" else "", family=args.family,
+                                      quota_reason=why if kind == "rank" else "", family=selection.family,
                                       score_median=_median(tables, model, task, subtask) if kind == "score" else None,
                                       source=details.get("source", ""), source_sha256=details.get("source_sha256", ""),
                                       first_date=details.get("first_date", ""), last_date=details.get("last_date", ""),
@@ -94,7 +95,7 @@ def _median(tables: StoreTables, model: str, task: str, subtask: str) -> float:
     """The median score of a score log's sample (its scoring-rate threshold)."""
     scores = tables.scores
     return float(scores.loc[(scores["model"] == model) & (scores["task"] == task) & (scores["subtask"] == subtask)
-                            & (scores["mode"] == "pointwise"), "score"].median())
+                            & (scores["mode"] == Mode.POINTWISE), "score"].median())
 
 
 def markdown(table: pd.DataFrame) -> str:

@@ -8,14 +8,14 @@ import sys
 import pandas as pd
 
 from audit.engine.audit import Audit
-from audit.commands.io import emit, emit_table, parse_quotas, read_table_file, records, tables_from
+from audit.commands.io import emit, emit_table, read_table_file, records, tables_from
 from audit.commands.options import add_adjust, add_bootstrap, add_output, add_selection, selection_from
+from audit.enums import SCORED
 from audit.errors import AuditError
 from audit.engine.choices import is_pairwise
 from audit.tasks.recorded import shown_modes
-from audit.engine.metric_pass import MODES
-from audit.engine.selection import Selection
 from audit.engine.shape import KEYS
+from audit.engine.selection import Selection
 from audit.engine.tables import StoreTables
 
 
@@ -86,7 +86,7 @@ def audits(args: argparse.Namespace, *, keep_draws: bool = False, **options) -> 
     results = []
     for task in tasks:
         stored = set(tables.scores.loc[tables.scores["task"] == task, "mode"])
-        for mode in [args.mode] if args.mode else [m for m in MODES if m in stored]:
+        for mode in [args.mode] if args.mode else [m for m in SCORED if m in stored]:
             selection = selection_from(args, tables, task=task, mode=mode, **options)
             audit = Audit(tables, selection, draws=keep_draws)
             audit.table  # the quota check and the metric pass, before anything is printed
@@ -113,19 +113,20 @@ def run_validity(args: argparse.Namespace) -> int:
     blocks: dict[str, list[pd.DataFrame]] = {"correlations": [], "ndcg": [], "rankings": []}
     if args.ci is not None and not 0 < args.ci < 1:
         raise AuditError(f"confidence level {args.ci} must lie strictly between 0 and 1")
-    for result in audits(args, keep_draws=args.ci is not None, n_perm=None):
+    results = audits(args, keep_draws=args.ci is not None, n_perm=None)
+    for result in results:
         extra = {"reference": result.reference, "pool": result.pool}
         for k in result.selection.ks:
             rankings, ndcg = result.rankings(k)
             for name, frame in (("correlations", result.correlations(k)), ("ndcg", ndcg), ("rankings", rankings)):
                 blocks[name].append(frame.assign(task=result.selection.task, **extra)[["task", *extra, *frame.columns]])
-    return _emit_validity(args, blocks)
+    return _emit_validity(args, blocks, results[0].selection)
 
 
-def _emit_validity(args: argparse.Namespace, blocks: dict[str, list[pd.DataFrame]]) -> int:
-    stored = "stored" if args.db else "per-group"
-    result = {"reference": args.reference or "stored", "pool": args.pool or stored, "k": parse_quotas(args.k),
-              "preset": args.preset,
+def _emit_validity(args: argparse.Namespace, blocks: dict[str, list[pd.DataFrame]], selection: Selection) -> int:
+    """The validity blocks as JSON, headed by what the selection chose (its reference and pool as given)."""
+    result = {"reference": selection.reference or "stored", "pool": selection.pool or "stored", "k": list(selection.ks),
+              "preset": selection.preset,
               **{name: records(pd.concat(frames, ignore_index=True)) for name, frames in blocks.items()}}
     emit(json.dumps(result, indent=1) + "\n", args.out)
     return 0
@@ -141,7 +142,8 @@ def run_shape(args: argparse.Namespace) -> int:
         raise AuditError("score table has no rows")
     tables = StoreTables.from_scores(scores)
     keys = tables.scores[["task", "mode"]].dropna().drop_duplicates().astype(str).itertuples(index=False)
-    table = pd.concat([Audit(tables, Selection(task, mode=mode)).shape.moments for task, mode in sorted(keys)],
+    table = pd.concat([Audit(tables, selection_from(args, tables, task=task, mode=mode)).shape.moments
+                       for task, mode in sorted(keys)],
                       ignore_index=True)
     emit_table(table.sort_values(list(KEYS), kind="stable", ignore_index=True), args.format, args.out)
     return 0

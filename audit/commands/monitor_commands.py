@@ -8,10 +8,10 @@ from dataclasses import asdict
 import pandas as pd
 
 from audit.commands.io import emit, records
-from audit.commands.options import add_output, check_date
+from audit.commands.options import add_output, check_date, choice
+from audit.enums import DEFAULT_FAMILY, Family
 from audit.formatting import markdown_table, number, subtask_name
 from audit.engine.choices import FOUR_FIFTHS, HORIZON, WINDOW
-from audit.engine.verdict import DEFAULT_FAMILY, FAMILIES
 from audit.engine.monitor import PERIODS, MonitorSettings, Monitoring, monitor_table
 from audit.store.output import csv_text
 from audit.store.database import Store
@@ -33,7 +33,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--threshold", type=float, default=FOUR_FIFTHS, help="impact-ratio threshold (default 0.8)")
     parser.add_argument("--alpha", type=float, default=0.05,
                         help="bound on the chance of any false alarm within the horizon (default 0.05)")
-    parser.add_argument("--family", choices=tuple(FAMILIES), default=DEFAULT_FAMILY,
+    parser.add_argument("--family", type=choice(Family), choices=tuple(Family), default=DEFAULT_FAMILY,
                         help=f"the family the bound holds for, as verdict's (default {DEFAULT_FAMILY})")
     parser.add_argument("--horizon", type=int, default=HORIZON, help=f"looks the bound covers (default {HORIZON})")
     parser.add_argument("--window", type=int, default=WINDOW,

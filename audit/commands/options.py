@@ -2,15 +2,35 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from enum import StrEnum
+from typing import TYPE_CHECKING, TypeVar
 
+from audit.enums import DEFAULT_FAMILY, SCORED, Family, Mode, Rule
 from audit.errors import AuditError
 from audit.engine.choices import METHODS, PRESETS
 from audit.engine.selection import N_BOOT, N_PERM
 
+E = TypeVar("E", bound=StrEnum)
+
 if TYPE_CHECKING:
     from audit.engine.selection import Selection
     from audit.engine.tables import StoreTables
+
+
+def choice(kind: type[E], allowed: tuple[E, ...] | None = None) -> Callable[[str], E]:
+    """An argparse ``type=`` converting a flag's text to a member of ``kind`` (one of ``allowed``, default all), with
+    argparse's own words for a value outside them."""
+    members = tuple(kind) if allowed is None else allowed
+
+    def convert(value: str) -> E:
+        if value not in members:
+            raise argparse.ArgumentTypeError(f"invalid choice: {value!r} (choose from "
+                                             f"{', '.join(repr(str(m)) for m in members)})")
+        return kind(value)
+
+    convert.__name__ = kind.__name__
+    return convert
 
 
 def add_filters(parser: argparse.ArgumentParser, *, scope: str = "") -> None:
@@ -39,15 +59,15 @@ def add_adjust(parser: argparse.ArgumentParser) -> None:
 
 def add_verdict_rule(parser: argparse.ArgumentParser) -> None:
     """``--family`` (the verdict's multiple-testing family) and ``--rule`` (its reading of adverse impact)."""
-    from audit.engine.verdict import DEFAULT_FAMILY, FAMILIES, RULES
+    from audit.engine.verdict import FAMILIES, RULES
 
-    parser.add_argument("--family", choices=tuple(FAMILIES), default=DEFAULT_FAMILY,
+    parser.add_argument("--family", type=choice(Family), choices=tuple(Family), default=DEFAULT_FAMILY,
                         help="multiple-testing family of the verdict's Holm adjustment: "
                              + "; ".join(f"{name}: {words}" for name, words in FAMILIES.items())
                              + f" (default {DEFAULT_FAMILY})")
-    parser.add_argument("--rule", choices=tuple(RULES), default="practice",
+    parser.add_argument("--rule", type=choice(Rule), choices=tuple(Rule), default=Rule.PRACTICE,
                         help="reading of adverse impact: " + "; ".join(f"{n}: {w}" for n, w in RULES.items())
-                             + " (default practice)")
+                             + f" (default {Rule.PRACTICE})")
 
 
 def check_date(value: str, flag: str) -> str:
@@ -68,7 +88,8 @@ def add_output(parser: argparse.ArgumentParser, formats: tuple[str, ...], *, for
     parser.add_argument("--out", help="write here instead of stdout")
 
 
-def add_selection(parser: argparse.ArgumentParser, *, k: str = "list", k_help: str = "", mode: str | None = "pointwise",
+def add_selection(parser: argparse.ArgumentParser, *, k: str = "list", k_help: str = "",
+                  mode: Mode | None = Mode.POINTWISE,
                   groupings: bool = False, groups: bool = False, metrics: bool = True) -> None:
     """The flags of one :class:`audit.engine.selection.Selection`, spelled once for every command that reads results:
     ``--task``, ``--mode``, ``--models``, ``--subtasks``, ``--grouping`` (repeatable with ``groupings``),
@@ -76,7 +97,8 @@ def add_selection(parser: argparse.ArgumentParser, *, k: str = "list", k_help: s
     design's), with ``groups`` ``--groups``, with ``metrics`` ``--preset`` and ``--max-inconsistent``."""
 
     parser.add_argument("--task", help="the task to audit (default: the store's only task)")
-    parser.add_argument("--mode", default=mode, help=f"scoring mode (default {mode or 'every mode of the task'})")
+    parser.add_argument("--mode", type=choice(Mode, SCORED), choices=SCORED, default=mode, metavar="MODE",
+                        help=f"scoring mode: {', '.join(SCORED)} (default {mode or 'every mode of the task'})")
     add_filters(parser)
     if groupings:
         parser.add_argument("--grouping", action="append", help="a grouping the task declares, e.g. race (repeatable; "
@@ -115,14 +137,14 @@ def selection_from(args: argparse.Namespace, tables: "StoreTables", **fields: ob
     k = flag("k")
     ks = () if k is None else (k,) if isinstance(k, int) else tuple(parse_quotas(k))
     grouping = flag("grouping")
-    chosen = dict(mode=flag("mode", "pointwise"), models=tuple(flag("models", ())),
+    chosen = dict(mode=flag("mode", Mode.POINTWISE), models=tuple(flag("models", ())),
                   subtasks=tuple(flag("subtasks", ())), groups=tuple(flag("groups", ())),
                   grouping=grouping if isinstance(grouping, str) or grouping is None else
                   grouping[0] if len(grouping) == 1 else None, reference=flag("reference"),
                   pool=flag("pool"), preset=flag("preset", "default"), max_inconsistent=flag("max_inconsistent"),
                   ci=getattr(args, "ci", 0.95), n_boot=flag("bootstrap", N_BOOT),
                   n_perm=getattr(args, "permutations", N_PERM),
-                  adjust=flag("adjust", "holm"), ks=ks, seed=flag("seed", 0), family=flag("family", "system"),
-                  rule=flag("rule", "practice"))
+                  adjust=flag("adjust", "holm"), ks=ks, seed=flag("seed", 0), family=flag("family", DEFAULT_FAMILY),
+                  rule=flag("rule", Rule.PRACTICE))
     task = fields.pop("task", None) or tables.task(flag("task"))
     return Selection(task, **{**chosen, **fields})

@@ -42,17 +42,18 @@ def run_plan(args: argparse.Namespace) -> int:
     design unless ``--pool``."""
     sizes = _sizes(args.sizes)
     tables = tables_from(args, pools=None)  # the pilot's declared pools
-    selection = selection_from(args, tables, n_boot=args.bootstrap)
+    selection = selection_from(args, tables)
     modes = sorted(set(tables.scores.loc[tables.scores["task"] == selection.task, "mode"].astype(str)))
     if selection.mode not in modes:
-        raise AuditError(f"no pilot rows in mode {selection.mode!r}; the scores hold {', '.join(modes) or 'nothing'}")
+        raise AuditError(f"no pilot rows in mode {str(selection.mode)!r}; the scores hold "
+                         f"{', '.join(modes) or 'nothing'}")
     audit = Audit(tables, selection)
-    k = tables.design(selection.task).audited_quota(args.k)[0]
-    curve, summary = audit.plan(k, target=args.target, sizes=sizes, n_boot=args.bootstrap, level=args.ci)
+    k = tables.design(selection.task).audited_quota(selection.ks[0] if selection.ks else None)[0]
+    curve, summary = audit.plan(k, target=args.target, sizes=sizes, n_boot=selection.n_boot, level=selection.ci)
     if args.format == "csv":
         emit(csv_text(summary), args.out)
     else:
-        result = {"k": k, "target": args.target, "level": args.ci, "pool": audit.pool,
+        result = {"k": k, "target": args.target, "level": selection.ci, "pool": audit.pool,
                   "summary": records(summary), "curve": records(curve)}
         emit(json.dumps(result, indent=1) + "\n", args.out)
     return 0

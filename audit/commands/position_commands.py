@@ -7,11 +7,11 @@ import argparse
 import pandas as pd
 
 from audit.commands.io import emit, emit_table
+from audit.commands.options import selection_from
 from audit.errors import AuditError
 from audit.formatting import markdown_table, md_text
 from audit.engine.choices import LARGER, UNBIASED_NOTE
 from audit.engine.audit import Audit
-from audit.engine.selection import Selection
 from audit.engine.tables import StoreTables
 from audit.store.database import Store
 
@@ -35,7 +35,7 @@ def run_position_bias(args: argparse.Namespace) -> int:
         raise AuditError(f"--ci must lie between 0 and 1, got {args.ci}")
     with Store(args.db, create=False) as store:
         tables = StoreTables.read(store)
-    found = Audit(tables, Selection(args.task, ci=args.ci)).positions
+    found = Audit(tables, selection_from(args, tables, task=args.task)).positions
     if found is None:
         raise AuditError(f"task {args.task!r} in {args.db} holds no ranked pools (imported ranking runs or listwise "
                          "runs)")

@@ -5,7 +5,6 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -155,8 +154,8 @@ def run_report(args: argparse.Namespace) -> int:
         raise AuditError(f"result store {args.db} does not exist")
     tables = tables_from(args)
     policy = apply_policy(args, tables)
-    settings = ReportSettings(args.db, replace(selection_from(args, tables), ks=()), k=args.k,
-                              threshold=args.threshold, compare=tuple(args.compare) if args.compare else None,
+    settings = ReportSettings(args.db, selection_from(args, tables), threshold=args.threshold,
+                              compare=tuple(args.compare) if args.compare else None,
                               paper=args.paper, auditor=args.auditor.strip(), firm=args.firm.strip(),
                               distribution_date=args.distribution_date,
                               policy=None if policy is None else (policy.path, policy.sha256))

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from audit.backend.api import PREFIX
 from audit.backend.spec import BackendSpec, check_offers, runtime_for, spec_for
 from audit.commands.api_options import model_options
+from audit.enums import Mode, Reading
 from audit.errors import AuditError
 from audit.run.scoring import backend_needs
 
@@ -43,9 +44,9 @@ def check_scale_options(args: argparse.Namespace) -> None:
 
 def run_needs(args: argparse.Namespace) -> tuple[tuple[str, ...], str]:
     """The backend capabilities the asked run needs, and the run as a refusal names it."""
-    if args.mode == "listwise":
-        reading = getattr(args, "reading", "generate")
-        needs = ("option_logprobs",) if reading == "likelihood" else ("sampling",)
+    if args.mode == Mode.LISTWISE:
+        reading = getattr(args, "reading", Reading.GENERATE)
+        needs = ("option_logprobs",) if reading == Reading.LIKELIHOOD else ("sampling",)
         return needs, f"the listwise {reading} reading (--reading {reading})"
     return backend_needs(args.mode, args.pairwise_mode)
 
@@ -63,7 +64,7 @@ def backend_and_executor(args: argparse.Namespace) -> tuple[BackendSpec, "RayExe
         cluster = connect(args.address, args.workers)
         if args.backend == "vllm" and not cluster.gpus:
             raise AuditError("--backend vllm needs GPUs; the Ray cluster has none")
-    options = replace(model_options(args, need_logprobs=args.mode == "pointwise"),
+    options = replace(model_options(args, need_logprobs=args.mode == Mode.POINTWISE),
                       device=cluster.device if cluster else None)
     spec = spec_for(args.model, options)
     if cluster is None:

@@ -13,7 +13,9 @@ from audit.backend.spec import BACKENDS
 from audit.commands.api_options import add_api_arguments
 from audit.commands.listwise_commands import add_listwise_arguments, run_listwise_score
 from audit.commands.run_options import backend_and_executor, check_scale_options, checked_label
-from audit.run.scoring import MODES, PAIRWISE_METHODS, check_options, run_scoring
+from audit.commands.options import choice
+from audit.enums import Mode, Reading
+from audit.run.scoring import MODES, check_options, run_scoring
 from audit.commands.io import cli_options, write_stdout
 from audit.errors import AuditError
 from audit.store.output import check_target, csv_text, write_atomic
@@ -37,9 +39,10 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                                        "needed when two models would get the same name)")
     score.add_argument("--model", default=DEFAULT_MODEL,
                        help="registry name, .gguf file, model folder, hub id, or openai:NAME with --base-url")
-    score.add_argument("--mode", choices=MODES + ("listwise",), default="pointwise",
+    runs = (*MODES, Mode.LISTWISE)
+    score.add_argument("--mode", type=choice(Mode, runs), choices=runs, default=Mode.POINTWISE,
                        help="listwise: the 2024 study's ranking protocol (--task study-gpt-hiring)")
-    score.add_argument("--pairwise-mode", choices=PAIRWISE_METHODS, default="generate")
+    score.add_argument("--pairwise-mode", type=choice(Reading), choices=tuple(Reading), default=Reading.GENERATE)
     score.add_argument("--limit", type=int, help="candidates per group (default: all)")
     score.add_argument("--rounds", type=int, default=10, help="pairwise pools (default 10)")
     score.add_argument("--db", default=DEFAULT_DB, help=f"result store (default {DEFAULT_DB})")
@@ -82,7 +85,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
 def run_score(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    if args.mode == "listwise" or args.task == study.TASK:
+    if args.mode == Mode.LISTWISE or args.task == study.TASK:
         return run_listwise_score(args)
     check_options(mode=args.mode, pairwise_method=args.pairwise_mode, limit=args.limit, rounds=args.rounds,
                   batch_size=args.batch_size)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
@@ -10,6 +11,7 @@ from audit.commands.io import emit, records, tables_from
 from audit.engine.audit import Audit
 from audit.commands.policy_options import add_policy, apply_policy
 from audit.commands.options import add_bootstrap, add_output, add_selection, add_verdict_rule, selection_from
+from audit.enums import Mode
 from audit.errors import AuditError
 from audit.formatting import markdown_table, pvalue, ratio, subtask_name
 from audit.engine.choices import FOUR_FIFTHS
@@ -17,7 +19,7 @@ from audit.engine.verdict import rollup, rule_text, store_line
 from audit.present.readable import system_verdicts, verdict_words
 from audit.store.output import csv_text
 from audit.tasks.recorded import shown_modes
-from audit.engine.selection import N_PERM
+from audit.engine.selection import N_PERM, Selection
 from audit.engine.tables import StoreTables
 
 
@@ -42,11 +44,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=run_verdict)
 
 
-def _table(args: argparse.Namespace) -> pd.DataFrame:
-    """The verdict rows of the store's task, or of a score file's task read with its group codes whole in per-group
-    pools, at ``args.k`` (set here to the design's quota when not given, with ``args.quota_reason`` saying why)."""
-    if args.mode != "pointwise":
-        raise AuditError(f"--mode {args.mode}: verdicts are defined on pointwise scores")
+def _judged(args: argparse.Namespace) -> Judged:
+    """The verdict of the store's task, or of a score file's task read with its group codes whole in per-group
+    pools."""
     if args.scores:
         if args.grouping or args.models or args.subtasks or args.reference or args.policy:
             raise AuditError("--scores takes no --grouping, --reference, --models, --subtasks or --policy (use --db)")
@@ -54,47 +54,67 @@ def _table(args: argparse.Namespace) -> pd.DataFrame:
     else:
         tables = tables_from(args)
         apply_policy(args, tables)
-    return verdict_rows(args, tables)
+    return verdict_rows(tables, selection_from(args, tables), args.threshold, tuple(args.grouping or ()))
 
 
-def verdict_rows(args: argparse.Namespace, tables: StoreTables) -> pd.DataFrame:
-    """The verdict rows of ``tables`` under ``args``' selection, threshold and rule, at ``args.k`` (set here to the
-    design's quota when not given, with ``args.quota_reason`` saying why): the one path ``verdict`` and ``check``
-    share."""
-    selection = selection_from(args, tables)
-    args.k, args.quota_reason = tables.design(selection.task).audited_quota(args.k)
-    return shown_modes(Audit(tables, selection).verdicts((args.k,), tuple(args.grouping or ()), args.threshold),
-                       tables.designs)
+@dataclass(frozen=True)
+class Judged:
+    """A verdict as the commands print it: the selection judged (its one quota in ``ks``), why that quota, the
+    threshold and the verdict rows."""
+
+    selection: Selection
+    quota_reason: str
+    threshold: float
+    table: pd.DataFrame
+
+    @property
+    def k(self) -> int:
+        return self.selection.ks[0]
+
+
+def verdict_rows(tables: StoreTables, selection: Selection, threshold: float = FOUR_FIFTHS,
+                 groupings: tuple[str, ...] = ()) -> Judged:
+    """The verdict of ``selection`` on ``tables`` under ``threshold`` (``groupings``: those judged, default every one
+    whose pools exceed k) at the selection's quota, or the design's when it names none: the one path ``verdict``
+    and ``check`` share."""
+    if selection.mode != Mode.POINTWISE:
+        raise AuditError(f"--mode {selection.mode}: verdicts are defined on pointwise scores")
+    k, reason = tables.design(selection.task).audited_quota(selection.ks[0] if selection.ks else None)
+    selection = replace(selection, ks=(k,))
+    table = shown_modes(Audit(tables, selection).verdicts((k,), groupings, threshold), tables.designs)
+    return Judged(selection, reason, threshold, table)
 
 
 def run_verdict(args: argparse.Namespace) -> int:
     """Handler of ``verdict``."""
-    table = _table(args)
+    judged = _judged(args)
+    table, s = judged.table, judged.selection
     if args.format == "csv":
         emit(csv_text(table), args.out)
         return 0
     overall = store_line(table)
     if args.format == "json":
-        emit(json.dumps({"rule": rule_text(args.threshold, args.ci, args.family, args.rule), "k": args.k,
-                         "quota_reason": args.quota_reason, "threshold": args.threshold, "ci": args.ci,
-                         "family": args.family, "reading": args.rule, "overall": overall,
+        emit(json.dumps({"rule": rule_text(judged.threshold, s.ci, s.family, s.rule), "k": judged.k,
+                         "quota_reason": judged.quota_reason, "threshold": judged.threshold, "ci": s.ci,
+                         "family": s.family, "reading": s.rule, "overall": overall,
                          "systems": records(rollup(table)),
                          "categories": records(table)}, indent=1) + "\n", args.out)
     else:
-        emit(_markdown(table, overall, args), args.out)
+        emit(_markdown(judged, overall), args.out)
     return 0
 
 
-def _markdown(table: pd.DataFrame, overall: dict[str, object], args: argparse.Namespace) -> str:
+def _markdown(judged: Judged, overall: dict[str, object]) -> str:
     """The Markdown page: the quota, the store-wide line, the rule, one table per system and one per category."""
+    table, s, threshold = judged.table, judged.selection, judged.threshold
     shown = pd.DataFrame({"System": table["model"], "Subtask": table["subtask"].map(subtask_name),
                           "Grouping": table["grouping"],
                           "Group": table["name"], "Candidates": table["candidates"],
-                          "Impact ratio": [ratio(r, lo, hi, args.threshold) for r, lo, hi in
+                          "Impact ratio": [ratio(r, lo, hi, threshold) for r, lo, hi in
                                            zip(table["impact_ratio"], table["impact_ratio_lo"], table["impact_ratio_hi"])],
                           "p": table["p"].map(pvalue), "Adjusted p": table["p_adj"].map(pvalue),
                           "Verdict": table.apply(verdict_words, axis=1), "Why": table["evidence"]})
-    return (f"# Verdict at k = {args.k}\n\nQuota: {args.quota_reason}.\n\n**Overall:** {overall['summary']}. "
-            f"Reading: {args.rule}.\n\n"
-            f"{rule_text(args.threshold, args.ci, args.family, args.rule)}\n\n## Per system\n\n"
+    return (f"# Verdict at k = {judged.k}\n\nQuota: {judged.quota_reason}.\n\n**Overall:** {overall['summary']}. "
+            f"Reading: {s.rule}.\n\n"
+            f"{rule_text(threshold, s.ci, s.family, s.rule)}\n\n## Per system\n\n"
             f"{markdown_table(system_verdicts(table))}\n## Per category\n\n{markdown_table(shown)}")

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from audit.design import AuditDesign, PoolDesign
+from audit.enums import Mode
 from audit.errors import AuditError
 from audit.metrics import model_rankings, ndcg_table, validity
 from audit.metrics.bands import ndcg_bands, validity_bands
@@ -356,18 +357,18 @@ class Audit:
         ``family`` and ``rule`` hold across groupings and systems. ``excluded``: (grouping, category) pairs left out
         of the ratios and tests. Quota-free recorded systems (0/1 and score logs) are judged on their recorded
         decisions at every k."""
-        self._known("pointwise")
-        s, sizes = self.selection, self.sizes("pointwise")
-        self.check_quota(ks, groupings or None, mode="pointwise")
+        self._known(Mode.POINTWISE)
+        s, sizes = self.selection, self.sizes(Mode.POINTWISE)
+        self.check_quota(ks, groupings or None, mode=Mode.POINTWISE)
         design = self.tables.design(s.task)
-        pool = s.pool or str(pool_of(design, "pointwise"))
+        pool = s.pool or str(pool_of(design, Mode.POINTWISE))
         chosen = ({g: list(ks) for g in groupings} if groupings else
                   {g: [k for k in ks if k < size] for g, size in sizes.items() if any(k < size for k in ks)})
         ci = s.ci or 0.95
         # the keys carry each grouping's categories: the scores, one table for every grouping, are not regrouped
-        measured = [measure(self.scores("pointwise"), grouping=grouping, k=quotas, pool=pool, ci=ci,
+        measured = [measure(self.scores(Mode.POINTWISE), grouping=grouping, k=quotas, pool=pool, ci=ci,
                             n_boot=s.n_boot, n_perm=s.n_perm or 1000, seed=s.seed,
-                            keys=self.keys("pointwise", grouping), excluded=[c for g, c in excluded if g == grouping])
+                            keys=self.keys(Mode.POINTWISE, grouping), excluded=[c for g, c in excluded if g == grouping])
                     for grouping, quotas in chosen.items()]
         table = decide(pd.concat([m[0] for m in measured], ignore_index=True),
                        pd.concat([m[1] for m in measured], ignore_index=True), family=s.family,
@@ -388,7 +389,7 @@ class Audit:
         models = tuple(sorted(recorded & set(s.models))) if s.models else tuple(sorted(recorded))
         if not models:
             return pd.DataFrame()
-        judged = set(s.models) if s.models else set(self.scores("pointwise")["model"].astype(str))
+        judged = set(s.models) if s.models else set(self.scores(Mode.POINTWISE)["model"].astype(str))
         audit = self if judged == set(models) else Audit(self.tables, replace(s, models=models))
         groupings = ll144_groupings(self.design)
         chosen = tuple(dict.fromkeys(groupings.values()))
@@ -411,13 +412,13 @@ class Audit:
     def every_quota(self) -> pd.DataFrame:
         """The verdict rows at every quota k below some grouping's pool size: one computation a slider of k reads
         slices of."""
-        return self.verdicts(tuple(range(1, max(self.sizes("pointwise").values()))))
+        return self.verdicts(tuple(range(1, max(self.sizes(Mode.POINTWISE).values()))))
 
     @memoised
     def verdicts_at(self, k: int) -> pd.DataFrame:
         """The rows of :attr:`every_quota` at quota ``k`` (a k below the largest pool: groupings whose pools are not
         above it have no rows)."""
-        self.check_quota((k,), mode="pointwise")
+        self.check_quota((k,), mode=Mode.POINTWISE)
         return self.every_quota[self.every_quota["k"] == k].reset_index(drop=True)
 
     def _known(self, mode: str) -> None:

@@ -15,8 +15,7 @@ from audit.metrics import MetricSuite
 from audit.metrics.pairwise import drop_unreliable
 from audit.metrics.schema import is_pairwise
 
-#: score-table modes in display order; pairwise scores are relative to the pools they were recorded in
-MODES = ("pointwise", "pairwise-likelihood", "pairwise")
+#: the pool design of pairwise scores: relative to the pools they were recorded in
 OBSERVED = PoolDesign(PoolKind.OBSERVED)
 
 

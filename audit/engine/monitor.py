@@ -20,10 +20,11 @@ import numpy as np
 import pandas as pd
 
 from audit.design import AuditDesign
+from audit.enums import DEFAULT_FAMILY, Family
 from audit.errors import AuditError
 from audit.metrics.ll144 import MIN_APPLICANTS, UNKNOWN
 from audit.metrics.monitoring import HORIZON, WINDOW, LookCounts, watch_pair
-from audit.engine.verdict import DEFAULT_FAMILY, FAMILIES
+from audit.engine.verdict import FAMILIES
 from audit.store.database import Store
 from audit.tasks.designs import completed
 from audit.engine.tables import one_task
@@ -49,7 +50,7 @@ class MonitorSettings:
     k: int | None = None
     threshold: float = 0.8
     alpha: float = 0.05
-    family: str = DEFAULT_FAMILY
+    family: Family = DEFAULT_FAMILY
     horizon: int = HORIZON
     window: int = WINDOW
 
@@ -180,9 +181,9 @@ class _Pair:
     counts: LookCounts
     categories: int  # known categories of the grouping (its pairs count in the family)
 
-    def family_key(self, family: str) -> tuple:
-        return {"grouping": (self.model, self.subtask, self.grouping), "system": (self.model, self.subtask),
-                "audit": ()}[family]
+    def family_key(self, family: Family) -> tuple:
+        return {Family.GROUPING: (self.model, self.subtask, self.grouping), Family.SYSTEM: (self.model, self.subtask),
+                Family.AUDIT: ()}[family]
 
 
 def _known(category: str) -> bool:
@@ -213,7 +214,7 @@ def _pairs(counts: pd.DataFrame, grouping: str, names: pd.DataFrame, looks: int)
     return out
 
 
-def _family_sizes(pairs: list[_Pair], family: str) -> dict[tuple, int]:
+def _family_sizes(pairs: list[_Pair], family: Family) -> dict[tuple, int]:
     """Each family's m: the pairs of categories of every grouping in it (G(G − 1)/2 for G categories), as
     ``verdict`` counts its family."""
     groupings: dict[tuple, dict[tuple, int]] = {}

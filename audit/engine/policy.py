@@ -22,10 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from audit.bounded import read_bytes
+from audit.enums import DEFAULT_FAMILY, Family, Rule
 from audit.errors import AuditError
 from audit.metrics.impact import FOUR_FIFTHS
 from audit.metrics.monitoring import HORIZON
-from audit.engine.verdict import DEFAULT_FAMILY, FAMILIES, RULES
+from audit.engine.selection import Selection
+from audit.engine.verdict import FAMILIES, RULES
 
 MAX_POLICY_BYTES = 64 * 1024
 """Largest policy file read (a policy is a few lines; a bigger file is refused before it is parsed)."""
@@ -53,8 +55,8 @@ class Policy:
     path: str
     sha256: str
     threshold: float = FOUR_FIFTHS
-    reading: str = "practice"
-    family: str = DEFAULT_FAMILY
+    reading: Rule = Rule.PRACTICE
+    family: Family = DEFAULT_FAMILY
     confidence: float = 0.95
     quota: int | None = None
     quotas: tuple[tuple[str, int], ...] = ()
@@ -67,6 +69,13 @@ class Policy:
     def quota_for(self, task: str) -> int | None:
         """The policy's k for ``task`` (None: the task design's quota)."""
         return dict(self.quotas).get(task, self.quota)
+
+    def selection(self, task: str, models: tuple[str, ...]) -> Selection:
+        """What the policy judges of ``task``: the pointwise scores of ``models`` (empty: all) at its quota (none:
+        the design's), confidence level, family and reading."""
+        k = self.quota_for(task)
+        return Selection(task, models=models, ks=() if k is None else (k,), ci=self.confidence, family=self.family,
+                         rule=self.reading)
 
     def check_tasks(self, stored: list[str]) -> None:
         """An AuditError naming a task of ``tasks`` or of the per-task ``quota`` that is not among ``stored``."""
@@ -110,8 +119,8 @@ def load_policy(path: str | Path) -> Policy:
     quota, quotas = _quota(parsed.get("quota"), where)
     return Policy(str(path), hashlib.sha256(raw).hexdigest(),
                   threshold=_level(parsed, "threshold", FOUR_FIFTHS, where, closed=True),
-                  reading=_choice(parsed, "reading", "practice", tuple(RULES), where),
-                  family=_choice(parsed, "family", DEFAULT_FAMILY, tuple(FAMILIES), where),
+                  reading=Rule(_choice(parsed, "reading", Rule.PRACTICE, tuple(RULES), where)),
+                  family=Family(_choice(parsed, "family", DEFAULT_FAMILY, tuple(FAMILIES), where)),
                   confidence=_level(parsed, "confidence", 0.95, where, closed=False), quota=quota, quotas=quotas,
                   minimum_sample=_count(parsed.get("minimum_sample", 0), "minimum_sample", 0, where),
                   tasks=_names(parsed, "tasks", where), systems=_names(parsed, "systems", where),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from audit.enums import DEFAULT_FAMILY, Family, Mode, Rule
+
 #: bootstrap replicates everywhere unless chosen otherwise (page, CLI and report share it)
 N_BOOT = 1000
 #: permutation shuffles behind the p-values, everywhere unless chosen otherwise
@@ -15,11 +17,12 @@ class Selection:
     """One audit's choices. Empty ``models`` / ``subtasks`` / ``groups`` / ``ks`` mean all; ``grouping`` None keeps
     group codes whole; ``reference`` None is the stored design's reference (coarsened to the grouping); ``ci`` None
     gives no intervals; ``n_perm`` None gives no p-values; ``pool`` None is the stored pool design. ``family``: the
-    verdict's multiple-testing family (grouping, system or audit: :data:`audit.engine.verdict.FAMILIES`);
-    ``rule``: its reading of adverse impact (practice or strict: :data:`audit.engine.verdict.RULES`)."""
+    verdict's multiple-testing family (:class:`audit.enums.Family`, in words :data:`audit.engine.verdict.FAMILIES`);
+    ``rule``: its reading of adverse impact (:class:`audit.enums.Rule`). The front ends convert their input to these
+    members at the edge, and nothing reads a flag or a widget's state for what the selection holds once it is built."""
 
     task: str
-    mode: str = "pointwise"
+    mode: Mode = Mode.POINTWISE
     models: tuple[str, ...] = ()
     subtasks: tuple[str, ...] = ()
     groups: tuple[str, ...] = ()
@@ -34,13 +37,15 @@ class Selection:
     adjust: str = "holm"
     ks: tuple[int, ...] = ()
     seed: int = 0
-    family: str = "system"
-    rule: str = "practice"
+    family: Family = DEFAULT_FAMILY
+    rule: Rule = Rule.PRACTICE
 
     def base(self) -> "Selection":
         """The part that decides the expensive metric pass: this selection with every filter cleared (models,
-        subtasks, groups, ks, adjust), so a cache keyed on it survives a change of filter."""
-        return replace(self, models=(), subtasks=(), groups=(), ks=(), adjust="holm")
+        subtasks, groups, ks, adjust) and the verdict's family and rule at their defaults, so a cache keyed on it
+        survives a change of filter or of the verdict's reading."""
+        return replace(self, models=(), subtasks=(), groups=(), ks=(), adjust="holm", family=DEFAULT_FAMILY,
+                       rule=Rule.PRACTICE)
 
     def judged(self) -> "Selection":
         """The part the verdict reads (the pointwise scores of the task's chosen systems and subtasks, the pool

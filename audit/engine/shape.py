@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from audit.enums import Mode
 from audit.metrics.shape import BY
 
 #: the keys of :attr:`Shape.moments`, in their sort order
@@ -28,7 +29,7 @@ class Shape:
 def label_mass(scores: pd.DataFrame, task: str, models: Sequence[str] = ()) -> pd.DataFrame:
     """Per model (of ``models``, all when empty), the mean and smallest label mass of its pointwise scores on ``task``
     and whether the mean is below :data:`LOW_LABEL_MASS` (columns model, mean label mass, min label mass, low)."""
-    keep = (scores["task"] == task) & (scores["mode"] == "pointwise")
+    keep = (scores["task"] == task) & (scores["mode"] == Mode.POINTWISE)
     if models:
         keep &= scores["model"].astype(str).isin(models)
     rows = scores[keep]

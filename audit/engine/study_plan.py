@@ -31,8 +31,8 @@ def needed_rankings(tables: StoreTables, jobs: list[str]) -> pd.DataFrame:
     if held.empty:
         return pd.DataFrame(columns=["subtask", "fewest", "most", "unsettled"])
     selection = Selection(study.TASK, models=tuple(sorted(held["model"].unique())),
-                          subtasks=tuple(sorted(held["subtask"].unique())))
-    table = Audit(tables, selection).verdicts((K,))
+                          subtasks=tuple(sorted(held["subtask"].unique())), ks=(K,))
+    table = Audit(tables, selection).verdicts(selection.ks)
     table = table.assign(unsettled=table["plan"].isin((BEYOND_REACH, ON_THRESHOLD, NOT_COMPARABLE)))
     return (table.groupby("subtask").agg(fewest=("needed_per_group", "min"), most=("needed_per_group", "max"),
                                          unsettled=("unsettled", "sum"))

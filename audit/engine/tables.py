@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from audit.design import AuditDesign
+from audit.enums import Mode
 from audit.errors import AuditError
 from audit.store.database import Store
 from audit.store.tables import (ANSWER_FLAGS, PAIR_COLUMNS, SCORE_COLUMNS, answer_flags, dated_scores, pairs_of,
@@ -85,7 +86,7 @@ class StoreTables:
         if self.recorded_at is None:
             return pd.DataFrame()
         point = self.scores.assign(created=self.recorded_at)
-        return record_dates(store_summary(point[point["mode"] == "pointwise"], self.prompt_times), self.models)
+        return record_dates(store_summary(point[point["mode"] == Mode.POINTWISE], self.prompt_times), self.models)
 
     @cached_property
     def _subtasks(self) -> dict[str, list[str]]:

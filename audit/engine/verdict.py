@@ -70,6 +70,7 @@ import pandas as pd
 from scipy.special import ndtri  # norm.ppf's own kernel: imports fast, scipy.stats does not
 
 from audit.design import PoolDesign, PoolKind
+from audit.enums import DEFAULT_FAMILY, Family, Rule
 from audit.errors import AuditError
 from audit.formatting import ratio as ratio_text
 from audit.metrics.bootstrap import share_draws
@@ -91,14 +92,13 @@ INCONCLUSIVE = "inconclusive"
 STRENGTH = (ADVERSE, INCONCLUSIVE, NO_EVIDENCE)
 _SHORT = ("adverse", "inconclusive", "no_evidence")
 #: the multiple-testing family → what it holds
-FAMILIES = {"grouping": "the categories of one system and grouping",
-            "system": "every grouping and category of one system (model and subtask)",
-            "audit": "every system, grouping and category of the audit"}
-DEFAULT_FAMILY = "system"
-_FAMILY_BY = {"grouping": (*KEY, "grouping", "k"), "system": (*KEY, "k"), "audit": ("k",)}
+FAMILIES = {Family.GROUPING: "the categories of one system and grouping",
+            Family.SYSTEM: "every grouping and category of one system (model and subtask)",
+            Family.AUDIT: "every system, grouping and category of the audit"}
+_FAMILY_BY = {Family.GROUPING: (*KEY, "grouping", "k"), Family.SYSTEM: (*KEY, "k"), Family.AUDIT: ("k",)}
 #: the reading of "adverse impact" → in words
-RULES = {"practice": "four-fifths plus significance: ratio below the threshold and the adjusted test rejects",
-         "strict": "as practice, and the ratio's upper confidence bound lies below the threshold"}
+RULES = {Rule.PRACTICE: "four-fifths plus significance: ratio below the threshold and the adjusted test rejects",
+         Rule.STRICT: "as practice, and the ratio's upper confidence bound lies below the threshold"}
 PLANNED_POWER = 0.8
 #: the planner's unit of a category that never shares a recorded pool with its comparator
 NOT_COMPARABLE = "not comparable within pools"
@@ -128,11 +128,11 @@ COLUMNS = (*KEY, "grouping", "category", "k", "candidates", "selection_rate", "i
 PAIR_COLUMNS = (*KEY, "grouping", "k", "a", "b", "p")
 
 
-def rule_text(threshold: float = FOUR_FIFTHS, ci: float = 0.95, family: str = DEFAULT_FAMILY,
-              rule: str = "practice") -> str:
+def rule_text(threshold: float = FOUR_FIFTHS, ci: float = 0.95, family: Family = DEFAULT_FAMILY,
+              rule: Rule = Rule.PRACTICE) -> str:
     """The verdict rule in words, with this audit's threshold, confidence level, family and reading."""
     _check_choice(family, FAMILIES, "family"), _check_choice(rule, RULES, "rule")
-    strict = " with its upper confidence bound below it too (strict reading)" if rule == "strict" else ""
+    strict = " with its upper confidence bound below it too (strict reading)" if rule == Rule.STRICT else ""
     return RULE.format(threshold=threshold, alpha=round(1 - ci, 6), level=ci, family=family,
                        family_words=FAMILIES[family], strict=strict, reach=PLAN_REACH)
 
@@ -143,11 +143,11 @@ def _check_choice(value: str, choices: dict, what: str) -> None:
 
 
 def classify(ratio: float, ratio_lo: float, p_adj: float, *, threshold: float = FOUR_FIFTHS,
-             alpha: float = 0.05, ratio_hi: float = math.nan, rule: str = "practice") -> str:
+             alpha: float = 0.05, ratio_hi: float = math.nan, rule: Rule = Rule.PRACTICE) -> str:
     """The verdict of one category (see the module's rule); NaN p-values (the comparator) never reject, and the
     strict reading needs ``ratio_hi`` below the threshold."""
     if (ratio < threshold and np.isfinite(p_adj) and p_adj <= alpha
-            and (rule == "practice" or ratio_hi < threshold)):
+            and (rule == Rule.PRACTICE or ratio_hi < threshold)):
         return ADVERSE
     if np.isfinite(ratio_lo) and ratio_lo > threshold:
         return NO_EVIDENCE
@@ -175,8 +175,8 @@ def _check_quotas(keys: list[KeyData], ks: "int | Iterable[int]", design: PoolDe
 
 def verdicts(scores: pd.DataFrame, *, grouping: str, k: "int | Iterable[int]", pool: "str | PoolDesign" = "per-group",
              threshold: float = FOUR_FIFTHS, ci: float = 0.95, n_boot: int = 1000, n_perm: int = 1000,
-             plan_boot: int = 100, seed: int = 0, family: str = DEFAULT_FAMILY,
-             rule: str = "practice") -> pd.DataFrame:
+             plan_boot: int = 100, seed: int = 0, family: Family = DEFAULT_FAMILY,
+             rule: Rule = Rule.PRACTICE) -> pd.DataFrame:
     """One row per system (model, task, subtask, mode) × category × quota in ``k`` (columns :data:`COLUMNS`) of
     pointwise ``scores`` whose groups are already the categories of ``grouping`` (see
     :meth:`audit.design.AuditDesign.category`): :func:`measure` then :func:`decide`. ``plan_boot`` is accepted for
@@ -359,8 +359,8 @@ def _virtual(data: KeyData, design: PoolDesign, quotas: list[int], rate: np.ndar
     return pair_p, bounds, errors, (units, np.full(units.shape, "candidates", dtype=object))
 
 
-def decide(rows: pd.DataFrame, pairs: pd.DataFrame, *, family: str = DEFAULT_FAMILY, threshold: float = FOUR_FIFTHS,
-           ci: float = 0.95, rule: str = "practice") -> pd.DataFrame:
+def decide(rows: pd.DataFrame, pairs: pd.DataFrame, *, family: Family = DEFAULT_FAMILY, threshold: float = FOUR_FIFTHS,
+           ci: float = 0.95, rule: Rule = Rule.PRACTICE) -> pd.DataFrame:
     """The verdict rows (:data:`COLUMNS`) of :func:`measure`'s rows and pairs (several groupings' may be
     concatenated): Holm over every pair of the chosen ``family``, the verdict, the ``evidence`` sentence and the
     planner's answer for inconclusive cells."""
@@ -382,12 +382,12 @@ def decide(rows: pd.DataFrame, pairs: pd.DataFrame, *, family: str = DEFAULT_FAM
                                                    out["impact_ratio_hi"], out["p_adj"])]
     read = out[list(_EVIDENCE_READS)]  # the columns the sentences read: the text ones iterate slowly
     out["evidence"] = [_evidence(row, threshold, alpha, top) for row, top in zip(read.itertuples(), is_top)]
-    out["family"], out["rule"] = family, rule
+    out["family"], out["rule"] = str(family), str(rule)
     out = out.join(_planned(out, threshold=threshold, ci=ci, rule=rule))
     return out[list(COLUMNS)]
 
 
-def _family_adjusted(pairs: pd.DataFrame, family: str) -> pd.DataFrame:
+def _family_adjusted(pairs: pd.DataFrame, family: Family) -> pd.DataFrame:
     """``pairs`` with ``p_adj`` (Holm over every pair of its family) and ``family_size`` (the family's pairs)."""
     at = pairs.groupby(list(_FAMILY_BY[family]), sort=False, observed=True).ngroup().to_numpy()
     p_adj, size = holm_within(pairs["p"].to_numpy(dtype=float), at)
@@ -448,7 +448,7 @@ def planned_units(units: np.ndarray, se: np.ndarray, distance: np.ndarray, z_cri
         return units * ((z_crit + ndtri(power)) * se / distance) ** 2
 
 
-def _planned(rows: pd.DataFrame, *, threshold: float, ci: float, rule: str) -> pd.DataFrame:
+def _planned(rows: pd.DataFrame, *, threshold: float, ci: float, rule: Rule) -> pd.DataFrame:
     """``needed_per_group``, ``more_per_group``, ``planning_ratio``, ``needed_unit``, ``plan`` and ``plan_note`` of
     the inconclusive rows (see the module's planner): a figure only within :data:`PLAN_REACH` × the present sample,
     else the reason there is none; NaN and empty elsewhere."""
@@ -464,7 +464,7 @@ def _planned(rows: pd.DataFrame, *, threshold: float, ci: float, rule: str) -> p
         interval = planned_units(units, rows["se_log"].to_numpy(), np.abs(np.log(plan) - np.log(threshold)),
                                  ndtri((1 + ci) / 2))
     below = ratio < threshold
-    needed = np.where(below, np.fmax(test, interval) if rule == "strict" else test, interval)
+    needed = np.where(below, np.fmax(test, interval) if rule == Rule.STRICT else test, interval)
     by_interval = needed == interval  # the figure waits for the interval (else for the test)
     needed = np.where(todo & np.isfinite(needed) & (needed > 0), np.fmax(np.ceil(needed), units + 1), np.nan)
     status = np.select([~inconclusive, (rows["unit"] == NOT_COMPARABLE).to_numpy(), ~todo,
@@ -541,7 +541,7 @@ def store_line(table: pd.DataFrame) -> dict[str, object]:
     family = str(table["family"].iloc[0])
     line: dict[str, object] = {"family": family, "systems": len(systems), **counts}
     counted = _system_counts(counts)
-    if family == "audit":
+    if family == Family.AUDIT:
         whole = rollup(table, by=[]).iloc[0]
         line.update(verdict=whole["verdict"], categories=whole["categories"],
                     summary=f"{whole['verdict']} (family audit, adjusted across every system): {counted}")

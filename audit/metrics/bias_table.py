@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from audit.enums import Mode
 from audit.metrics.bias import delta, emd, rabbi_test
 from audit.metrics.keys import KeyData, split_keys
 from audit.metrics.pairwise import pair_preferences
@@ -25,7 +26,7 @@ def key_bias(data: KeyData, *, preset: "str | Preset" = "default", bins: int | N
     """
     preset = get_preset(preset)
     jsd = preset.jsd(bins)
-    pointwise = data.key[-1] == "pointwise"
+    pointwise = data.key[-1] == Mode.POINTWISE
     rows = []
     for g, name in enumerate(data.groups):
         if g == data.ref:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from audit.design import PoolDesign, PoolKind
+from audit.enums import Mode
 from audit.metrics.allocation import selection_shares
 from audit.metrics.inference import key_seed
 from audit.metrics.keys import KeyData
@@ -168,7 +169,7 @@ def _distribution_metrics(data: KeyData, counts: np.ndarray, qualified: np.ndarr
     out = {}
     for suffix, grid in (("", counts), ("_qualified", qualified)):
         delta = weighted_delta(grid, data.ref, data.values)
-        out[f"delta{suffix}"] = delta if data.key[-1] == "pointwise" else np.full_like(delta, np.nan)
+        out[f"delta{suffix}"] = delta if data.key[-1] == Mode.POINTWISE else np.full_like(delta, np.nan)
         jsd = weighted_jsd(grid, data.ref, data.values, bins=bins)
         out[f"jsd{suffix}"] = np.full_like(jsd, np.nan) if paper_jsd else jsd
         out[f"emd{suffix}"] = weighted_emd(grid, data.ref, data.values)

@@ -7,6 +7,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
+from audit.enums import Mode
 from audit.metrics.schema import Ids, checked_scores, key_codes
 
 
@@ -195,7 +196,7 @@ def with_decisions(keys: list[KeyData], outcomes: pd.DataFrame) -> list[KeyData]
              outcomes[["model", "task", "subtask", "outcome"]].itertuples(index=False)}
     out = []
     for data in keys:
-        kind = kinds.get(tuple(data.key[:3])) if data.key[3] == "pointwise" else None
+        kind = kinds.get(tuple(data.key[:3])) if data.key[3] == Mode.POINTWISE else None
         if kind == "selected":
             data = replace(data, decided=(data.score > 0).astype(np.int64))
         elif kind == "score":

@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from audit.enums import Mode
 from audit.errors import AuditError
 
 SCORE_COLUMNS = ("model", "task", "subtask", "mode", "candidate_id", "group", "qualified", "score")
@@ -23,7 +24,7 @@ Ids = tuple[np.ndarray, pd.Index]
 
 def is_pairwise(mode: str) -> bool:
     """``pairwise`` and its variants (e.g. ``pairwise-likelihood``) are scored from pair comparisons."""
-    return str(mode).startswith("pairwise")
+    return str(mode).startswith(Mode.PAIRWISE)
 
 
 def key_label(key: tuple) -> str:
@@ -118,7 +119,7 @@ def checked_scores(scores: pd.DataFrame, *, reference: str, needs_qualified: boo
     table = scores.copy(deep=False)  # columns are replaced, never written into
     _text_columns(table, _TEXT, what)
     modes = table["mode"].cat.categories
-    bad_modes = [m for m in modes if m != "pointwise" and not is_pairwise(m)]
+    bad_modes = [m for m in modes if m != Mode.POINTWISE and not is_pairwise(m)]
     if bad_modes:
         raise AuditError(f"{what}: column 'mode' has value {bad_modes[0]!r}; expected pointwise or pairwise[-…]")
     table["score"] = _numeric(table, "score", what)

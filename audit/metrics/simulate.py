@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from audit.design import PoolDesign, PoolKind
+from audit.enums import Mode
 from audit.errors import AuditError
 from audit.metrics.allocation import quota_keys
 from audit.metrics.keys import KeyData
@@ -101,7 +102,7 @@ def pool_logs(rng: np.random.Generator, *, systems: int, pools: int, groups: int
              else rng.integers(0, groups, count))
     score = np.log(w)[group] + rng.gumbel(size=count)  # Gumbel-max: the first place ∝ weight
     return pd.DataFrame({"model": np.char.add("m", (np.arange(count) // (pools * size)).astype(str)), "task": "t",
-                         "subtask": "s", "mode": "pointwise", "candidate_id": np.arange(count).astype(str),
+                         "subtask": "s", "mode": Mode.POINTWISE, "candidate_id": np.arange(count).astype(str),
                          "group": LETTERS[group], "qualified": 1, "score": score,
                          "pool": np.arange(count) // size})
 
@@ -116,7 +117,7 @@ def decision_log(rng: np.random.Generator, *, systems: int, pools: int, per_pool
     count = systems * pools * per_pool
     score = (rng.random(count) < rate).astype(float) if outcome == "selected" else rng.normal(size=count)
     models = np.char.add("m", (np.arange(count) // (pools * per_pool)).astype(str))
-    scores = pd.DataFrame({"model": models, "task": "t", "subtask": "s", "mode": "pointwise",
+    scores = pd.DataFrame({"model": models, "task": "t", "subtask": "s", "mode": Mode.POINTWISE,
                            "candidate_id": np.arange(count).astype(str), "group": LETTERS[rng.integers(0, groups, count)],
                            "qualified": 1, "score": score, "pool": np.arange(count) // per_pool})
     outcomes = pd.DataFrame({"model": np.unique(models), "task": "t", "subtask": "s", "outcome": outcome})

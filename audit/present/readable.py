@@ -10,18 +10,19 @@ from typing import TYPE_CHECKING, NamedTuple
 import pandas as pd
 
 from audit.design import AuditDesign
+from audit.enums import DEFAULT_FAMILY, Family, Mode, Rule
 from audit.formatting import estimate, number, pvalue, ratio, subtask_name
 from audit.engine.shape import LOW_LABEL_MASS
 from audit.engine.selection import Selection
 from audit.metrics.impact import FOUR_FIFTHS
-from audit.engine.verdict import (ADVERSE, BEYOND_REACH, DEFAULT_FAMILY, FAMILIES, INCONCLUSIVE, MORE_DATA,
+from audit.engine.verdict import (ADVERSE, BEYOND_REACH, FAMILIES, INCONCLUSIVE, MORE_DATA,
                                    NO_EVIDENCE, PLAN_REACH, rollup, rule_text, store_line)
 
 if TYPE_CHECKING:  # the scoring module loads the model backends: not needed to read a table
     from audit.run.scoring import RunSummary
 
 
-def family_words(family: str) -> str:
+def family_words(family: Family) -> str:
     """``Holm over every pairwise comparison within … (family: system)``: a verdict's multiple-testing family."""
     return f"Holm over every pairwise comparison within {FAMILIES[family]} (family: {family})"
 
@@ -148,8 +149,8 @@ def impact_by_grouping(table: pd.DataFrame, sizes: dict[str, int], k: int) -> di
                        else not_defined(grouping, size, k)) for grouping, size in sizes.items()}
 
 
-def verdict_note(ci: float, k: int, sizes: dict[str, int], family: str = DEFAULT_FAMILY,
-                 rule: str = "practice") -> str:
+def verdict_note(ci: float, k: int, sizes: dict[str, int], family: Family = DEFAULT_FAMILY,
+                 rule: Rule = Rule.PRACTICE) -> str:
     """The rule (with its family and reading) and the quota the verdict was judged at, naming the groupings not
     judged."""
     skipped = [f"{g} (pool size {s})" for g, s in sizes.items() if s <= k]
@@ -243,7 +244,7 @@ def low_mass_note(mass: pd.DataFrame, chosen: Selection) -> str:
     """Which models of ``chosen`` are marked ✕ for low label mass (:attr:`audit.engine.audit.Audit.label_mass`), or
     ""."""
     low = sorted(set(mass.loc[mass["low"] & mass["model"].isin(chosen.models), "model"])) \
-        if chosen.mode == "pointwise" else []
+        if chosen.mode == Mode.POINTWISE else []
     return (f"Marked ✕ in the charts: {', '.join(low)} put less than {LOW_LABEL_MASS:.0%} of the next-token probability "
             "on the labels on average, so their scores are mostly renormalised noise." if low else "")
 
@@ -268,7 +269,8 @@ def verdict(table: pd.DataFrame, sizes: dict[str, int], k: int, ci: float) -> Ve
     """:class:`Verdict` of the rows of :meth:`audit.engine.audit.Audit.verdicts` (``sizes``: each grouping's pool)."""
     return Verdict(overall_line(table, k), system_verdicts(table), category_verdicts(table),
                    impact_by_grouping(table, sizes, k),
-                   verdict_note(ci, k, sizes, _first(table, "family", DEFAULT_FAMILY), _first(table, "rule", "practice")))
+                   verdict_note(ci, k, sizes, _first(table, "family", DEFAULT_FAMILY),
+                                _first(table, "rule", Rule.PRACTICE)))
 
 
 def _first(table: pd.DataFrame, column: str, default: str) -> str:

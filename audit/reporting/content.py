@@ -11,6 +11,7 @@ import pandas as pd
 
 from audit.engine.audit import Audit
 from audit.design import AuditDesign
+from audit.enums import Mode
 from audit.engine.choices import FOUR_FIFTHS, METHODS, is_pairwise
 from audit.engine.monitor import Monitoring
 from audit.reporting.ll144_section import ll144_section
@@ -22,19 +23,19 @@ from audit.engine.tables import StoreTables
 
 @dataclass(frozen=True)
 class ReportSettings:
-    """What to report on: the store, one :class:`audit.engine.selection.Selection` of it and the report's options: its quota
-    ``k`` (None: the design's; after :func:`collect` the k used, ``quota_reason`` saying why), an optional comparison
+    """What to report on: the store, one :class:`audit.engine.selection.Selection` of it (its one quota in ``ks``, read
+    as :attr:`k`; none: the design's, after :func:`collect` the k used, ``quota_reason`` saying why) and the report's
+    options: an optional comparison
     of two model labels (A, B), the verdicts' impact-ratio ``threshold``, the ``paper`` (``a4`` or ``letter``), the
     sign-off block's ``auditor``, ``firm`` and ``distribution_date`` (YYYY-MM-DD; each left as a blank line to fill in
     when empty; the date is also the LL144 section's) and ``run``, the number of the store's run that records the
     report (None: not recorded, see :func:`audit.store.runs.record_report`), and ``policy``, the (path, SHA-256) of
-    the audit policy file the selection was read from (None: none). The selection's choices read as the
-    settings' own (``settings.grouping``, ``settings.ci``, …); after :func:`collect` its grouping, reference and
-    pool hold the values the report used."""
+    the audit policy file the selection was read from (None: none). The selection's choices are read from it
+    (``settings.selection.grouping``, …); after :func:`collect` its grouping, reference and pool hold the values the
+    report used."""
 
     store: str
     selection: Selection
-    k: int | None = None
     quota_reason: str = ""
     compare: tuple[str, str] | None = None
     threshold: float = FOUR_FIFTHS
@@ -45,10 +46,10 @@ class ReportSettings:
     run: int | None = None
     policy: tuple[str, str] | None = None
 
-    def __getattr__(self, name: str) -> object:
-        if name == "selection":  # not set yet (unpickling): no recursion
-            raise AttributeError(name)
-        return getattr(self.selection, name)
+    @property
+    def k(self) -> int | None:
+        """The report's quota: the selection's (None: the design's, until :func:`collect` resolves it)."""
+        return self.selection.ks[0] if self.selection.ks else None
 
     @property
     def design(self) -> str:
@@ -120,11 +121,11 @@ def _computed(settings: ReportSettings, audit: Audit) -> ReportData:
     audit.check_quota((k,), (audit.grouping,))
     metrics = audit.table
     verdicts, sizes_by_grouping = None, {}
-    if settings.mode == "pointwise":
-        sizes_by_grouping = audit.sizes("pointwise")
+    if settings.selection.mode == Mode.POINTWISE:
+        sizes_by_grouping = audit.sizes(Mode.POINTWISE)
         verdicts = audit.verdicts((k,), (), settings.threshold)
-    resolved = replace(audit.selection, reference=audit.reference, grouping=audit.grouping, pool=audit.pool)
-    settings = replace(settings, selection=resolved, k=k, quota_reason=why)
+    resolved = replace(audit.selection, reference=audit.reference, grouping=audit.grouping, pool=audit.pool, ks=(k,))
+    settings = replace(settings, selection=resolved, quota_reason=why)
     data = ReportData(
         settings=settings, task=audit.selection.task, design=audit.design, models=pd.DataFrame(),
         subtasks=sorted(metrics["subtask"].unique()), group_sizes=audit.group_sizes, prompts=pd.DataFrame(),
@@ -155,20 +156,21 @@ def _counts(low: int, high: int) -> str:
 
 def limitations(data: ReportData) -> list[str]:
     """Limitations computed from the data: per-system group sizes, CI widths, the design."""
+    sel = data.settings.selection
     per_model = "; ".join(f"{r.model}: {_counts(r.smallest, r.largest)}"
                           for r in sample_sizes(data).itertuples(index=False))
     widths = (data.at_k["dp_gap_hi"] - data.at_k["dp_gap_lo"]) * 100
-    out = [f"Candidates per group and subtask ({data.settings.grouping} grouping) — {per_model}. At "
-           f"k = {data.settings.k} the {round(data.settings.ci * 100)} % intervals of ΔDP are {widths.median():.1f} "
+    out = [f"Candidates per group and subtask ({sel.grouping} grouping) — {per_model}. At "
+           f"k = {data.settings.k} the {round(sel.ci * 100)} % intervals of ΔDP are {widths.median():.1f} "
            f"points wide (median; {widths.min():.1f} to {widths.max():.1f}). Gaps smaller than about half that "
            "width cannot be told from zero.",
-           f"Gap intervals are percentile bootstrap intervals over {data.settings.n_boot} resamples of "
+           f"Gap intervals are percentile bootstrap intervals over {sel.n_boot} resamples of "
            f"{'the recorded pools' if data.settings.design == 'observed' else 'each group’s candidates'} (seed "
-           f"{data.settings.seed}); they are not adjusted for the number of comparisons. p-values of gaps are "
+           f"{sel.seed}); they are not adjusted for the number of comparisons. p-values of gaps are "
            + ("exact conditional tests stratified by pool (the members of one pool compete for its k places)"
               if data.settings.design == "observed" else
-              f"permutation tests of \"no gap\" ({data.settings.n_perm} shuffles of the group labels)")
-           + f", adjusted ({METHODS[data.settings.adjust]}) across the groups × subtasks of each model; verdicts use "
+              f"permutation tests of \"no gap\" ({sel.n_perm} shuffles of the group labels)")
+           + f", adjusted ({METHODS[sel.adjust]}) across the groups × subtasks of each model; verdicts use "
            "their own test and family (How sure); only adjusted p-values decide findings and verdicts.",
            "A model's answers depend on the exact prompt, labels and answer prefix (Method); another wording, "
            "another decoding or another model version can give other gaps. The verdicts hold for these systems as "
@@ -180,7 +182,7 @@ def limitations(data: ReportData) -> list[str]:
         out.append(f"Observational design: the groups of task {data.task!r} may differ in their documents, so a gap "
                    "can reflect those differences, not only group membership.")
     if data.verdicts is None:
-        out.append(f"Verdicts are defined on pointwise scores; this report reads {data.settings.mode} scores, so it "
+        out.append(f"Verdicts are defined on pointwise scores; this report reads {sel.mode} scores, so it "
                    "lists gaps but no verdict.")
     return out
 
@@ -189,25 +191,27 @@ def commands(data: ReportData) -> list[list[str]]:
     """The shell commands that reproduce every number of the report (the same selection, read from the store), each
     as its list of shell-quoted words (see :func:`shell_text`)."""
     s = data.settings
+    sel = s.selection
     source = ["--db", _quoted(portable_path(s.store)), "--task", _quoted(data.task)]
-    picked = (["--models", *map(_quoted, s.models)] if s.models else []) + (
-        ["--subtasks", *map(_quoted, s.subtasks)] if s.subtasks else [])
+    picked = (["--models", *map(_quoted, sel.models)] if sel.models else []) + (
+        ["--subtasks", *map(_quoted, sel.subtasks)] if sel.subtasks else [])
     # a recorded system's rows are read by the default mode: no "--mode pointwise" for a ranking no model scored
-    mode = [] if mode_name(data.design, s.mode) != s.mode else ["--mode", s.mode]
-    chosen = [*mode, *picked, "--grouping", _quoted(s.grouping), "--pool", _quoted(s.design)]
-    reference = ["--reference", _quoted(s.reference)]
-    options = ["--preset", s.preset] + (["--max-inconsistent", str(s.max_inconsistent)] if s.max_inconsistent else [])
-    boot = ["--ci", str(s.ci), "--bootstrap", str(s.n_boot), "--seed", str(s.seed)]
-    tests = ["--permutations", str(s.n_perm), "--adjust", s.adjust]
-    judged = ["--threshold", f"{s.threshold:g}", "--family", s.family, "--rule", s.rule]
+    mode = [] if mode_name(data.design, sel.mode) != sel.mode else ["--mode", sel.mode]
+    chosen = [*mode, *picked, "--grouping", _quoted(sel.grouping), "--pool", _quoted(s.design)]
+    reference = ["--reference", _quoted(sel.reference)]
+    options = ["--preset", sel.preset] + (["--max-inconsistent", str(sel.max_inconsistent)]
+                                          if sel.max_inconsistent else [])
+    boot = ["--ci", str(sel.ci), "--bootstrap", str(sel.n_boot), "--seed", str(sel.seed)]
+    tests = ["--permutations", str(sel.n_perm), "--adjust", sel.adjust]
+    judged = ["--threshold", f"{s.threshold:g}", "--family", sel.family, "--rule", sel.rule]
     largest = max(1, int(data.metrics["k"].max()) - 1)
     out = [["python -m audit metrics", *source, *chosen, *reference, "--k", f"1-{largest}", *options, *boot, *tests,
             "--format csv"],
            ["python -m audit impact", *source, *chosen, "--k", str(s.k), *boot, "--format csv"]]
     if data.verdicts is not None:
         out.append(["python -m audit verdict", *source, *picked, "--pool", _quoted(s.design), "--k", str(s.k),
-                    *judged, *boot, "--permutations", str(s.n_perm), "--format json"])
-    groups = ["--groups", *map(_quoted, s.groups)] if s.groups else []
+                    *judged, *boot, "--permutations", str(sel.n_perm), "--format json"])
+    groups = ["--groups", *map(_quoted, sel.groups)] if sel.groups else []
     signed = [word for flag, value in (("--auditor", s.auditor), ("--firm", s.firm),
                                        ("--distribution-date", s.distribution_date)) if value
               for word in (flag, _quoted(value))]
@@ -218,7 +222,7 @@ def commands(data: ReportData) -> list[list[str]]:
         out.append(["python -m audit check", "--db", _quoted(portable_path(s.store)), *policy,
                     "--junit audit-check.xml"])
     if s.compare:
-        out.append(["python -m audit compare", *source, *mode, *picked, "--grouping", _quoted(s.grouping),
+        out.append(["python -m audit compare", *source, *mode, *picked, "--grouping", _quoted(sel.grouping),
                     "--pool", _quoted(s.design), *reference, "--a", _quoted(s.compare[0]), "--b",
                     _quoted(s.compare[1]), "--k", str(s.k), *boot])
     return out
@@ -251,6 +255,7 @@ def settings_record(settings: ReportSettings) -> dict:
     :func:`audit.paths.portable_path` prints it)."""
     record = asdict(settings)
     chosen = {name: value for name, value in record.pop("selection").items() if name != "ks"}  # the report's is k
+    own = {"store": record.pop("store"), "k": settings.k, **record}
     policy = settings.policy and [portable_path(settings.policy[0]), settings.policy[1]]
-    return {**chosen, **record, "pool": settings.design, "store": portable_path(settings.store),
+    return {**chosen, **own, "pool": settings.design, "store": portable_path(settings.store),
             "policy": policy}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from audit.design import PoolDesign, PoolKind
+from audit.enums import Mode
 from audit.paths import portable_path
 
 #: one sentence per measure, in the report's sign convention (group X against the reference group R)
@@ -54,7 +55,7 @@ def method_paragraphs(*, pool: str, mode: str, k: int, reference: str, reference
     scoring = (RECORDED if recorded else
                f"Each candidate is scored from the model's next-token probabilities of the answer labels, without "
                f"sampling: score = Σ P(label) × relevance, with relevance {scored} (probabilities renormalised over "
-               "the labels)." if mode == "pointwise" else
+               "the labels)." if mode == Mode.POINTWISE else
                "Each pair of candidates is asked in both orders and the answers are counted (pairwise scoring).")
     return [
         scoring,

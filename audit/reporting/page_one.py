@@ -33,8 +33,9 @@ def quota_words(data: ReportData) -> str:
 def headline(data: ReportData) -> str:
     """The verdict at the report's quota: the overall line, each system's verdict, every adverse finding."""
     s = data.settings
+    sel = s.selection
     if data.verdicts is None:
-        return (f"<h2>Verdict</h2><p>Verdicts are defined on pointwise scores; this report reads {escape(s.mode)} "
+        return (f"<h2>Verdict</h2><p>Verdicts are defined on pointwise scores; this report reads {escape(sel.mode)} "
                 "scores, so it gives gaps (below) but no verdict.</p>")
     overall = store_line(data.verdicts)
     return (f"<h2>Verdict at k = {s.k}</h2><p class='quota'>Judged at {escape(quota_words(data))}.</p>"
@@ -83,7 +84,7 @@ def _adverse(data: ReportData) -> str:
     if adverse.empty:
         return (f"<p class='adverse-count'>No adverse impact in any of the {len(verdicts)} system × category cells "
                 f"{escape(others)}.</p>")
-    interval = f"impact ratio [{round(data.settings.ci * 100)} % CI]"
+    interval = f"impact ratio [{round(data.settings.selection.ci * 100)} % CI]"
     shown = pd.DataFrame({"system": adverse["model"], "subtask": adverse["subtask"].map(subtask_name),
                           "grouping": adverse["grouping"], "group": adverse["name"],
                           interval: [ratio(v, lo, hi, threshold) for v, lo, hi in
@@ -99,12 +100,13 @@ def _adverse(data: ReportData) -> str:
 def sign_off(data: ReportData) -> str:
     """The block an auditor signs: what the report covers, auditor, firm, audit and distribution dates, signature."""
     s = data.settings
+    sel = s.selection
     digest, rows, _ = data.data
     subtasks = f"{len(data.subtasks)} subtask{'s' if len(data.subtasks) != 1 else ''}"
-    judged = (f"judged at k = {s.k} against the impact-ratio threshold {s.threshold:g} ({s.rule} reading, "
-              f"family {s.family})" if data.verdicts is not None else f"at k = {s.k}")
+    judged = (f"judged at k = {s.k} against the impact-ratio threshold {s.threshold:g} ({sel.rule} reading, "
+              f"family {sel.family})" if data.verdicts is not None else f"at k = {s.k}")
     scope = (f"This report covers {', '.join(data.models['model'])} on task {data.task} ({subtasks}, "
-             f"{mode_name(data.design, s.mode)}, {data.design.kind} design, grouping {s.grouping}), {judged}, on "
+             f"{mode_name(data.design, sel.mode)}, {data.design.kind} design, grouping {sel.grouping}), {judged}, on "
              f"{rows:,} {'recorded decisions' if data.recorded else 'candidate rows'} (SHA-256 {digest[:16]}…). Its "
              f"{'verdicts' if data.verdicts is not None else 'findings'} hold for these systems as {'recorded' if data.recorded else 'scored'} on these candidates, not "
              "for the models in general, other versions or other uses.")

@@ -16,6 +16,7 @@ from html import escape, unescape
 import pandas as pd
 import plotly.graph_objects as go
 
+from audit.enums import Mode
 from audit.present import charts
 from audit.tasks import study
 from audit.present.exports import image_later
@@ -133,25 +134,27 @@ def _named(name: str, code: str) -> str:
 def test_words(data: ReportData) -> str:
     """The tests behind gaps and verdicts, and the ratio intervals, as the design makes them."""
     s = data.settings
+    sel = s.selection
     if s.design == "observed":
-        return (f"exact conditional tests stratified by pool ({s.adjust}-adjusted for gaps); ratio intervals: "
+        return (f"exact conditional tests stratified by pool ({sel.adjust}-adjusted for gaps); ratio intervals: "
                 "pool-robust Katz")
-    return (f"{s.n_perm} label permutations ({s.adjust}-adjusted for gaps); ratio intervals: percentile bootstrap "
+    return (f"{sel.n_perm} label permutations ({sel.adjust}-adjusted for gaps); ratio intervals: percentile bootstrap "
             "of the pair")
 
 
 def reading_words(data: ReportData) -> str:
     """``practice: four-fifths plus significance …``: the verdict's reading of adverse impact."""
-    return f"{data.settings.rule}: {RULES[data.settings.rule]}"
+    return f"{data.settings.selection.rule}: {RULES[data.settings.selection.rule]}"
 
 
 def audited(data: ReportData) -> str:
     """Page 1, part 2: the systems (fingerprint, scoring dates), the data and its hash, the choices that scope it."""
     s = data.settings
+    sel = s.selection
     data_digest, rows, what = data.data
-    facts = {"task": data.task, "subtasks": ", ".join(data.subtasks), "scoring mode": mode_name(data.design, s.mode),
-             "design": data.design.kind, "grouping": s.grouping,
-             "reference group": _named(data.design.display_name(s.reference, s.grouping), s.reference),
+    facts = {"task": data.task, "subtasks": ", ".join(data.subtasks), "scoring mode": mode_name(data.design, sel.mode),
+             "design": data.design.kind, "grouping": sel.grouping,
+             "reference group": _named(data.design.display_name(sel.reference, sel.grouping), sel.reference),
              "pool design": s.design, "quota": f"k = {s.k}", "tool version": data.version, "generated": data.generated}
     verb = "recorded" if data.recorded else "scored"
     systems = pd.DataFrame({"system": data.models["model"], "fingerprint": data.models["fingerprint"],
@@ -165,9 +168,11 @@ def audited(data: ReportData) -> str:
 def _judged(data: ReportData) -> str:
     """How the verdicts and gaps were computed: intervals, tests, the verdict's family and reading."""
     s = data.settings
-    return _facts({"gap intervals": f"{round(s.ci * 100)} % percentile bootstrap, {s.n_boot} replicates, seed {s.seed}",
+    sel = s.selection
+    return _facts({"gap intervals": f"{round(sel.ci * 100)} % percentile bootstrap, {sel.n_boot} replicates, "
+                                    f"seed {sel.seed}",
                    "tests": test_words(data),
-                   **({"verdict family": family_words(s.family), "verdict reading": reading_words(data)}
+                   **({"verdict family": family_words(sel.family), "verdict reading": reading_words(data)}
                       if data.verdicts is not None else {})})
 
 
@@ -203,13 +208,15 @@ def _matrix(verdicts: pd.DataFrame, grouping: str, threshold: float) -> str:
 def verdict(data: ReportData) -> str:
     """After page 1: how the verdicts were reached and how sure (the rule), then one verdict table per grouping."""
     s = data.settings
+    sel = s.selection
     if data.verdicts is None:
         return f"<h2 class=pagebreak>How sure</h2>{_judged(data)}"
     parts = [f"<h2 class=pagebreak>Verdict per grouping at k = {s.k}</h2>{_judged(data)}",
-             f"<h3>How sure</h3><p class='rule'>{escape(rule_text(s.threshold, s.ci, s.family, s.rule))} Gaps (ΔDP) are findings only "
-             f"when the p-value of their {gap_test(s.design)}, {escape(s.adjust)}-adjusted across the groups × "
+             f"<h3>How sure</h3><p class='rule'>{escape(rule_text(s.threshold, sel.ci, sel.family, sel.rule))} "
+             "Gaps (ΔDP) are findings only "
+             f"when the p-value of their {gap_test(s.design)}, {escape(sel.adjust)}-adjusted across the groups × "
              "subtasks of one system, "
-             f"is at most α = {1 - s.ci:.2g}.</p>"]
+             f"is at most α = {1 - sel.ci:.2g}.</p>"]
     for grouping, size in data.pool_sizes.items():
         parts.append(f"<h3>{escape(grouping)} (pools of {size})</h3>")
         if s.k >= size:
@@ -222,9 +229,10 @@ def verdict(data: ReportData) -> str:
 
 def findings_section(data: ReportData) -> str:
     s = data.settings
-    found = findings(data.at_k, data.verdicts, reference=s.reference, ci=s.ci, threshold=s.threshold,
-                     name=lambda code: data.design.display_name(code, s.grouping), test=gap_test(s.design))
-    missed = not_significant(data.at_k, s.ci)
+    sel = s.selection
+    found = findings(data.at_k, data.verdicts, reference=sel.reference, ci=sel.ci, threshold=s.threshold,
+                     name=lambda code: data.design.display_name(code, sel.grouping), test=gap_test(s.design))
+    missed = not_significant(data.at_k, sel.ci)
     note = (f"<p class='muted'>{missed} further gap{'s' if missed != 1 else ''} of this grouping "
             f"{'have' if missed != 1 else 'has'} a 95 % interval excluding 0 before adjustment but "
             f"{'are' if missed != 1 else 'is'} not significant after it: inconclusive, not listed (Appendix B).</p>"
@@ -235,11 +243,11 @@ def findings_section(data: ReportData) -> str:
                 f"{judged}no gap is rejected after adjustment.</p>{note}</div>")
     flags = [f for f in found if f.kind == "impact"]
     gaps = [f for f in found if f.kind == "gap"]
-    listed = [_finding_list(part, s.ci, s.threshold) for part in (flags, gaps) if part]
+    listed = [_finding_list(part, sel.ci, s.threshold) for part in (flags, gaps) if part]
     counts = (f"All {len(flags)} adverse-impact verdict{'s' if len(flags) != 1 else ''} (lowest ratio first) and "
               f"all {len(gaps)} significant gap{'s' if len(gaps) != 1 else ''} (largest first) are listed.")
     return (f"<h2>Findings</h2><p>Every item is significant by the rule above; gaps are ΔDP in "
-            f"points of selection rate against {escape(data.design.display_name(s.reference, s.grouping))}. "
+            f"points of selection rate against {escape(data.design.display_name(sel.reference, sel.grouping))}. "
             f"{escape(counts)}</p>{note}{''.join(listed)}")
 
 
@@ -271,9 +279,10 @@ def _finding_list(found: list[Finding], ci: float, threshold: float) -> str:
 
 def method(data: ReportData) -> str:
     s, design = data.settings, data.design
+    sel = s.selection
     recorded = data.recorded
-    paragraphs = method_paragraphs(pool=s.design, mode=s.mode, k=s.k, reference=design.display_name(
-        s.reference, s.grouping), reference_code=s.reference, grouping=s.grouping, labels=design.labels,
+    paragraphs = method_paragraphs(pool=s.design, mode=sel.mode, k=s.k, reference=design.display_name(
+        sel.reference, sel.grouping), reference_code=sel.reference, grouping=sel.grouping, labels=design.labels,
         relevance=design.relevance, qualification=design.qualification, recorded=recorded)
     if s.policy:
         paragraphs = [*paragraphs, policy_paragraph(*s.policy)]
@@ -292,7 +301,7 @@ def method(data: ReportData) -> str:
             f"<pre class=prompt>{escape(example['user'])}</pre><p>The model's reply starts with the answer prefix "
             f"<code>{escape(example['answer_prefix'] or '(none)')}</code>"
             + (f", and the probabilities of the next token are read for the labels {escape(', '.join(design.labels))}"
-               if s.mode == "pointwise" else "; its answer names the preferred candidate") + ".</p>")
+               if sel.mode == Mode.POINTWISE else "; its answer names the preferred candidate") + ".</p>")
     return ("<h2>Method</h2>" + "".join(f"<p>{escape(p)}</p>" for p in paragraphs)
             + f"<h3>Glossary</h3><ul>{glossary}</ul><h3>Sample sizes</h3>"
             + table(sizes, numeric=("subtasks", "candidates per group"), css="small")
@@ -301,7 +310,8 @@ def method(data: ReportData) -> str:
 
 def gaps(data: ReportData) -> str:
     s = data.settings
-    names = {g: data.design.display_name(g, s.grouping) for g in data.metrics["group"].unique()}
+    sel = s.selection
+    names = {g: data.design.display_name(g, sel.grouping) for g in data.metrics["group"].unique()}
     rows_of_figures = []  # one row per model: its ΔDP and ΔEO curves side by side
     defined = data.metrics[data.metrics["k"] < data.metrics["k"].max()]  # at k = pool size every gap is 0
     same = bool(((defined["dp_gap"] - defined["eo_gap"]).abs() < 1e-12).all())  # everyone qualified: ΔEO = ΔDP
@@ -318,13 +328,13 @@ def gaps(data: ReportData) -> str:
     why = (f" ΔEO is not drawn: every candidate counts as qualified ({escape(data.design.qualification)}), so ΔEO "
            "equals ΔDP." if same else "")
     head = (f"<h2>Allocation gaps against k</h2><p>Mean over subtasks, group minus "
-            f"{escape(names.get(s.reference, data.design.display_name(s.reference, s.grouping)))}.{why}</p>")
+            f"{escape(names.get(sel.reference, data.design.display_name(sel.reference, sel.grouping)))}.{why}</p>")
     parts = [f"<div class=keep>{head}{''.join(rows_of_figures[:1])}</div>", *rows_of_figures[1:]]
     overall = data.correlations[data.correlations["scope"] == "overall"].reset_index(drop=True)
     parts.append(f"<h2>Bias measures against gaps at k = {s.k}</h2>")
     named = data.at_k.assign(group=data.at_k["group"].map(names))
     scatter = _figure(charts.gap_scatter(named, k=s.k, correlations=overall,
-                                         reference=data.design.display_name(s.reference, s.grouping)))
+                                         reference=data.design.display_name(sel.reference, sel.grouping)))
     shown = correlation_table(overall)
     parts.append(f"<div class=keep>{scatter}{table(shown, numeric=('r [interval]', 'p', 'n'), css='small')}</div>")
     ranks = data.rankings[data.rankings["metric"] == "true"]
@@ -380,7 +390,7 @@ def closing(data: ReportData) -> str:
         diagnostics[column] = diagnostics[column].map(number)
     reproduce = "\n\n".join(shell_text(words) for words in commands(data))
     explained = ("Label mass: the share of the next-token probability that falls on the answer labels (low mass: "
-                 "the model mostly wanted to say something else)." if data.settings.mode == "pointwise" else
+                 "the model mostly wanted to say something else)." if data.settings.selection.mode == Mode.POINTWISE else
                  "Shares of irregular answers, ties and answers that flip with the order of the pair.")
     diagnosed = ("" if data.recorded else  # recorded decisions: no model answered here, nothing to diagnose
                  f"<h2>Diagnostics</h2><p>{explained}</p>"
@@ -392,6 +402,7 @@ def closing(data: ReportData) -> str:
 
 def appendix(data: ReportData) -> str:
     s = data.settings
+    sel = s.selection
     parts = ["<h2 class=pagebreak>Appendix</h2>"]
     if data.verdicts is not None:
         parts.append(f"<h3>A. Verdict per system × category at k = {s.k}</h3><p class=muted>Adverse: adverse impact; no "
@@ -417,7 +428,7 @@ def appendix(data: ReportData) -> str:
                                                                  css="long verdicts", rows=attrs))
     at_k = data.at_k
     shown = pd.DataFrame({"system": at_k["model"], "subtask": at_k["subtask"].map(subtask_name),
-                          "group": [data.design.display_name(g, s.grouping) for g in at_k["group"]],
+                          "group": [data.design.display_name(g, sel.grouping) for g in at_k["group"]],
                           "code": at_k["group"],
                           "ΔDP": [estimate(a, b, c) for a, b, c in zip(at_k["dp_gap"], at_k["dp_gap_lo"],
                                                                        at_k["dp_gap_hi"])],
@@ -426,7 +437,7 @@ def appendix(data: ReportData) -> str:
                                                                        at_k["eo_gap_hi"])],
                           "δ": at_k["delta"].map(number), "RABBI": at_k["rabbi"].map(number)})
     long = data.verdicts is not None and len(data.verdicts) > 60  # a long table A: B starts on a page of its own
-    reference = data.design.display_name(s.reference, s.grouping)
+    reference = data.design.display_name(sel.reference, sel.grouping)
     parts.append(f"<h3{' class=pagebreak' if long else ''}>B. Gaps against {escape(reference)} at k = {s.k}</h3>"
                  + table(shown, numeric=("ΔDP", "adj. p", "ΔEO", "δ", "RABBI"), css="long"))
     sources = "".join(f"<li>{escape(r['model'])}: {escape(_origin(r))}, {_code(r['source'])}; content SHA-256 "
@@ -482,11 +493,12 @@ SECTIONS: list[Callable[[ReportData], str]] = [page_one.headline, audited, page_
 def render_html(data: ReportData, sections: list[Callable[[ReportData], str]] | None = None) -> str:
     """The whole report as an HTML string."""
     s = data.settings
+    sel = s.selection
     def records(frame: pd.DataFrame) -> list[dict]:  # a recorded system's mode by its name, as exports call it
         return (frame.assign(mode=[mode_name(data.design, m) for m in frame["mode"]]) if "mode" in frame
                 else frame).to_dict("records")
 
-    payload = {"settings": {**settings_record(s), "mode": mode_name(data.design, s.mode)},
+    payload = {"settings": {**settings_record(s), "mode": mode_name(data.design, sel.mode)},
                "impact": records(data.impact), "gaps_at_k": records(data.at_k),
                "verdicts": [] if data.verdicts is None else records(data.verdicts)}
     embedded = json.dumps(payload, default=str).replace("<", "\\u003c")  # no "</script>" can end the element

@@ -35,6 +35,7 @@ from audit.backend import ModelRef
 from audit.backend.causal_lm import CausalLM
 from audit.backend.protocol import require
 from audit.design import AuditDesign, PoolDesign, split_groupings
+from audit.enums import Reading
 from audit.errors import AuditError
 from audit.prompts import ChatPrompt, check_new_tokens
 from audit.recorded.ranking_runs import read_order
@@ -44,7 +45,7 @@ from audit.store.database import CHOICE_RESULTS, Store, save_design, save_record
 from audit.tasks import study
 from audit.tasks.recorded import RANKING_RUN_GROUPINGS, RANKING_RUN_NAMES, RANKING_RUN_REFERENCE
 
-READINGS = ("generate", "likelihood")
+READINGS = tuple(Reading)
 FULL_ORDER = "greedy, one name a line"  # how the likelihood reading builds the full order (in the fingerprint)
 PARSED, PARTIAL, UNREADABLE = "parsed", "partial", "unreadable"
 FINGERPRINT_PREFIX = "lw-"
@@ -148,7 +149,7 @@ class ListwiseRun:
     """A run's settings; ``fingerprint`` and ``label`` name it in the store."""
 
     ref: ModelRef
-    reading: str = "generate"
+    reading: Reading = Reading.GENERATE
     seed: int = 0
     max_tokens: int = study.SAMPLING["max_tokens"]
     label: str | None = None
@@ -156,9 +157,9 @@ class ListwiseRun:
 
     def __post_init__(self) -> None:
         if self.reading not in READINGS:
-            raise AuditError(f"unknown reading {self.reading!r}; choose one of {list(READINGS)}")
+            raise AuditError(f"unknown reading {self.reading!r}; choose one of {[str(r) for r in READINGS]}")
         check_new_tokens(self.max_tokens, "--max-tokens")
-        reading = ({**study.SAMPLING, "max_tokens": self.max_tokens} if self.reading == "generate"
+        reading = ({**study.SAMPLING, "max_tokens": self.max_tokens} if self.reading == Reading.GENERATE
                    else {"order": FULL_ORDER})
         self.settings = {"protocol": study.PROTOCOL, "reading": self.reading, "seed": self.seed, **reading}
 
@@ -253,7 +254,7 @@ def run_listwise(store: Store, run: ListwiseRun, job: str, rankings: int, load_b
         parts.append(ranked_rows(run, lot, answers))
         statuses.update(answers[p.key()][1] for _, p in lot if p.key() in answers)
         likelihood += [json.loads(answers[p.key()][0]) for _, p in lot
-                       if run.reading == "likelihood" and p.key() in answers]
+                       if run.reading == Reading.LIKELIHOOD and p.key() in answers]
         if fetched.cancelled:
             summary.cancelled = True
             break
@@ -294,7 +295,7 @@ def ranked_rows(run: ListwiseRun, lot: Lot, answers: dict[str, tuple[str, str]])
         answer, status = answers.get(chat.key(), ("", UNREADABLE))
         if status == UNREADABLE:
             continue
-        if run.reading == "generate":
+        if run.reading == Reading.GENERATE:
             order = stored_order(answer, ranking.names)
         else:
             order = json.loads(answer)["order"]

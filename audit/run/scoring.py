@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 
 from audit.backend import ModelRef
 from audit.backend.protocol import Backend
+from audit.enums import Mode, Reading
 from audit.run.cached import Batch, CachedBackend, Executor, Fetched, InProcess, Progress
 from audit.run.context_fit import fit_candidates
 from audit.errors import AuditError
@@ -26,8 +27,8 @@ from audit.store.database import CHOICE_RESULTS, LABEL_RESULTS, Store
 from audit.tasks.base import Candidate, ChatPrompt, Task
 from audit.tasks.designs import design_of
 
-MODES = ("pointwise", "pairwise")
-PAIRWISE_METHODS = ("generate", "likelihood")
+MODES = (Mode.POINTWISE, Mode.PAIRWISE)
+PAIRWISE_METHODS = tuple(Reading)
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class BatchJob:
         if self.method == "labels":
             scores = backend.label_probabilities(prompts, self.labels)
             return [(k, tuple(r.probs), float(r.mass)) for k, r in zip(keys, scores)]
-        if self.method == "generate":
+        if self.method == Reading.GENERATE:
             answers = backend.generate(prompts)
             return [(k, a, parse_choice(a, p.options), None, None) for k, a, p in zip(keys, answers, prompts)]
         rows = []
@@ -77,7 +78,7 @@ def check_rows(method: str, rows: list[tuple]) -> None:
                 raise AuditError(f"the model returned impossible label probabilities for {key} (probabilities "
                                  f"{list(probs)}, label mass {mass}: a log-probability above 0?); nothing of this "
                                  "batch was stored")
-        elif method == "likelihood":
+        elif method == Reading.LIKELIHOOD:
             for value in row[3:5]:
                 if not (isinstance(value, (int, float)) and math.isfinite(value) and value <= MASS_SLACK):
                     raise AuditError(f"the model returned an impossible option log-probability {value!r} for {key}; "
@@ -112,8 +113,8 @@ def run_scoring(
     ref: ModelRef,
     load_backend: Callable[[], Backend],
     *,
-    mode: str = "pointwise",
-    pairwise_method: str = "generate",
+    mode: Mode = Mode.POINTWISE,
+    pairwise_method: Reading = Reading.GENERATE,
     limit: int | None = None,
     rounds: int = 10,
     batch_size: int = 8,
@@ -132,7 +133,7 @@ def run_scoring(
     started = time.perf_counter()
     executor = executor or InProcess(load_backend)
     store.check_dataset(task.name, task.dataset)
-    if mode == "pointwise":
+    if mode == Mode.POINTWISE:
         summary = _pointwise(store, task, ref, executor, limit, batch_size, progress, truncate)
     else:
         summary = _pairwise(store, task, ref, executor, pairwise_method, limit, rounds, batch_size, progress,
@@ -141,21 +142,22 @@ def run_scoring(
     return summary
 
 
-def check_options(*, mode: str, pairwise_method: str, limit: int | None, rounds: int, batch_size: int) -> None:
+def check_options(*, mode: Mode, pairwise_method: Reading, limit: int | None, rounds: int, batch_size: int) -> None:
     """Refuse run options that cannot work, before anything is written."""
     if mode not in MODES:
-        raise AuditError(f"unknown mode {mode!r}; choose one of {list(MODES)}")
+        raise AuditError(f"unknown mode {mode!r}; choose one of {[str(m) for m in MODES]}")
     if pairwise_method not in PAIRWISE_METHODS:
-        raise AuditError(f"unknown pairwise method {pairwise_method!r}; choose one of {list(PAIRWISE_METHODS)}")
+        raise AuditError(f"unknown pairwise method {pairwise_method!r}; choose one of "
+                         f"{[str(m) for m in PAIRWISE_METHODS]}")
     for name, value in (("--batch-size", batch_size), ("--limit", limit), ("--rounds", rounds)):
         if value is not None and value < 1:
             raise AuditError(f"{name} must be positive, got {value}")
 
 
-def backend_needs(mode: str, pairwise_method: str) -> tuple[tuple[str, ...], str]:
+def backend_needs(mode: Mode, pairwise_method: Reading) -> tuple[tuple[str, ...], str]:
     """The backend capabilities (:data:`audit.backend.protocol.CAPABILITIES`) a run of ``mode`` needs beyond
     :class:`~audit.backend.protocol.Backend`, and the run as a refusal names it."""
-    if mode == "pairwise" and pairwise_method == "likelihood":
+    if mode == Mode.PAIRWISE and pairwise_method == Reading.LIKELIHOOD:
         return ("option_logprobs",), "pairwise likelihood scoring (--pairwise-mode likelihood)"
     return (), f"{mode} scoring"
 
@@ -202,7 +204,7 @@ def _pointwise(store, task, ref, executor, limit, batch_size, progress, truncate
 
     fetched = model.results(BatchJob("labels", tuple(task.label_set.labels)), by_key,
                             check=lambda rows: check_rows("labels", rows), record=record, progress=progress)
-    summary = _summary(ref, task, "pointwise", len(by_key), fetched)
+    summary = _summary(ref, task, Mode.POINTWISE, len(by_key), fetched)
     table = store.pointwise_table()
     mine = table[(table["fingerprint"] == ref.fingerprint) & (table["subtask"] == task.subtask)
                  & (table["task"] == task.name)]
@@ -257,7 +259,7 @@ def _pairwise(store, task, ref, executor, method, limit, rounds, batch_size, pro
 
     record = _recorder(store, ref, task, members, by_key, pairwise=rows)
 
-    mode = "pairwise" if method == "generate" else "pairwise-likelihood"
+    mode = Reading(method).pairwise_mode
     fetched = model.results(BatchJob(method), by_key, check=lambda rows: check_rows(method, rows), record=record,
                             progress=progress)
     summary = _summary(ref, task, mode, len(by_key), fetched)

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from audit.design import AuditDesign
+from audit.enums import Mode
 from audit.errors import AuditError
 from audit.store.columns import recorded_columns
 from audit.store.digest import rows_text
@@ -386,19 +387,19 @@ class Store:
                    (SELECT COUNT(DISTINCT pool) FROM recorded_decisions d WHERE d.system = s.id) AS pools
             FROM recorded_systems s JOIN models m ON m.fingerprint = s.model ORDER BY m.label, s.task, s.subtask""")
 
-    def answer_times(self, mode: str, fingerprint: str, task: str) -> tuple[float | None, float | None]:
+    def answer_times(self, mode: Mode, fingerprint: str, task: str) -> tuple[float | None, float | None]:
         """(first, last) time one of ``fingerprint``'s answers to ``task`` in ``mode`` (pointwise, else pairwise) was
         stored, None where it has none."""
-        table, plan, match = _RESULTS["pointwise" if mode == "pointwise" else "pairwise"]
+        table, plan, match = _RESULTS[Mode.POINTWISE if mode == Mode.POINTWISE else Mode.PAIRWISE]
         first, last = self.db.execute(
             f"SELECT MIN(r.created), MAX(r.created) FROM {plan} p JOIN {table} r ON r.model = p.model AND "
             f"r.prompt = p.prompt AND {match} WHERE p.model = ? AND p.task = ?", (fingerprint, task)).fetchone()
         return first, last
 
-    def first_prompt(self, mode: str, task: str, subtask: str, fingerprints: Sequence[str]) -> dict:
+    def first_prompt(self, mode: Mode, task: str, subtask: str, fingerprints: Sequence[str]) -> dict:
         """The first stored prompt (its JSON body) of ``task`` and ``subtask`` in ``mode`` by one of ``fingerprints``,
         {} where there is none."""
-        plan = "pointwise_plan" if mode == "pointwise" else "pairwise_plan"
+        plan = "pointwise_plan" if mode == Mode.POINTWISE else "pairwise_plan"
         found = self.db.execute(
             f"SELECT b.body FROM {plan} p JOIN prompts b ON b.key = p.prompt WHERE p.task = ? AND p.subtask = ? "
             f"AND p.model IN ({','.join('?' * len(fingerprints))}) ORDER BY p.prompt LIMIT 1",
@@ -523,8 +524,8 @@ class Store:
 
 SAVE_DESIGN = "INSERT OR REPLACE INTO designs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 #: per mode, the results table, its plan and how a result matches its plan row (:meth:`Store.answer_times`)
-_RESULTS = {"pointwise": ("label_results", "pointwise_plan", "r.labels = p.labels"),
-            "pairwise": ("choice_results", "pairwise_plan", "r.method = p.method")}
+_RESULTS = {Mode.POINTWISE: ("label_results", "pointwise_plan", "r.labels = p.labels"),
+            Mode.PAIRWISE: ("choice_results", "pairwise_plan", "r.method = p.method")}
 
 
 def save_design(db: sqlite3.Connection, design: AuditDesign) -> None:

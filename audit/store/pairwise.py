@@ -15,6 +15,7 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
+from audit.enums import Reading
 from audit.store.answer_parser import FIRST, SECOND, TIE, parse_choice
 
 KEYS = ["model", "fingerprint", "task", "subtask", "method", "pool"]
@@ -25,7 +26,7 @@ def with_choices(prompts: pd.DataFrame) -> pd.DataFrame:
     ``options`` (JSON list) for the ``generate`` method; the choice recorded at scoring time is kept as
     ``stored_choice``. Likelihood choices come from log-probabilities and are kept as stored."""
     out = prompts.assign(stored_choice=prompts["choice"])
-    generated = (out["method"] == "generate").to_numpy()
+    generated = (out["method"] == Reading.GENERATE).to_numpy()
     if generated.any():
         cases = out.loc[generated, ["answer", "options"]].drop_duplicates()
         parsed = {(a, o): _parsed(a, o) for a, o in cases.itertuples(index=False)}

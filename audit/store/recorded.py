@@ -15,6 +15,8 @@ import json
 import numpy as np
 import pandas as pd
 
+from audit.enums import Mode
+
 OUTCOMES = ("rank", "selected", "score")
 COLUMNS = ["model", "fingerprint", "task", "subtask", "mode", "candidate_id", "group", "qualified", "label_mass",
            "created", "score", "pool", "date"]
@@ -45,7 +47,7 @@ def decision_scores(raw: pd.DataFrame, systems: pd.DataFrame) -> pd.DataFrame:
     score = score.where(~rank, rank_scores(score, size))
     candidate = raw["candidate_id"].astype(str)
     own = {name: _repeated(systems[name], of, raw.index) for name in ("model", "fingerprint", "task", "subtask")}
-    mode = pd.Categorical.from_codes(np.zeros(len(raw), dtype=np.int8), categories=["pointwise"])
+    mode = pd.Categorical.from_codes(np.zeros(len(raw), dtype=np.int8), categories=[Mode.POINTWISE.value])
     return pd.DataFrame({**own, "created": systems["created"].take(of).set_axis(raw.index), "mode": mode,
                          "candidate_id": candidate, "group": raw["group"].astype(str).astype("category"),
                          "qualified": 1, "label_mass": 1.0, "score": score,

@@ -8,6 +8,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from audit.enums import Reading
 from audit.store.answer_parser import FIRST, SECOND, TIE
 from audit.store.pairwise import candidate_scores, pair_outcomes, with_choices
 from audit.store.database import Store
@@ -35,7 +36,7 @@ def design_table(store: Store) -> pd.DataFrame:
 
 def pairwise_mode(method: pd.Series) -> pd.Series:
     """``pairwise`` for the paper's generate-and-parse method, ``pairwise-likelihood`` for the fast one."""
-    return method.map({"generate": "pairwise", "likelihood": "pairwise-likelihood"})
+    return method.map({reading: reading.pairwise_mode for reading in Reading})
 
 
 def pairwise_prompts(store: Store) -> pd.DataFrame:

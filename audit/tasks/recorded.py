@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from audit.enums import Mode
+
 if TYPE_CHECKING:
     from audit.design import AuditDesign
 
@@ -74,14 +76,14 @@ _MODE_NAMES = {RANKING_RUN_QUALIFICATION: RECORDED_RANKING, LOG_QUALIFICATION: D
 def mode_name(design: "AuditDesign", mode: str) -> str:
     """``mode`` as shown for a task of ``design`` (an :class:`audit.design.AuditDesign`): ``recorded ranking`` or
     ``decision log`` for the pointwise rows of an imported system, ``mode`` itself otherwise."""
-    return _MODE_NAMES.get(design.qualification, mode) if mode == "pointwise" else mode
+    return _MODE_NAMES.get(design.qualification, mode) if mode == Mode.POINTWISE else mode
 
 
 def shown_modes(scores: pd.DataFrame, designs: dict[tuple[str, str], "AuditDesign"]) -> pd.DataFrame:
     """A score table with each recorded row's mode named by :func:`mode_name` (``designs``: (task,
     subtask) → design), for exports."""
-    names = {key: mode_name(design, "pointwise") for key, design in designs.items()}
-    recorded = [names.get((t, s), "pointwise") if m == "pointwise" else m
+    names = {key: mode_name(design, Mode.POINTWISE) for key, design in designs.items()}
+    recorded = [names.get((t, s), Mode.POINTWISE) if m == Mode.POINTWISE else m
                 for t, s, m in zip(scores["task"].tolist(), scores["subtask"].tolist(), scores["mode"].tolist())]
     return scores.assign(mode=recorded)
 
@@ -90,4 +92,4 @@ def read_as_pointwise(scores: pd.DataFrame) -> pd.DataFrame:
     """An exported score table with recorded rows read back as the pointwise scores they are inside the tool."""
     if "mode" not in scores:
         return scores
-    return scores.assign(mode=scores["mode"].replace({RECORDED_RANKING: "pointwise", DECISION_LOG: "pointwise"}))
+    return scores.assign(mode=scores["mode"].replace({RECORDED_RANKING: Mode.POINTWISE, DECISION_LOG: Mode.POINTWISE}))

@@ -85,7 +85,7 @@ def report_buttons(view: View, k: int, adjust: str = "holm") -> None:
     """HTML and PDF buttons that build the audit report of the current view, each step shown as it runs, then offer
     it for download."""
     st.subheader("Audit report")
-    settings = report_settings(view, k, adjust, verdict_panel.family(), **sign_off_fields())
+    settings = report_settings(view, k, adjust, **sign_off_fields())
     for column, fmt in zip(st.columns(2), ("html", "pdf")):
         if column.button(f"Build the audit report ({fmt.upper()})", key=f"build_report_{fmt}",
                          icon=":material/description:"):

@@ -6,8 +6,9 @@ from pathlib import Path
 import streamlit as st
 
 from pages.view_models.view import INCONSISTENT, View
-from audit.engine.metric_pass import MODES, pool_of
+from audit.engine.metric_pass import pool_of
 from audit.engine.tables import StoreTables
+from audit.enums import DEFAULT_FAMILY, Family, Mode, SCORED
 from audit.errors import AuditError
 from audit.formatting import subtask_name
 from audit.engine.choices import PRESETS
@@ -19,12 +20,20 @@ from pages.shared.common import error, load_tables
 from pages.view_models import address
 
 _SIDEBAR_DONE = "_sidebar_rendered"
+#: session key of the verdict's multiple-testing family (plain state: it outlives the Overview's widget)
+_FAMILY = "_verdict_family"
 NEXT = "_next_"  # prefix of a widget value to set before the widget is drawn on the next run (e.g. after a run)
 
 
 def set_next(key: str, value: object) -> None:
     """Give the widget ``key`` this value when it is next drawn (a drawn widget's value cannot be set)."""
     st.session_state[NEXT + key] = value
+
+
+def keep_family(family: Family) -> None:
+    """The verdict's family chosen on the Overview (its widget's callback): the selection's family from the next
+    run of the sidebar on, on every page."""
+    st.session_state[_FAMILY] = family
 
 
 def configure() -> None:
@@ -99,7 +108,7 @@ def view_inputs(path: str, stored: StoreTables) -> View:
     design = stored.design(task)
     rows = stored.scores[stored.scores["task"] == task]
     present = set(rows["mode"].unique())
-    mode = st.selectbox("scoring mode", [m for m in MODES if m in present], key=f"mode_{task}",
+    mode = st.selectbox("scoring mode", [m for m in SCORED if m in present], key=f"mode_{task}",
                         format_func=lambda m: mode_name(design, m))
     rows = rows[rows["mode"] == mode]
     grouping = st.radio("grouping", list(design.groupings), key=f"grouping_{task}", horizontal=True,
@@ -127,11 +136,11 @@ def view_inputs(path: str, stored: StoreTables) -> View:
         preset = st.radio("estimators", list(PRESETS), key="preset", horizontal=True,
                           help="; ".join(f"{p.name}: {p.description}" for p in PRESETS.values()))
         cut = st.radio("leave out pairwise models with more inconsistent pairs than", list(INCONSISTENT),
-                       key="max_inconsistent", horizontal=True, disabled=mode == "pointwise")
+                       key="max_inconsistent", horizontal=True, disabled=mode == Mode.POINTWISE)
     selection = Selection(task, mode, models=tuple(chosen_models), subtasks=tuple(chosen_subtasks),
                           groups=tuple(chosen_groups), grouping=grouping, reference=reference, preset=preset,
-                          max_inconsistent=None if mode == "pointwise" else INCONSISTENT[cut], ci=ci,
-                          n_boot=n_boot)
+                          max_inconsistent=None if mode == Mode.POINTWISE else INCONSISTENT[cut], ci=ci,
+                          n_boot=n_boot, family=st.session_state.get(_FAMILY, DEFAULT_FAMILY))
     return View(store=path, version=store_version(path), selection=selection)
 
 

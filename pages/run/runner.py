@@ -8,6 +8,7 @@ import streamlit as st
 from audit.backend.api import dashboard_key_env
 from audit.backend.protocol import Backend
 from audit.backend.spec import BackendSpec, ModelOptions, load_backend, spec_for
+from audit.enums import Mode, Reading
 from audit.run.scoring import RunSummary, backend_needs, run_scoring
 from audit.store.database import Store
 from audit.store.runs import data_reads, recording
@@ -38,9 +39,9 @@ def run_tasks(path: str, tasks: Sequence[Task], name: str, quant: str, *, batch_
     one progress bar per task; ``options`` go to :func:`audit.run.scoring.run_scoring`. A backend that cannot do the asked
     mode is refused before any scoring starts; an :class:`AuditError` stops the run (finished batches stay stored).
     The run is one row of the store's audit trail."""
-    mode = str(options.get("mode", "pointwise"))
-    needs, purpose = backend_needs(mode, str(options.get("pairwise_method", "generate")))
-    spec = backend_spec(name, quant, batch_size, base_url, key_env, mode == "pointwise", needs, purpose)
+    mode = Mode(options.get("mode", Mode.POINTWISE))
+    needs, purpose = backend_needs(mode, Reading(options.get("pairwise_method", Reading.GENERATE)))
+    spec = backend_spec(name, quant, batch_size, base_url, key_env, mode == Mode.POINTWISE, needs, purpose)
     ref = spec.ref
     summaries = []
     chosen = {"model": name, "quant": quant, "batch_size": batch_size, "base_url": base_url, "api_key_env": key_env,

@@ -3,49 +3,42 @@
 grouping."""
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pandas as pd
 import streamlit as st
 
 from pages.view_models.view import View
+from audit.enums import Family, Mode
 from audit.present import readable
 from audit.present.tooltips import TOOLTIPS
 from audit.errors import AuditError
-from audit.engine.verdict import DEFAULT_FAMILY, FAMILIES
+from audit.engine.verdict import FAMILIES
 from audit.engine.selection import Selection
+from pages.frame.sidebar import keep_family
 from pages.shared import common
 
-
-#: session key of the chosen multiple-testing family (plain state: it outlives the Overview's widget)
-_FAMILY = "_verdict_family"
-
-
-def family() -> str:
-    """The verdict's multiple-testing family chosen on the Overview (the default until one is chosen)."""
-    return st.session_state.get(_FAMILY, DEFAULT_FAMILY)
+#: the Overview's family widget
+_WIDGET = "overview_family"
 
 
-def family_choice() -> str:
-    """A select box for the verdict's multiple-testing family; the choice holds on every page."""
-    names = tuple(FAMILIES)
-    chosen = st.selectbox("multiple-testing family of the verdict", names, index=names.index(family()),
-                          format_func=lambda f: f"{f}: {FAMILIES[f]}", key="overview_family",
-                          help=TOOLTIPS["family"])
-    st.session_state[_FAMILY] = chosen
-    return chosen
+def family_choice(view: View) -> Family:
+    """A select box for the verdict's multiple-testing family, opening at the view's; the choice goes to the sidebar,
+    which puts it in the selection of every page from this run on (:func:`pages.frame.sidebar.keep_family`)."""
+    names = tuple(Family)
+    return st.selectbox("multiple-testing family of the verdict", names, index=names.index(view.selection.family),
+                        format_func=lambda f: f"{f}: {FAMILIES[f]}", key=_WIDGET, help=TOOLTIPS["family"],
+                        on_change=lambda: keep_family(st.session_state[_WIDGET]))
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
 def judged(path: str, version: tuple, selection: Selection, k: int) -> readable.Verdict:
     """The verdict of ``selection`` at quota k, as the pages show it; shared, never mutated."""
     audit = common.audit_of(path, version, selection)
-    return readable.verdict(audit.verdicts_at(k), audit.sizes("pointwise"), k, selection.ci or 0.95)
+    return readable.verdict(audit.verdicts_at(k), audit.sizes(Mode.POINTWISE), k, selection.ci or 0.95)
 
 
 def selection_of(view: View) -> Selection:
-    """The verdict's selection of ``view``: the part of its selection the verdict reads, with the chosen family."""
-    return replace(view.selection, family=family()).judged()
+    """The verdict's selection of ``view``: the part of its selection the verdict reads."""
+    return view.selection.judged()
 
 
 def rows_at(view: View, k: int) -> pd.DataFrame:
@@ -93,4 +86,4 @@ def verdict(view: View, k: int, *, impact: bool = False) -> None:
     with st.expander("every column of these verdicts (p, adjusted p, family, evidence, …)"):
         st.dataframe(found.categories, hide_index=True, width="stretch", key=f"verdict_every_column_{impact}")
     st.caption(found.note + (f" The verdict reads the pointwise scores; the charts below show {view.selection.mode}."
-                             if view.selection.mode != "pointwise" else ""))
+                             if view.selection.mode != Mode.POINTWISE else ""))

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from audit.engine.audit import Audit
+from audit.enums import Mode
 from audit.present.charts import SIGNIFICANCE_RULE, excludes_zero
 from audit.engine.choices import METHODS, gap_test
 
@@ -16,7 +17,7 @@ def with_label_mass(table: pd.DataFrame, result: Audit) -> pd.DataFrame:
     """``table`` with ``low_label_mass``: the model's pointwise scores put little probability on the labels
     (:attr:`audit.engine.audit.Audit.label_mass` of ``result``)."""
     low = result.label_mass.query("low")["model"]
-    return table.assign(low_label_mass=table["model"].isin(low) & (result.selection.mode == "pointwise"))
+    return table.assign(low_label_mass=table["model"].isin(low) & (result.selection.mode == Mode.POINTWISE))
 
 
 @dataclass

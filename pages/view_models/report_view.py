@@ -7,18 +7,17 @@ from datetime import datetime, timezone
 
 import pandas as pd
 
-from audit.engine.verdict import DEFAULT_FAMILY
 from audit.reporting import ReportSettings
 from pages.view_models.view import View
 from audit.engine.tables import fingerprints
 
 
-def report_settings(view: View, k: int, adjust: str = "holm", family: str = DEFAULT_FAMILY, *,
+def report_settings(view: View, k: int, adjust: str = "holm", *,
                     paper: str = "a4", auditor: str = "", firm: str = "", distribution_date: str = "") -> ReportSettings:
     """The report of ``view`` (grouping, reference, models, subtasks, groups, preset, cut-off, intervals) at quota k
-    with p-values adjusted by ``adjust`` and the verdict's multiple-testing ``family``, on ``paper``, with page 1's
+    with p-values adjusted by ``adjust`` (the verdict's family: the view's), on ``paper``, with page 1's
     sign-off fields (blank lines where empty)."""
-    return ReportSettings(view.store, replace(view.selection, adjust=adjust, family=family), k=k, paper=paper,
+    return ReportSettings(view.store, replace(view.selection, adjust=adjust, ks=(k,)), paper=paper,
                           auditor=auditor.strip(), firm=firm.strip(), distribution_date=distribution_date)
 
 
