@@ -75,8 +75,8 @@ def _import_decisions(args: argparse.Namespace) -> int:
     if args.append:
         return _append(args, log, label)
     with Store(args.db) as store, recording(store, "import", cli_options(args)) as run:
-        fingerprint = import_log(store, log, args.task, label)
-        run.reads = {"source_sha256": log.digest, **data_reads(store, args.task)}
+        fingerprint, texts = import_log(store, log, args.task, label)
+        run.reads = {"source_sha256": log.digest, **data_reads(store, args.task, known=texts)}
     pools = log.decisions.groupby(["subtask", "pool"]).ngroups
     print(f"imported {log.rows} decisions ({log.outcome}) of {label!r} ({fingerprint}) into task {args.task!r} of "
           f"{args.db}: {log.decisions['subtask'].nunique()} subtask(s), {pools} pool(s); dates "

@@ -24,7 +24,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence, Union
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, Union
 
 import numpy as np
 import pandas as pd
@@ -32,7 +32,7 @@ import pandas as pd
 from audit.design import AuditDesign
 from audit.errors import AuditError
 from audit.store.columns import recorded_columns
-from audit.store.digest import rows_text
+from audit.store.digest import columns_text, rows_text
 from audit.store.recorded import OUTCOMES, decision_scores, legacy_decisions
 
 APPLICATION = "allocation-audit"
@@ -560,14 +560,17 @@ def storable(value: Any) -> Any:
     return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-def save_recorded(db: sqlite3.Connection, model: str, task: str, outcome: str, decisions: pd.DataFrame) -> None:
+def save_recorded(db: sqlite3.Connection, model: str, task: str, outcome: str,
+                  decisions: pd.DataFrame) -> dict[tuple[str, str], bytes]:
     """Write the decisions of one recorded system (fingerprint ``model``) under ``task``, in the caller's
     transaction, replacing what that system had stored for the same subtasks. ``decisions``: columns ``subtask``,
     ``pool`` and ``position`` (integers, unique per subtask), ``group``, ``value`` (the outcome: rank, 0/1 or
-    score), ``applicant`` (id, or missing: the candidate is then ``<pool>.<position>``) and optionally ``date``
-    (ISO ``YYYY-MM-DD``, or missing)."""
+    score; finite), ``applicant`` (id, or missing: the candidate is then ``<pool>.<position>``) and optionally
+    ``date`` (ISO ``YYYY-MM-DD``, or missing). Returns (model, subtask) → the text :func:`data_hash` hashes for
+    what was written (its ``known``: no second read of the store)."""
     if outcome not in OUTCOMES:
         raise AuditError(f"outcome {outcome!r} not understood; use one of {list(OUTCOMES)}")
+    texts = {}
     for subtask, part in decisions.groupby("subtask", sort=True):
         key = (model, task, str(subtask))
         db.execute("DELETE FROM recorded_decisions WHERE system IN "
@@ -575,8 +578,10 @@ def save_recorded(db: sqlite3.Connection, model: str, task: str, outcome: str, d
         db.execute("DELETE FROM recorded_systems WHERE model=? AND task=? AND subtask=?", key)
         system = db.execute("INSERT INTO recorded_systems (model, task, subtask, outcome) VALUES (?, ?, ?, ?)",
                             (*key, outcome)).lastrowid
-        part = part.sort_values(["pool", "position"])
-        insert_decisions(db, system, part)
+        columns = decision_columns(part.sort_values(["pool", "position"]))
+        insert_columns(db, system, columns)
+        texts[(model, str(subtask))] = columns_text(model, str(subtask), columns)
+    return texts
 
 
 def decision_columns(part: pd.DataFrame) -> list[np.ndarray]:
@@ -597,16 +602,20 @@ def insert_decisions(db: sqlite3.Connection, system: int, part: pd.DataFrame) ->
     multi-row ``INSERT`` statements of :data:`ROWS_PER_INSERT` rows. A part larger than every decision stored so far
     (a big log into a new store) is inserted with the applicant index dropped and made again after, in the same
     transaction: one sort instead of a million scattered index inserts."""
-    columns = decision_columns(part)
-    width = len(columns)
-    table = np.empty((len(part), width), dtype=object)  # Python ints, floats and texts, row after row
+    insert_columns(db, system, decision_columns(part))
+
+
+def insert_columns(db: sqlite3.Connection, system: int, columns: list[np.ndarray]) -> None:
+    """:func:`insert_decisions` of the stored columns (:func:`decision_columns`) of some decisions."""
+    width, count = len(columns), len(columns[0])
+    table = np.empty((count, width), dtype=object)  # Python ints, floats and texts, row after row
     for index, column in enumerate(columns):
         table[:, index] = column
     values = table.ravel().tolist()
     del table
     # the system (an integer) and a missing date written into the statement: fewer values bound per row
     row = f"({int(system)}, ?, ?, ?, ?, ?, {'?' if width == 6 else 'NULL'})"
-    rebuild = len(part) >= BULK_ROWS and db.execute("SELECT COUNT(*) FROM recorded_decisions").fetchone()[0] < len(part)
+    rebuild = count >= BULK_ROWS and db.execute("SELECT COUNT(*) FROM recorded_decisions").fetchone()[0] < count
     if rebuild:
         db.execute("DROP INDEX IF EXISTS recorded_applicants")
     step = ROWS_PER_INSERT * width
@@ -678,24 +687,28 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
 SCHEMA_VERSION = max(MIGRATIONS)
 
 
-def data_hash(store: "Store", task: str, subtasks: Sequence[str]) -> tuple[str, int, str]:
+def data_hash(store: "Store", task: str, subtasks: Sequence[str],
+              known: Mapping[tuple[str, str], bytes] | None = None) -> tuple[str, int, str]:
     """(SHA-256 of the data the task's results come from, number of rows, what they are). Scored tasks: the candidate
     rows in ``subtasks``, each (subtask, candidate id, group, qualified, name, text); recorded systems: their
     decisions, each (system, subtask, pool, position, group, value, applicant[, date where it has one]). Each row is one JSON array, rows
-    sorted, joined by newlines: the hash changes with any edit of the data the numbers were computed on."""
+    sorted, joined by newlines: the hash changes with any edit of the data the numbers were computed on. ``known``:
+    (fingerprint, subtask) → the text of recorded decisions just written (:func:`save_recorded`), used instead of
+    reading them back."""
     marks = ",".join("?" * len(subtasks))
     found = store.db.execute(
         f"SELECT subtask, candidate_id, grp, qualified, name, text FROM candidates WHERE task = ? AND subtask IN "
         f"({marks}) ORDER BY subtask, candidate_id", (task, *subtasks)).fetchall()
     what = "rows of the store's candidates table"
     if not found:
-        return _recorded_hash(store.db, task, subtasks)
+        return _recorded_hash(store.db, task, subtasks, known or {})
     encode = json.JSONEncoder(ensure_ascii=False).encode  # what json.dumps(row, ensure_ascii=False) builds per call
     text = "".join(f"{encode(list(row))}\n" for row in found)
     return hashlib.sha256(text.encode("utf-8")).hexdigest(), len(found), what
 
 
-def _recorded_hash(db: sqlite3.Connection, task: str, subtasks: Sequence[str]) -> tuple[str, int, str]:
+def _recorded_hash(db: sqlite3.Connection, task: str, subtasks: Sequence[str],
+                   known: Mapping[tuple[str, str], bytes]) -> tuple[str, int, str]:
     """:func:`data_hash` of recorded decisions: system by system (fingerprint, subtask), each one's rows made column
     by column (:func:`audit.store.digest.rows_text`), row by row only where a text needs JSON escaping or a value
     is not a whole number."""
@@ -705,7 +718,7 @@ def _recorded_hash(db: sqlite3.Connection, task: str, subtasks: Sequence[str]) -
             f"SELECT s.id, s.model, s.subtask, (SELECT COUNT(*) FROM recorded_decisions d WHERE d.system = s.id) "
             f"FROM recorded_systems s WHERE s.task = ? AND s.subtask IN ({marks}) ORDER BY s.model, s.subtask",
             (task, *subtasks)).fetchall():
-        text = rows_text(db, system, model, subtask, decided)
+        text = known[(model, subtask)] if (model, subtask) in known else rows_text(db, system, model, subtask, decided)
         if text is None:
             found = db.execute(
                 f"SELECT s.model, s.subtask, d.pool, d.position, d.grp, d.value, d.applicant, {decided} FROM "
