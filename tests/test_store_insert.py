@@ -1,6 +1,7 @@
 """The multi-row insert of recorded decisions (audit.store.database.insert_decisions) writes exactly the rows, values
 and SQLite types that one ``executemany`` row by row wrote: dated and undated, with missing applicant ids, a last
-statement shorter than the others, the applicant index dropped and made again for a big part, and appended parts."""
+statement shorter than the others, the applicant index (made by the first append, not at import) dropped and made
+again for a big part, and appended parts."""
 from __future__ import annotations
 
 import sqlite3
@@ -8,9 +9,10 @@ import sqlite3
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import audit
 
 from audit.store import database
-from audit.store.database import ROWS_PER_INSERT, Store, insert_decisions
+from audit.store.database import APPLICANT_INDEX, ROWS_PER_INSERT, Store, insert_decisions
 
 ROWS = "SELECT *, typeof(pool), typeof(position), typeof(grp), typeof(value), typeof(applicant), typeof(decided) " \
        "FROM recorded_decisions ORDER BY system, pool, position"
@@ -40,8 +42,11 @@ def _executemany(db: sqlite3.Connection, system: int, part: pd.DataFrame) -> Non
                    zip(*columns))
 
 
-def _stored(path, parts: list[pd.DataFrame], insert) -> tuple[list[tuple], list[tuple]]:
+def _stored(path, parts: list[pd.DataFrame], insert, *, indexed: bool = False) -> tuple[list[tuple], list[tuple]]:
     with Store(path) as store:
+        if indexed:
+            with store.transaction() as db:
+                db.execute(APPLICANT_INDEX)
         for part in parts:
             with store.transaction() as db:
                 system = db.execute("INSERT OR IGNORE INTO recorded_systems (model, task, subtask, outcome) VALUES "
@@ -56,18 +61,39 @@ def _stored(path, parts: list[pd.DataFrame], insert) -> tuple[list[tuple], list[
 @pytest.mark.parametrize("dated", [False, True])
 def test_writes_what_executemany_wrote(tmp_path, count, dated):
     part = _part(count, dated=dated)
-    made, _ = _stored(tmp_path / "new.db", [part], insert_decisions)
+    made, indexes = _stored(tmp_path / "new.db", [part], insert_decisions)
     assert made == _stored(tmp_path / "old.db", [part], _executemany)[0]
-    assert len(made) == count
+    assert len(made) == count and indexes == []  # no applicant index until a first append looks ids up
     if count > ROWS_PER_INSERT:  # both kinds of each column written
         assert {row[-2] for row in made} == {"text", "null"}
         assert {row[-1] for row in made} == ({"text", "null"} if dated else {"null"})
 
 
-def test_appended_parts_and_the_rebuilt_index(tmp_path, monkeypatch):
-    monkeypatch.setattr(database, "BULK_ROWS", 1000)  # the first part rebuilds the applicant index, the next do not
+@pytest.mark.parametrize("indexed", [False, True])
+def test_appended_parts_and_the_rebuilt_index(tmp_path, monkeypatch, indexed):
+    monkeypatch.setattr(database, "BULK_ROWS", 1000)  # the first part rebuilds an applicant index, the next do not
     parts = [_part(1500, dated=False), _part(600, first_pool=1000, dated=True, seed=1),
              _part(3, first_pool=2000, dated=False, seed=2)]
-    made, indexes = _stored(tmp_path / "new.db", parts, insert_decisions)
+    made, indexes = _stored(tmp_path / "new.db", parts, insert_decisions, indexed=indexed)
     assert made == _stored(tmp_path / "old.db", parts, _executemany)[0]
-    assert len(made) == 2103 and indexes == [("recorded_applicants",)]
+    assert len(made) == 2103 and indexes == ([("recorded_applicants",)] if indexed else [])
+
+
+def test_the_first_append_makes_the_applicant_index_and_finds_a_reused_id(tmp_path):
+    db, spec = tmp_path / "s.db", tmp_path / "log.yaml"
+    spec.write_text("applicant: id\ndemographics: [sex]\npool: req\n")
+    for name, first in (("one", 0), ("two", 8), ("three", 7)):  # "three" reuses id a7 of "one"
+        pd.DataFrame({"id": [f"a{first + i}" for i in range(8)], "sex": list("FM") * 4,
+                      "req": [f"r{first + i // 4}" for i in range(8)], "rank": [1, 2, 3, 4] * 2}).to_csv(
+            tmp_path / f"{name}.csv", index=False)
+    argv = ["import", "--format", "decisions", "--spec", spec, "--task", "t", "--label", "ats", "--db", db]
+    assert audit(*argv, "--data", tmp_path / "one.csv").returncode == 0
+    with Store(db, create=False) as store:  # imported: no index
+        assert not store.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'recorded_applicants'").fetchall()
+    assert audit(*argv, "--data", tmp_path / "two.csv", "--append").returncode == 0
+    with Store(db, create=False) as store:
+        assert store.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'recorded_applicants'").fetchall()
+    done = audit(*argv, "--data", tmp_path / "three.csv", "--append")
+    assert done.returncode == 2 and "row 1, column 'id': applicant 'a7' is already stored in the log 'ats'" in done.stderr
+    with Store(db, create=False) as store:
+        assert store.db.execute("SELECT COUNT(*) FROM recorded_decisions").fetchone()[0] == 16

@@ -4,12 +4,15 @@ Pure functions over score tables (pandas / NumPy / SciPy, no I/O), after section
 paper (../shared/papers/rabbi-allocational-harms.txt). ``MetricSuite`` precomputes a table once for fast quota changes.
 
 The names below are imported on first use (PEP 562): importing one module of the package (e.g. ``audit.metrics.ll144``
-for a decision log's import) loads neither SciPy nor the other formulas.
+for a decision log's import) loads neither SciPy nor the other formulas. The names of :mod:`.validity` are bound
+now: its function ``validity`` shares the module's name, and a later import of the module would bind the module.
 """
 from __future__ import annotations
 
 import importlib
 from typing import Any
+
+from audit.metrics.validity import model_rankings, ndcg_at, ndcg_table, pearson, validity
 
 #: each public name → the module of :mod:`audit.metrics` (or ``audit.design``) that defines it
 _WHERE = {
@@ -18,9 +21,13 @@ _WHERE = {
     "score_shape": ".shape", "simulate_gaps": ".simulate",
     **dict.fromkeys(("delta", "emd", "histograms", "jsd", "jsd_paper_code", "rabbi", "rabbi_test"), ".bias"),
     **dict.fromkeys(("drop_unreliable", "inconsistent_rates", "pair_preferences"), ".pairwise"),
-    **dict.fromkeys(("model_rankings", "ndcg_at", "ndcg_table", "pearson", "validity"), ".validity"),
 }
-__all__ = sorted(_WHERE)
+__all__ = [
+    "PRESETS", "MetricSuite", "PoolDesign", "allocation_gaps", "bias_metrics", "delta", "drop_unreliable", "emd",
+    "get_preset", "histograms", "inconsistent_rates", "jsd", "jsd_paper_code", "metric_table", "model_rankings",
+    "ndcg_at", "ndcg_table", "pair_preferences", "pearson", "rabbi", "rabbi_test", "score_shape", "simulate_gaps",
+    "validity",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, Union
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from audit.design import AuditDesign
 from audit.errors import AuditError
@@ -90,10 +91,11 @@ CREATE TABLE IF NOT EXISTS runs (
 TRIGGERS = [f"CREATE TRIGGER IF NOT EXISTS runs_append_only_{verb.lower()} BEFORE {verb} ON runs "
             f"BEGIN SELECT RAISE(ABORT, 'the runs table is append-only: a run is never changed or removed'); END"
             for verb in ("UPDATE", "DELETE")]
-#: indexes made in every store opened for writing (a read-only store is read without them): an appended decision
-#: log's applicant ids are looked up, never read whole
-INDEXES = ["CREATE INDEX IF NOT EXISTS recorded_applicants ON recorded_decisions (system, applicant)"]
-BULK_ROWS = 100_000  # decisions inserted at once from which the applicant index is made after them (if larger)
+APPLICANT_INDEX = "CREATE INDEX IF NOT EXISTS recorded_applicants ON recorded_decisions (system, applicant)"
+"""The index an appended decision log's applicant ids are looked up by (never read whole), made by the first append
+(:func:`audit.store.logs.stored_applicants`): a log never appended to is stored without it (on a million decisions,
+about 1 s of its import saved)."""
+BULK_ROWS = 100_000  # decisions inserted at once from which the applicant index (if any) is made after them (if larger)
 ROWS_PER_INSERT = 500
 """Decisions one ``INSERT`` statement writes (at most 6 bound values each, far below SQLite's 32,766): on a million
 decisions about twice as fast as ``executemany`` row by row (1.7 s against 3.4 s); much longer statements are slower."""
@@ -165,7 +167,7 @@ class Store:
 
     def _initialise(self) -> None:
         with self.transaction() as db:
-            for statement in [*filter(str.strip, SCHEMA.split(";")), *TRIGGERS, *INDEXES]:
+            for statement in [*filter(str.strip, SCHEMA.split(";")), *TRIGGERS]:
                 db.execute(statement)
             db.execute("INSERT OR IGNORE INTO meta VALUES ('application', ?)", (APPLICATION,))
             db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
@@ -578,44 +580,54 @@ def save_recorded(db: sqlite3.Connection, model: str, task: str, outcome: str,
         db.execute("DELETE FROM recorded_systems WHERE model=? AND task=? AND subtask=?", key)
         system = db.execute("INSERT INTO recorded_systems (model, task, subtask, outcome) VALUES (?, ?, ?, ?)",
                             (*key, outcome)).lastrowid
-        columns = decision_columns(part.sort_values(["pool", "position"]))
+        columns = decision_columns(in_order(part))
         insert_columns(db, system, columns)
         texts[(model, str(subtask))] = columns_text(model, str(subtask), columns)
     return texts
 
 
-def decision_columns(part: pd.DataFrame) -> list[np.ndarray]:
+def in_order(part: pd.DataFrame) -> pd.DataFrame:
+    """``part`` sorted by pool and position (as it is when read in that order: then not copied)."""
+    pool, position = part["pool"].to_numpy(), part["position"].to_numpy()
+    same = pool[1:] == pool[:-1]
+    if ((pool[1:] > pool[:-1]) | (same & (position[1:] > position[:-1]))).all():
+        return part
+    return part.sort_values(["pool", "position"])
+
+
+def decision_columns(part: pd.DataFrame) -> list[np.ndarray | pa.Array]:
     """The values :func:`insert_decisions` stores for ``part`` (columns of :func:`save_recorded`), column by column:
-    pool and position (integers), group (text), value (float), applicant (text, or None where missing) and, where
-    some decision has one, date (text, or None)."""
-    missing = part["applicant"].isna().to_numpy()
+    pool and position (NumPy integers), group (Arrow text), value (NumPy floats), applicant (Arrow text, null where
+    missing) and, where some decision has one, date (Arrow text, null where missing)."""
+    text = lambda column: pa.array(column.astype("string"), type=pa.large_string())
     columns = [part["pool"].to_numpy(dtype=np.int64), part["position"].to_numpy(dtype=np.int64),
-               part["group"].astype(str).to_numpy(dtype=object), part["value"].to_numpy(dtype=float),
-               np.where(missing, None, part["applicant"].to_numpy(dtype=object))]
+               text(part["group"].astype(str)), part["value"].to_numpy(dtype=float), text(part["applicant"])]
     if "date" in part and bool(part["date"].notna().any()):
-        columns.append(np.where(part["date"].isna().to_numpy(), None, part["date"].to_numpy(dtype=object)))
-    return columns
+        columns.append(text(part["date"]))
+    return [column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column for column in columns]
 
 
 def insert_decisions(db: sqlite3.Connection, system: int, part: pd.DataFrame) -> None:
     """Insert the decisions ``part`` (columns of :func:`save_recorded`) of the recorded system ``system``, with
-    multi-row ``INSERT`` statements of :data:`ROWS_PER_INSERT` rows. A part larger than every decision stored so far
-    (a big log into a new store) is inserted with the applicant index dropped and made again after, in the same
-    transaction: one sort instead of a million scattered index inserts."""
+    multi-row ``INSERT`` statements of :data:`ROWS_PER_INSERT` rows. Where the store has the applicant index
+    (:data:`APPLICANT_INDEX`), a part larger than every decision stored so far is inserted with the index dropped and
+    made again after, in the same transaction: one sort instead of a million scattered index inserts."""
     insert_columns(db, system, decision_columns(part))
 
 
-def insert_columns(db: sqlite3.Connection, system: int, columns: list[np.ndarray]) -> None:
+def insert_columns(db: sqlite3.Connection, system: int, columns: list[np.ndarray | pa.Array]) -> None:
     """:func:`insert_decisions` of the stored columns (:func:`decision_columns`) of some decisions."""
     width, count = len(columns), len(columns[0])
-    table = np.empty((count, width), dtype=object)  # Python ints, floats and texts, row after row
+    table = np.empty((count, width), dtype=object)  # Python ints, floats and texts (None for null), row after row
     for index, column in enumerate(columns):
-        table[:, index] = column
+        table[:, index] = column.to_numpy(zero_copy_only=False) if isinstance(column, pa.Array) else column
     values = table.ravel().tolist()
     del table
     # the system (an integer) and a missing date written into the statement: fewer values bound per row
     row = f"({int(system)}, ?, ?, ?, ?, ?, {'?' if width == 6 else 'NULL'})"
-    rebuild = count >= BULK_ROWS and db.execute("SELECT COUNT(*) FROM recorded_decisions").fetchone()[0] < count
+    rebuild = count >= BULK_ROWS and db.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = "
+                                                "'recorded_applicants'").fetchone() is not None \
+        and db.execute("SELECT COUNT(*) FROM recorded_decisions").fetchone()[0] < count
     if rebuild:
         db.execute("DROP INDEX IF EXISTS recorded_applicants")
     step = ROWS_PER_INSERT * width
@@ -627,8 +639,7 @@ def insert_columns(db: sqlite3.Connection, system: int, columns: list[np.ndarray
         db.execute("INSERT INTO recorded_decisions VALUES " + ", ".join([row] * ((len(values) - whole) // width)),
                    values[whole:])
     if rebuild:
-        for statement in INDEXES:
-            db.execute(statement)
+        db.execute(APPLICANT_INDEX)
 
 
 def _migrate(db: sqlite3.Connection, from_version: int) -> None:

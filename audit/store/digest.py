@@ -83,11 +83,11 @@ def _escaped(text: str) -> bool:
     return json.dumps(text, ensure_ascii=False) != f'"{text}"'
 
 
-def columns_text(model: str, subtask: str, columns: list[np.ndarray]) -> bytes:
+def columns_text(model: str, subtask: str, columns: list[np.ndarray | pa.Array]) -> bytes:
     """The hashed text of :func:`rows_text` made from the stored ``columns`` of one system's decisions in pool and
-    position order (pool, position, group, value, applicant or None, and optionally date or None; finite values):
-    whole numbers below 10¹⁶ written as integers with ``.0``, other values and texts that JSON escapes encoded one by
-    one, as ``json.dumps`` writes them."""
+    position order (:func:`audit.store.database.decision_columns`: pool, position, group, value, applicant and
+    optionally date; finite values): whole numbers below 10¹⁶ written as integers with ``.0``, other values and texts
+    that JSON escapes encoded one by one, as ``json.dumps`` writes them."""
     if not len(columns[0]):
         return b""
     text = lambda value: pa.scalar(value, pa.large_string())
@@ -116,14 +116,15 @@ def _numbers(values: np.ndarray) -> pa.Array:
     return pc.replace_with_mask(texts, pa.array(~whole), pa.array(other, type=pa.large_string()))
 
 
-def _quoted(values: np.ndarray) -> pa.Array:
-    """Each text as a JSON string (``ensure_ascii=False``), None as null."""
-    texts = pa.array(values, type=pa.large_string())
-    escaped = pc.fill_null(pc.match_substring_regex(texts, _ESCAPED), False)
+def _quoted(texts: pa.Array) -> pa.Array:
+    """Each text (Arrow large strings) as a JSON string (``ensure_ascii=False``), null as null: between quotes,
+    or encoded one by one where JSON escapes it (looked for in the bytes of all the texts at once)."""
     quote = pa.scalar('"', pa.large_string())
     quoted = pc.binary_join_element_wise(quote, texts, quote, pa.scalar("", pa.large_string()))
-    if not pc.any(escaped).as_py():
+    data = texts.buffers()[2]
+    data = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, dtype=np.uint8)
+    if not ((data < 0x20) | (data == 0x22) | (data == 0x5C)).any():  # control characters, '"' and '\\'
         return quoted
-    mask = escaped.to_numpy(zero_copy_only=False)
-    encoded = [json.dumps(value, ensure_ascii=False) for value in values[mask].tolist()]
+    escaped = pc.fill_null(pc.match_substring_regex(texts, _ESCAPED), False)
+    encoded = [json.dumps(value, ensure_ascii=False) for value in texts.filter(escaped).to_pylist()]
     return pc.replace_with_mask(quoted, escaped, pa.array(encoded, type=pa.large_string()))
