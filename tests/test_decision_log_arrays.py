@@ -42,7 +42,8 @@ def _expected_references(decisions: pd.DataFrame, kind: str) -> dict[str, str]:
     for subtask, part in decisions.groupby("subtask", sort=True):
         known = part[~part["group"].str.contains("(?:^|_)unknown(?:_|$)", regex=True)]
         known = known if len(known) else part
-        out[str(subtask)] = str(selected_flags(known["value"], kind).groupby(known["group"]).mean().sort_index().idxmax())
+        rates = selected_flags(known["value"], kind).groupby(known["group"]).mean()
+        out[str(subtask)] = str(rates.sort_index().idxmax())
     return out
 
 

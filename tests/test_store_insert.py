@@ -1,7 +1,7 @@
 """The multi-row insert of recorded decisions (audit.store.database.insert_decisions) writes exactly the rows, values
 and SQLite types that one ``executemany`` row by row wrote: dated and undated, with missing applicant ids, a last
-statement shorter than the others, the applicant index (made by the first append, not at import) dropped and made
-again for a big part, and appended parts."""
+statement shorter than the others, values made block by block, the applicant index (made by the first append, not
+at import) dropped and made again for a big part, and appended parts."""
 from __future__ import annotations
 
 import sqlite3
@@ -72,6 +72,7 @@ def test_writes_what_executemany_wrote(tmp_path, count, dated):
 @pytest.mark.parametrize("indexed", [False, True])
 def test_appended_parts_and_the_rebuilt_index(tmp_path, monkeypatch, indexed):
     monkeypatch.setattr(database, "BULK_ROWS", 1000)  # the first part rebuilds an applicant index, the next do not
+    monkeypatch.setattr(database, "BLOCK_ROWS", 700)  # blocks of values that end inside a statement's rows
     parts = [_part(1500, dated=False), _part(600, first_pool=1000, dated=True, seed=1),
              _part(3, first_pool=2000, dated=False, seed=2)]
     made, indexes = _stored(tmp_path / "new.db", parts, insert_decisions, indexed=indexed)
@@ -94,6 +95,7 @@ def test_the_first_append_makes_the_applicant_index_and_finds_a_reused_id(tmp_pa
     with Store(db, create=False) as store:
         assert store.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'recorded_applicants'").fetchall()
     done = audit(*argv, "--data", tmp_path / "three.csv", "--append")
-    assert done.returncode == 2 and "row 1, column 'id': applicant 'a7' is already stored in the log 'ats'" in done.stderr
+    assert done.returncode == 2
+    assert "row 1, column 'id': applicant 'a7' is already stored in the log 'ats'" in done.stderr
     with Store(db, create=False) as store:
         assert store.db.execute("SELECT COUNT(*) FROM recorded_decisions").fetchone()[0] == 16

@@ -21,6 +21,7 @@ import os
 import sqlite3
 import stat
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,6 +100,7 @@ BULK_ROWS = 100_000  # decisions inserted at once from which the applicant index
 ROWS_PER_INSERT = 500
 """Decisions one ``INSERT`` statement writes (at most 6 bound values each, far below SQLite's 32,766): on a million
 decisions about twice as fast as ``executemany`` row by row (1.7 s against 3.4 s); much longer statements are slower."""
+BLOCK_ROWS = 100 * ROWS_PER_INSERT  # decisions made Python values at once by the insert
 
 
 Item = Union[str, tuple]  # what one result is stored under: a prompt key, or e.g. (prompt key, sample)
@@ -581,8 +583,10 @@ def save_recorded(db: sqlite3.Connection, model: str, task: str, outcome: str,
         system = db.execute("INSERT INTO recorded_systems (model, task, subtask, outcome) VALUES (?, ?, ?, ?)",
                             (*key, outcome)).lastrowid
         columns = decision_columns(in_order(part))
-        insert_columns(db, system, columns)
-        texts[(model, str(subtask))] = columns_text(model, str(subtask), columns)
+        with ThreadPoolExecutor(max_workers=1) as hasher:  # the text joined while SQLite writes (both free the GIL)
+            text = hasher.submit(columns_text, model, str(subtask), columns)
+            insert_columns(db, system, columns)
+            texts[(model, str(subtask))] = text.result()
     return texts
 
 
@@ -616,13 +620,9 @@ def insert_decisions(db: sqlite3.Connection, system: int, part: pd.DataFrame) ->
 
 
 def insert_columns(db: sqlite3.Connection, system: int, columns: list[np.ndarray | pa.Array]) -> None:
-    """:func:`insert_decisions` of the stored columns (:func:`decision_columns`) of some decisions."""
+    """:func:`insert_decisions` of the stored columns (:func:`decision_columns`) of some decisions, made Python
+    values block by block (:data:`BLOCK_ROWS` rows: the values of a million decisions never all at once)."""
     width, count = len(columns), len(columns[0])
-    table = np.empty((count, width), dtype=object)  # Python ints, floats and texts (None for null), row after row
-    for index, column in enumerate(columns):
-        table[:, index] = column.to_numpy(zero_copy_only=False) if isinstance(column, pa.Array) else column
-    values = table.ravel().tolist()
-    del table
     # the system (an integer) and a missing date written into the statement: fewer values bound per row
     row = f"({int(system)}, ?, ?, ?, ?, ?, {'?' if width == 6 else 'NULL'})"
     rebuild = count >= BULK_ROWS and db.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = "
@@ -630,16 +630,26 @@ def insert_columns(db: sqlite3.Connection, system: int, columns: list[np.ndarray
         and db.execute("SELECT COUNT(*) FROM recorded_decisions").fetchone()[0] < count
     if rebuild:
         db.execute("DROP INDEX IF EXISTS recorded_applicants")
-    step = ROWS_PER_INSERT * width
-    whole = len(values) - len(values) % step
     statement = "INSERT INTO recorded_decisions VALUES " + ", ".join([row] * ROWS_PER_INSERT)
-    for start in range(0, whole, step):
-        db.execute(statement, values[start:start + step])
-    if whole < len(values):
-        db.execute("INSERT INTO recorded_decisions VALUES " + ", ".join([row] * ((len(values) - whole) // width)),
-                   values[whole:])
+    for first in range(0, count, BLOCK_ROWS):
+        values = _python_values([column[first:first + BLOCK_ROWS] for column in columns])
+        step = ROWS_PER_INSERT * width
+        whole = len(values) - len(values) % step
+        for start in range(0, whole, step):
+            db.execute(statement, values[start:start + step])
+        if whole < len(values):
+            db.execute("INSERT INTO recorded_decisions VALUES " + ", ".join([row] * ((len(values) - whole) // width)),
+                       values[whole:])
     if rebuild:
         db.execute(APPLICANT_INDEX)
+
+
+def _python_values(columns: list[np.ndarray | pa.Array]) -> list:
+    """The values of ``columns`` as one list of Python ints, floats, texts and None, row after row."""
+    table = np.empty((len(columns[0]), len(columns)), dtype=object)
+    for index, column in enumerate(columns):
+        table[:, index] = column.to_numpy(zero_copy_only=False) if isinstance(column, pa.Array) else column
+    return table.ravel().tolist()
 
 
 def _migrate(db: sqlite3.Connection, from_version: int) -> None:
