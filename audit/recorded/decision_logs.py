@@ -322,11 +322,14 @@ def _references(path: Path, decisions: pd.DataFrame, kind: str, given: str | Non
     unknown = re.compile(f"(?:^|_){UNKNOWN}(?:_|$)")
     known = ~np.array([bool(unknown.search(name)) for name in groups])[group]
     used = known | (np.bincount(subtask[known], minlength=len(names)) == 0)[subtask]  # else every row of the subtask
-    rows = pd.DataFrame({"subtask": subtask[used], "group": group[used], "value": decisions["value"].to_numpy()[used]})
+    values = decisions["value"][used]
     if kind == "score":  # above the median of the subtask's scores
-        rows["flag"] = rows["value"] > rows.groupby("subtask")["value"].transform("median")
+        flags = values.to_numpy() > values.groupby(subtask[used]).transform("median").to_numpy()
     else:
-        rows["flag"] = selected_flags(rows["value"], kind)
-    rates = rows.groupby(["subtask", "group"])["flag"].mean().rename("rate").reset_index()
-    best = rates.sort_values(["subtask", "rate", "group"], ascending=[True, False, True]).drop_duplicates("subtask")
-    return {names[s]: groups[g] for s, g in zip(best["subtask"], best["group"])}, "most-selected"
+        flags = selected_flags(values, kind).to_numpy()
+    pairs, pair = np.unique(subtask[used] * len(groups) + group[used], return_inverse=True)  # (subtask, group)
+    rates = np.bincount(pair, weights=flags) / np.bincount(pair)
+    pair_subtask, pair_group = pairs // len(groups), pairs % len(groups)
+    order = np.lexsort((pair_group, -rates, pair_subtask))  # by subtask, the highest rate first, then by name
+    first = order[np.r_[True, pair_subtask[order][1:] != pair_subtask[order][:-1]]]
+    return {names[s]: groups[g] for s, g in zip(pair_subtask[first], pair_group[first])}, "most-selected"
