@@ -89,3 +89,12 @@ def test_a_reference_missing_from_one_subtask_is_named(tmp_path):
     with pytest.raises(AuditError, match=re.escape("the spec's reference 'F_W' is not a category of subtask 'ops': "
                                                    "F_B, M_B, unknown_B")):
         read_log(tmp_path / "log.csv", load_log_spec(tmp_path / "log.yaml"))
+
+
+def test_a_reference_of_no_subtask_names_the_first(tmp_path):
+    frame = _log(0, "selected").assign(sex="F", race="A")
+    frame.to_csv(tmp_path / "log.csv", index=False)
+    (tmp_path / "log.yaml").write_text(SPEC + "reference: M_Z\n")
+    with pytest.raises(AuditError, match=re.escape("the spec's reference 'M_Z' is not a category of subtask 'eng': "
+                                                   "F_A")):
+        read_log(tmp_path / "log.csv", load_log_spec(tmp_path / "log.yaml"))
