@@ -631,9 +631,9 @@ def insert_columns(db: sqlite3.Connection, system: int, columns: list[np.ndarray
     if rebuild:
         db.execute("DROP INDEX IF EXISTS recorded_applicants")
     statement = "INSERT INTO recorded_decisions VALUES " + ", ".join([row] * ROWS_PER_INSERT)
+    step = ROWS_PER_INSERT * width
     for first in range(0, count, BLOCK_ROWS):
         values = _python_values([column[first:first + BLOCK_ROWS] for column in columns])
-        step = ROWS_PER_INSERT * width
         whole = len(values) - len(values) % step
         for start in range(0, whole, step):
             db.execute(statement, values[start:start + step])
