@@ -1,7 +1,7 @@
 """The run record of ``python -m audit import --format decisions`` names the data hash of the task made from the
 decisions just written (no second read of the store): equal to :func:`audit.store.database.data_hash` computed from
 the store afterwards, for a first log, a second log of another system in the same task (ranks, dates, texts that
-JSON escapes, fractional scores) and a log imported again."""
+JSON escapes, fractional scores) and a log imported again; the summary line counts its subtasks and pools."""
 from __future__ import annotations
 
 import json
@@ -36,6 +36,8 @@ def test_the_recorded_hash_is_the_stores(tmp_path):
         done = audit("import", "--format", "decisions", "--data", data, "--spec", spec_path, "--task", "hiring",
                      "--label", label, "--db", db)
         assert done.returncode == 0, done.stderr
+        subtasks, pools = (1, 10) if name == "ranks" else (2, 2)  # no pool column: one pool per subtask
+        assert f": {subtasks} subtask(s), {pools} pool(s); dates" in done.stdout
         with Store(db, create=False) as store:
             reads = json.loads(trail(store)["reads"].iloc[-1])
             assert len(trail(store)) == count
