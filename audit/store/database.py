@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, Union
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from audit.design import AuditDesign
 from audit.errors import AuditError
@@ -601,14 +602,19 @@ def in_order(part: pd.DataFrame) -> pd.DataFrame:
 
 def decision_columns(part: pd.DataFrame) -> list[np.ndarray | pa.Array]:
     """The values :func:`insert_decisions` stores for ``part`` (columns of :func:`save_recorded`), column by column:
-    pool and position (NumPy integers), group (Arrow text), value (NumPy floats), applicant (Arrow text, null where
-    missing) and, where some decision has one, date (Arrow text, null where missing)."""
-    text = lambda column: pa.array(column.astype("string"), type=pa.large_string())
+    pool and position (NumPy integers), group (Arrow text, dictionary-encoded: a few categories), value (NumPy
+    floats), applicant (Arrow text, null where missing) and, where some decision has one, date (Arrow text,
+    dictionary-encoded, null where missing)."""
+    def text(column: pd.Series) -> pa.Array:
+        array = pa.array(column.astype("string"), type=pa.large_string())
+        return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+
     columns = [part["pool"].to_numpy(dtype=np.int64), part["position"].to_numpy(dtype=np.int64),
-               text(part["group"].astype(str)), part["value"].to_numpy(dtype=float), text(part["applicant"])]
+               text(part["group"].astype(str)).dictionary_encode(), part["value"].to_numpy(dtype=float),
+               text(part["applicant"])]
     if "date" in part and bool(part["date"].notna().any()):
-        columns.append(text(part["date"]))
-    return [column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column for column in columns]
+        columns.append(text(part["date"]).dictionary_encode())
+    return columns
 
 
 def insert_decisions(db: sqlite3.Connection, system: int, part: pd.DataFrame) -> None:
@@ -648,6 +654,9 @@ def _python_values(columns: list[np.ndarray | pa.Array]) -> list:
     """The values of ``columns`` as one list of Python ints, floats, texts and None, row after row."""
     table = np.empty((len(columns[0]), len(columns)), dtype=object)
     for index, column in enumerate(columns):
+        if isinstance(column, pa.DictionaryArray):  # one Python text per category, None at the end for null
+            texts = np.array([*column.dictionary.to_pylist(), None], dtype=object)
+            column = texts[pc.fill_null(column.indices, len(texts) - 1).to_numpy()]
         table[:, index] = column.to_numpy(zero_copy_only=False) if isinstance(column, pa.Array) else column
     return table.ravel().tolist()
 

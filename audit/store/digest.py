@@ -117,8 +117,11 @@ def _numbers(values: np.ndarray) -> pa.Array:
 
 
 def _quoted(texts: pa.Array) -> pa.Array:
-    """Each text (Arrow large strings) as a JSON string (``ensure_ascii=False``), null as null: between quotes,
-    or encoded one by one where JSON escapes it (looked for in the bytes of all the texts at once)."""
+    """Each text (Arrow large strings, or dictionary-encoded: each category quoted once) as a JSON string
+    (``ensure_ascii=False``), null as null: between quotes, or encoded one by one where JSON escapes it (looked for in
+    the bytes of all the texts at once)."""
+    if isinstance(texts, pa.DictionaryArray):
+        return _quoted(texts.dictionary).take(texts.indices)
     quote = pa.scalar('"', pa.large_string())
     quoted = pc.binary_join_element_wise(quote, texts, quote, pa.scalar("", pa.large_string()))
     data = texts.buffers()[2]
