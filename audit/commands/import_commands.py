@@ -75,11 +75,11 @@ def _import_decisions(args: argparse.Namespace) -> int:
     if args.append:
         return _append(args, log, label)
     with Store(args.db) as store, recording(store, "import", cli_options(args)) as run:
-        fingerprint = import_log(store, log, args.task, label)
-        run.reads = {"source_sha256": log.digest, **data_reads(store, args.task)}
-    pools = log.decisions.groupby(["subtask", "pool"]).ngroups
+        fingerprint, texts = import_log(store, log, args.task, label)
+        run.reads = {"source_sha256": log.digest, **data_reads(store, args.task, known=texts)}
+    pools = int((log.decisions["position"] == 0).sum())  # each pool's first decision (no grouping of 1M rows)
     print(f"imported {log.rows} decisions ({log.outcome}) of {label!r} ({fingerprint}) into task {args.task!r} of "
-          f"{args.db}: {log.decisions['subtask'].nunique()} subtask(s), {pools} pool(s); dates "
+          f"{args.db}: {len(log.references)} subtask(s), {pools} pool(s); dates "
           f"{log.first_date or '(none)'} to {log.last_date or '(none)'}; source sha256 {log.digest}")
     print("unknown category (missing or 'unknown'; counted, left out of that grouping's rates): "
           + ", ".join(f"{column} {count}" for column, count in log.unknown.items()))

@@ -10,19 +10,20 @@ import os
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from audit.design import WHOLE, PoolDesign
-from audit.engine.tables import StoreTables
 from audit.enums import Mode
 from audit.errors import AuditError
 from audit.store.database import Store
 from audit.store.output import csv_text, restore, write_atomic
 from audit.bounded import check_columns, check_line_rows, check_text, read_bytes, read_parquet
-from audit.tasks.designs import declared_design
-from audit.tasks.recorded import read_as_pointwise
+
+if TYPE_CHECKING:
+    from audit.engine.tables import StoreTables
 
 MAX_TABLE_ROWS = 5_000_000
 MAX_TABLE_BYTES = 1 << 30
@@ -57,6 +58,8 @@ def read_table_file(path: str, what: str) -> pd.DataFrame:
     """A CSV or Parquet file as a DataFrame (id and group columns as text; recorded systems' rows, exported as
     ``recorded ranking`` or ``decision log``, read back as the pointwise scores they are inside the tool); an
     AuditError if it cannot be read."""
+    from audit.tasks.recorded import read_as_pointwise  # here, not above: a command that reads no table starts faster
+
     suffix = Path(path).suffix.lower()
     if suffix not in (".csv", ".parquet", ".pq"):
         raise AuditError(f"{what} {path}: unsupported file type {suffix or '(none)'!r}; use .csv or .parquet")
@@ -93,6 +96,9 @@ def tables_from(args: argparse.Namespace, *, pools: str | None = "per-group", wh
     """The tables a command reads: the store's (``--db``, read once), or the ``--scores`` file's (with ``--pairs``
     where the command takes it), each (task, subtask) under its declared design with ``pools`` (None: the declared
     pools). ``whole``: a file's pointwise rows only, their group codes compared whole (no groupings, no names)."""
+    from audit.engine.tables import StoreTables  # here, not above: the tasks' modules, only for a command that reads
+    from audit.tasks.designs import declared_design
+
     scores, pairs = getattr(args, "scores", None), getattr(args, "pairs", None)
     if (args.db is None) == (scores is None):
         raise AuditError("give exactly one of --db (a result store) and --scores (a score table)")

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy.special import betaincc
 
 from audit.errors import AuditError
 
@@ -45,6 +44,8 @@ def pearson(x, y) -> tuple[float, float, int]:
     x, y = x[keep], y[keep]
     if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return float("nan"), float("nan"), int(x.size)
+    from scipy.special import betaincc  # here, not above: importing the metrics loads no SciPy
+
     r = float(np.clip(np.vecdot(_unit(x), _unit(y)), -1.0, 1.0))
     return r, float(2 * betaincc(x.size / 2 - 1, x.size / 2 - 1, (abs(r) + 1) / 2)), int(x.size)
 

@@ -12,6 +12,7 @@ import csv
 import hashlib
 import io
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from pyarrow import csv as pa_csv
 from audit.errors import AuditError
 from audit.metrics.ll144 import UNKNOWN, unknown_mask
 from audit.store.recorded import OUTCOMES
+from audit.recorded.log_arrays import Pools, distinct, join_texts, sorted_codes
 from audit.recorded.log_spec import LogSpec
 from audit.bounded import (MAX_COLUMNS, MAX_HEADER_BYTES, check_columns, check_line_rows, check_text, column_list,
                             csv_fields, read_bytes, read_parquet)
@@ -176,9 +178,8 @@ def read_log(path: str | Path, spec: LogSpec) -> DecisionLog:
     applicant = _text(frame[spec.applicant])
     if (applicant == "").any():
         raise _fail(path, _first(applicant == ""), spec.applicant, "missing applicant id")
-    repeated = applicant.duplicated()
-    if repeated.any():
-        row = _first(repeated)
+    if not distinct(applicant):
+        row = _first(applicant.duplicated())
         earlier = _first(applicant == applicant.iloc[row])
         raise _fail(path, row, spec.applicant, f"applicant {applicant.iloc[row]!r} also on row {earlier + 1}")
     parts, unknown = [], {}
@@ -193,23 +194,23 @@ def read_log(path: str | Path, spec: LogSpec) -> DecisionLog:
                         "the parts of an intersectional code); rename the category")
         parts.append(values)
         unknown[column] = int(missing.sum())
-    group = parts[0].str.cat(parts[1:], sep="_") if len(parts) > 1 else parts[0]
+    group = join_texts(parts, "_")
     subtask = _text(frame[spec.subtask]) if spec.subtask else pd.Series(DEFAULT_SUBTASK, index=frame.index)
     pool = _text(frame[spec.pool]) if spec.pool else pd.Series("", index=frame.index)
     for role, column, values in (("subtask", spec.subtask, subtask), ("pool", spec.pool, pool)):
         if column and (values == "").any():
             raise _fail(path, _first(values == ""), column, f"missing {role}")
     value = _values(path, frame[outcome_column], kind, outcome_column)
-    codes = pd.Series(pd.factorize(pool, sort=True)[0], index=frame.index)
+    subtasks, (codes, _) = sorted_codes(subtask), sorted_codes(pool)
+    pools = Pools.of(subtasks[0] * (int(codes.max()) + 1) + codes)
     decisions = pd.DataFrame({"subtask": subtask, "pool": codes, "group": group, "value": value,
-                              "applicant": applicant})
-    decisions["position"] = decisions.groupby(["subtask", "pool"], sort=False).cumcount()
-    if kind == "rank":
+                              "applicant": applicant, "position": pools.position}, index=frame.index)
+    if kind == "rank" and not pools.ranked(value.to_numpy()):
         _check_ranks(path, decisions, pool, outcome_column)
     decisions["date"] = _dates(path, frame, spec.date)
     known = decisions["date"].dropna()
     first, last = (known.min(), known.max()) if len(known) else ("", "")
-    references, comparison = _references(path, decisions, kind, spec.reference)
+    references, comparison = _references(path, decisions, kind, spec.reference, subtasks)
     return DecisionLog(path, spec, kind, decisions, references, comparison, unknown, digest, len(frame), first, last)
 
 
@@ -302,20 +303,33 @@ def selected_flags(values: pd.Series, kind: str, *, k: int = 1) -> pd.Series:
     return (values <= k).astype(int)
 
 
-def _references(path: Path, decisions: pd.DataFrame, kind: str, given: str | None) -> tuple[dict[str, str], str]:
-    """Subtask → reference category: ``given`` (checked against the groups), else the most-selected known group
-    (top-1 share for ranks)."""
-    out = {}
-    for subtask, part in decisions.groupby("subtask", sort=True):
-        groups = sorted(part["group"].unique())
-        if given is not None:
-            if given not in groups:
-                raise AuditError(f"{path}: the spec's reference {given!r} is not a category of subtask {subtask!r}: "
-                                 f"{', '.join(groups)}")
-            out[str(subtask)] = given
-            continue
-        known = part[~part["group"].str.contains(f"(?:^|_){UNKNOWN}(?:_|$)", regex=True)]
-        known = known if len(known) else part
-        rates = selected_flags(known["value"], kind).groupby(known["group"]).mean()
-        out[str(subtask)] = str(rates.sort_index().idxmax())
-    return out, "reference" if given is not None else "most-selected"
+def _references(path: Path, decisions: pd.DataFrame, kind: str, given: str | None,
+                subtasks: tuple[np.ndarray, list[str]]) -> tuple[dict[str, str], str]:
+    """Subtask → reference category: ``given`` (checked against each subtask's groups), else the most-selected known
+    group of the subtask (top-1 share for ranks; the first in sorted order where rates tie). ``subtasks``: each row's
+    subtask code and the subtasks in sorted order (:func:`audit.recorded.log_arrays.sorted_codes`)."""
+    subtask, names = subtasks
+    group, groups = sorted_codes(decisions["group"])
+    if given is not None:
+        holding = np.zeros(len(names), dtype=bool)
+        holding[subtask[group == groups.index(given)] if given in groups else []] = True
+        if not holding.all():
+            lacking = int(np.argmin(holding))
+            present = ", ".join(groups[code] for code in np.unique(group[subtask == lacking]))
+            raise AuditError(f"{path}: the spec's reference {given!r} is not a category of subtask "
+                             f"{names[lacking]!r}: {present}")
+        return dict.fromkeys(names, given), "reference"
+    unknown = re.compile(f"(?:^|_){UNKNOWN}(?:_|$)")
+    known = ~np.array([bool(unknown.search(name)) for name in groups])[group]
+    used = known | (np.bincount(subtask[known], minlength=len(names)) == 0)[subtask]  # else every row of the subtask
+    values = decisions["value"][used]
+    if kind == "score":  # above the median of the subtask's scores
+        flags = values.to_numpy() > values.groupby(subtask[used]).transform("median").to_numpy()
+    else:
+        flags = selected_flags(values, kind).to_numpy()
+    pairs, pair = np.unique(subtask[used] * len(groups) + group[used], return_inverse=True)  # (subtask, group)
+    rates = np.bincount(pair, weights=flags) / np.bincount(pair)
+    pair_subtask, pair_group = pairs // len(groups), pairs % len(groups)
+    order = np.lexsort((pair_group, -rates, pair_subtask))  # by subtask, the highest rate first, then by name
+    first = order[np.r_[True, pair_subtask[order][1:] != pair_subtask[order][:-1]]]
+    return {names[s]: groups[g] for s, g in zip(pair_subtask[first], pair_group[first])}, "most-selected"

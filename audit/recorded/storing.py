@@ -80,9 +80,10 @@ def log_fingerprint(log: DecisionLog) -> str:
     return FINGERPRINT_PREFIX + hashlib.sha256(f"{log.digest}\0{log.spec.canonical()}".encode()).hexdigest()[:16]
 
 
-def import_log(store: Store, log: DecisionLog, task: str, label: str) -> str:
+def import_log(store: Store, log: DecisionLog, task: str, label: str) -> tuple[str, dict[tuple[str, str], bytes]]:
     """Write a checked decision log into ``store`` under ``task`` as the system ``label`` (one transaction, with
-    its source as the fingerprint and one audit design per subtask); returns the fingerprint."""
+    its source as the fingerprint and one audit design per subtask); returns the fingerprint and the hashed text of
+    each system written (:func:`audit.store.database.save_recorded`: the run record's ``known``)."""
     fingerprint = log_fingerprint(log)
     details = {"kind": "decision log", "source": log.path.name, "source_sha256": log.digest, "rows": log.rows,
                "first_date": log.first_date, "last_date": log.last_date, "outcome": log.outcome,
@@ -93,10 +94,10 @@ def import_log(store: Store, log: DecisionLog, task: str, label: str) -> str:
         store.check_importable(task)
         store.check_label(fingerprint, label)
         save_model(db, fingerprint, label, details)
-        save_recorded(db, fingerprint, task, log.outcome, log.decisions)
+        texts = save_recorded(db, fingerprint, task, log.outcome, log.decisions)
         for subtask in log.references:
             _save_design(db, log, task, subtask)
-    return fingerprint
+    return fingerprint, texts
 
 
 def _save_design(db: sqlite3.Connection, log: DecisionLog, task: str, subtask: str) -> None:

@@ -6,10 +6,14 @@ of the primary key: pool, then position); Arrow splits them and joins each row's
 text needs JSON escaping (a quote, a backslash, a control character) or a value is not a whole number below 10¹⁶
 (Python writes those as ``1e+16`` or with decimals), :func:`rows_text` returns None and the caller encodes the rows
 one by one.
+
+At import the same text is made from the decisions just written (:func:`columns_text`, from the columns
+:func:`audit.store.database.decision_columns` stores), so the run record's hash needs no second read of the store.
 """
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 
 import numpy as np
@@ -77,3 +81,53 @@ def _flags(joined: str) -> pa.Array:
 def _escaped(text: str) -> bool:
     """Whether JSON writes ``text`` other than between two quotes as it is."""
     return json.dumps(text, ensure_ascii=False) != f'"{text}"'
+
+
+def columns_text(model: str, subtask: str, columns: list[np.ndarray | pa.Array]) -> bytes:
+    """The hashed text of :func:`rows_text` made from the stored ``columns`` of one system's decisions in pool and
+    position order (:func:`audit.store.database.decision_columns`: pool, position, group, value, applicant and
+    optionally date; finite values): whole numbers below 10¹⁶ written as integers with ``.0``, other values and texts
+    that JSON escapes encoded one by one, as ``json.dumps`` writes them."""
+    if not len(columns[0]):
+        return b""
+    text = lambda value: pa.scalar(value, pa.large_string())
+    head = f"[{json.dumps(model, ensure_ascii=False)}, {json.dumps(subtask, ensure_ascii=False)}, "
+    parts = [text(head), _integers(columns[0]), text(", "), _integers(columns[1]), text(", "), _quoted(columns[2]),
+             text(", "), _numbers(columns[3]), text(", "), pc.fill_null(_quoted(columns[4]), text("null"))]
+    if len(columns) > 5:  # a date where the decision has one (a row without is hashed as before dates were stored)
+        parts.append(pc.fill_null(pc.binary_join_element_wise(text(", "), _quoted(columns[5]), text("")), text("")))
+    lines = pc.binary_join_element_wise(*parts, text("]\n"), text(""))
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64)[lines.offset:lines.offset + len(lines) + 1]
+    return memoryview(lines.buffers()[2])[offsets[0]:offsets[-1]].tobytes()
+
+
+def _integers(values: np.ndarray) -> pa.Array:
+    return pc.cast(pa.array(values, type=pa.int64()), pa.large_string())
+
+
+def _numbers(values: np.ndarray) -> pa.Array:
+    """Each float as JSON writes it (``repr``; ``Infinity`` for an infinite one)."""
+    whole = (values == np.floor(values)) & (np.abs(values) < 1e16)
+    texts = pc.binary_join_element_wise(_integers(np.where(whole, values, 0).astype(np.int64)),
+                                        pa.scalar(".0", pa.large_string()), pa.scalar("", pa.large_string()))
+    if whole.all():
+        return texts
+    other = [repr(value) if math.isfinite(value) else json.dumps(value) for value in values[~whole].tolist()]
+    return pc.replace_with_mask(texts, pa.array(~whole), pa.array(other, type=pa.large_string()))
+
+
+def _quoted(texts: pa.Array) -> pa.Array:
+    """Each text (Arrow large strings, or dictionary-encoded: each category quoted once) as a JSON string
+    (``ensure_ascii=False``), null as null: between quotes, or encoded one by one where JSON escapes it (looked for in
+    the bytes of all the texts at once)."""
+    if isinstance(texts, pa.DictionaryArray):
+        return _quoted(texts.dictionary).take(texts.indices)
+    quote = pa.scalar('"', pa.large_string())
+    quoted = pc.binary_join_element_wise(quote, texts, quote, pa.scalar("", pa.large_string()))
+    data = texts.buffers()[2]
+    data = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, dtype=np.uint8)
+    if not ((data < 0x20) | (data == 0x22) | (data == 0x5C)).any():  # control characters, '"' and '\\'
+        return quoted
+    escaped = pc.fill_null(pc.match_substring_regex(texts, _ESCAPED), False)
+    encoded = [json.dumps(value, ensure_ascii=False) for value in texts.filter(escaped).to_pylist()]
+    return pc.replace_with_mask(quoted, escaped, pa.array(encoded, type=pa.large_string()))

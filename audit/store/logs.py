@@ -7,6 +7,8 @@ import json
 import sqlite3
 import time
 
+from audit.store.database import APPLICANT_INDEX
+
 
 def save_model(db: sqlite3.Connection, fingerprint: str, label: str, details: dict) -> None:
     """Store (or replace) the system's model row: its fingerprint, label and details, registered now."""
@@ -49,7 +51,9 @@ def next_position(db: sqlite3.Connection, system: int) -> int:
 
 
 def stored_applicants(db: sqlite3.Connection, systems: list[int], ids: list[str]) -> set[str]:
-    """Those of ``ids`` already stored for one of ``systems`` (looked up by index, at most 900 ids a query)."""
+    """Those of ``ids`` already stored for one of ``systems`` (looked up by the applicant index, made here by the
+    first append; at most 900 ids a query)."""
+    db.execute(APPLICANT_INDEX)
     marks, stored = ",".join("?" * len(systems)), set()
     for start in range(0, len(ids), 900):
         chunk = ids[start:start + 900]

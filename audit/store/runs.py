@@ -166,9 +166,11 @@ def record_report(path: str, action: str, options: Mapping[str, object], build: 
     raise AuditError(f"result store {path}: other runs kept being recorded while the report was built; build it again")
 
 
-def data_reads(store: Store, task: str, subtasks: Sequence[str] = (), labels: Sequence[str] = ()) -> dict:
+def data_reads(store: Store, task: str, subtasks: Sequence[str] = (), labels: Sequence[str] = (),
+               known: Mapping[tuple[str, str], bytes] | None = None) -> dict:
     """What a run of ``task`` read, by fingerprint: each system (``labels``, default every system of the task) and
-    the SHA-256 of the task's data in ``subtasks`` (default all) as :func:`audit.store.database.data_hash` computes it."""
+    the SHA-256 of the task's data in ``subtasks`` (default all) as :func:`audit.store.database.data_hash` computes it
+    (with the texts ``known`` of the systems just written)."""
     db = store.db
     subtasks = list(subtasks) or [row[0] for row in db.execute(
         "SELECT subtask FROM candidates WHERE task = ? UNION SELECT subtask FROM recorded_systems WHERE task = ? "
@@ -179,7 +181,7 @@ def data_reads(store: Store, task: str, subtasks: Sequence[str] = (), labels: Se
         "ORDER BY label", (task, task, task)).fetchall())
     if labels:
         systems = {label: fingerprint for label, fingerprint in systems.items() if label in set(labels)}
-    digest, rows, _ = data_hash(store, task, subtasks)
+    digest, rows, _ = data_hash(store, task, subtasks, known)
     return {"task": task, "subtasks": subtasks, "systems": systems, "data_sha256": digest, "data_rows": rows}
 
 
