@@ -165,7 +165,7 @@ def _later(work: Callable[[_Session], Awaitable[_T]]) -> Callable[[], _T]:
         except Exception as exc:  # noqa: BLE001 - choreographer raises several types when Chrome is missing or fails
             said = " ".join(str(part) for part in exc.args)  # choreographer's errors hold several sentences
             cause = said.splitlines()[0] if said.strip() else type(exc).__name__
-        opened = session.opened.done() and not session.opened.exception()
+        opened = session.opened.done() and not session.opened.cancelled() and session.opened.exception() is None
         status = _exit_status(session)
         if status is not None and opened:
             _fail(session, f"the headless browser ended while it worked (exit status {status}: killed or crashed); "
