@@ -20,7 +20,7 @@ from audit.run.scoring import BatchJob
 from audit.errors import AuditError
 from audit.store.database import Store
 from audit.tasks import get_task
-from served import VLLM_PYTHON, needs_vllm
+from served import VLLM_PYTHON, VLLM_TEST_ENV, needs_vllm
 from test_cairo_run import toy_run
 from vllm_scoring import two_applicants
 
@@ -70,7 +70,7 @@ def on_vllm(tmp_path_factory) -> tuple[Path, Path, dict]:
     out, db = folder / "vllm.json", folder / "vllm.db"
     run = subprocess.run([str(VLLM_PYTHON), str(ROOT / "tests" / "vllm_scoring.py"), str(db), str(out), "--",
                           *cairo_args, "--backend", "vllm", "--seeds", "2"],
-                         cwd=ROOT, env={**ENV, "VLLM_CPU_KVCACHE_SPACE": "1"}, capture_output=True, text=True,
+                         cwd=ROOT, env={**ENV, **VLLM_TEST_ENV}, capture_output=True, text=True,
                          timeout=1200)
     assert run.returncode == 0, run.stderr[-3000:]
     return db, cairo_db, json.loads(out.read_text())
