@@ -13,13 +13,15 @@ from pathlib import Path
 
 import pytest
 from helpers import Done, audit
+from loan_spec import write_loans
 
 from audit.backend import api
 from audit.backend.api import api_ref
 from audit.backend.protocol import Backend
 from audit.backend.spec import BackendSpec, load_backend
 from audit.store.database import Store
-from audit.tasks import get_task, study
+from audit.tasks import study
+from audit.tasks.custom import custom_task
 from served import KINDS, NAME, VLLM_PYTHON, VLLM_TEST_FLAGS, free_port, needs_vllm, served, served_here
 from tests.test_listwise import DEMO, cli
 
@@ -52,17 +54,29 @@ def keys(monkeypatch) -> None:
         monkeypatch.setenv(name, ENV[name])
 
 
-def score(db: Path, *args: str, model: str = f"openai:{NAME}") -> Done:
-    return audit("score", "--subtask", "retail", "--limit", "1", "--db", str(db), "--model", model, *args)
+@pytest.fixture(scope="module")
+def loans(tmp_path_factory) -> tuple[Path, Path]:
+    """(data, spec) of the client's task: eight one-line loan applications (what the client sends and stores
+    is the same whatever the prompts say; resume prompts would cost minutes of CPU per server for nothing more)."""
+    return write_loans(tmp_path_factory.mktemp("loans"))
+
+
+@pytest.fixture
+def score(loans):
+    """``python -m audit score`` of the loan task into a store, against ``--model`` (the served model by default)."""
+    def run(db: Path, *args: str, model: str = f"openai:{NAME}") -> Done:
+        return audit("score", "--task", "custom", "--subtask", "default", "--data", str(loans[0]), "--spec",
+                     str(loans[1]), "--db", str(db), "--model", model, *args)
+    return run
 
 
 @pytest.fixture(scope="module")
-def in_process(smollm) -> tuple[list, list, list]:
+def in_process(smollm, loans) -> tuple[list, list, list]:
     """(pointwise prompts, pairwise prompts, the in-process backend's answers to both): computed once for the
     module's two servers."""
-    task = get_task("resume", "retail")
-    prompts = [task.pointwise_prompt(c) for c in task.candidates(1)][:4]
-    first, second = task.candidates(1)[:2]
+    task = custom_task("default", *loans)
+    prompts = [task.pointwise_prompt(c) for c in task.candidates()][:4]
+    first, second = task.candidates()[:2]
     pairs = [task.pairwise_prompt(first, second), task.pairwise_prompt(second, first)]
     return prompts, pairs, [smollm.label_probabilities(prompts, ["Yes", "No"]), smollm.generate(pairs)]
 
@@ -83,7 +97,7 @@ def test_pointwise_and_pairwise_equal_the_in_process_backend(url, kind, smollm, 
         ref.fingerprint)
 
 
-def test_a_server_killed_mid_run_leaves_finished_batches_and_a_rerun_completes(tmp_path):
+def test_a_server_killed_mid_run_leaves_finished_batches_and_a_rerun_completes(tmp_path, score):
     """The client's side of a server's death (vLLM or any other: the client cannot tell them apart, so the built-in
     server plays it, in a thread): the server answers two batches, drops the third request unanswered and closes its
     port; the run stops with one error line and the finished batches stored; a rerun against the revived server
@@ -106,7 +120,8 @@ def test_a_server_killed_mid_run_leaves_finished_batches_and_a_rerun_completes(t
     assert f"{planned - 2} scored, 2 cached" in rerun.stdout
 
 
-def test_misconfigurations_give_one_clear_error_and_leave_the_store_untouched(url, kind, tmp_path, monkeypatch):
+def test_misconfigurations_give_one_clear_error_and_leave_the_store_untouched(url, kind, tmp_path, monkeypatch,
+                                                                               score):
     db = tmp_path / "results.db"
     with Store(db) as store:
         before = store.row_counts()
@@ -138,11 +153,11 @@ def test_misconfigurations_give_one_clear_error_and_leave_the_store_untouched(ur
 
 
 @pytest.mark.parametrize("kind", [ONE_KIND], indirect=True)
-def test_the_api_key_appears_nowhere(url, tmp_path):
+def test_the_api_key_appears_nowhere(url, tmp_path, score):
     """The client's side (what it stores, prints and writes), checked against one server: vLLM where installed."""
     db = tmp_path / "results.db"
     runs = [score(db, "--base-url", url, *KEYED),
-            score(db, "--base-url", url, *KEYED, "--mode", "pairwise", "--rounds", "1", "--batch-size", "2",
+            score(db, "--base-url", url, *KEYED, "--mode", "pairwise", "--rounds", "4", "--batch-size", "2",
                   "--concurrency", "1", "--max-requests", "4")]
     assert runs[0].returncode == 0, runs[0].stderr
     assert runs[1].returncode == 2 and runs[1].stderr.strip().splitlines()[-1].startswith(
@@ -165,21 +180,22 @@ def test_vllm_serve_through_the_api_runs_the_generate_reading(url, tmp_path: Pat
     tokens) is prefilled in one chunk: vLLM's CPU runner fails on a seeded request whose prefill is chunked ("CPU
     Generator does not use offset"); ``--backend vllm`` in process prefills up to ``CPU_PREFILL_TOKENS`` at once on
     CPU for the same reason. Replies are cut at 48 tokens (the study's 500 took over 300 s a reply on a slow, loaded
-    CI machine): the test is about the wiring, and a cut reply is read as the study's parser reads it."""
+    CI machine), and one ranking is asked for: the test is about the wiring, and a cut reply is read as the study's
+    parser reads it."""
     db = tmp_path / "demo.db"
     shutil.copy(DEMO, db)
     code, out, err = cli("score", "--task", study.TASK, "--mode", "listwise", "--model", f"openai:{NAME}",
-                         "--base-url", url, *KEYED, "--rankings", "2", "--max-tokens", "48", "--subtask", "retail",
+                         "--base-url", url, *KEYED, "--rankings", "1", "--max-tokens", "48", "--subtask", "retail",
                          "--db", str(db))
-    assert "2 prompts, 2 scored" in out, err
+    assert "1 prompts, 1 scored" in out, err
     unreadable = int(out.split("(no name mentioned; left out): ")[1].split(" of")[0])
-    assert code == (2 if unreadable == 2 else 0), err  # every reply unreadable: nothing to audit, an error
+    assert code == (2 if unreadable == 1 else 0), err  # every reply unreadable: nothing to audit, an error
     with Store(db, create=False) as store:
         systems = store.recorded_systems()
         replies = store.query("SELECT answer FROM choice_results WHERE method = 'listwise-generate'")
-    assert len(replies) == 2 and all(isinstance(reply, str) for reply in replies["answer"])
+    assert len(replies) == 1 and all(isinstance(reply, str) for reply in replies["answer"])
     mine = systems[systems["model"] == f"openai:{NAME} listwise-generate"]
-    assert (mine["pools"].sum() if len(mine) else 0) == 2 - unreadable
+    assert (mine["pools"].sum() if len(mine) else 0) == 1 - unreadable
 
 
 def test_run_page_takes_an_api_model_and_reports_an_unreachable_url(monkeypatch, tmp_path):

@@ -105,7 +105,7 @@ def test_in_order_ranker_through_the_api(store: Path, ranker: str) -> None:
 
 # each SmolLM2 ranking is one 2.5k-token prompt (≈ 13 CPU s for the likelihood reading and its full order; the
 # generate reading's replies are cut at 48 tokens, so its cost is the prompt's prefill): few rankings, on CI's time
-RANKINGS = 3  # likelihood-reading rankings: more than one pool, so the stored pools are counted
+RANKINGS = 2  # likelihood-reading rankings: more than one pool, so the stored pools are counted
 GENERATED = 1  # generate-reading rankings: each a sampled 48-token reply to a 2.5k-token prompt
 
 

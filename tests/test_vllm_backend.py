@@ -19,7 +19,7 @@ from audit.backend.vllm_backend import vllm_ref
 from audit.run.scoring import BatchJob
 from audit.errors import AuditError
 from audit.store.database import Store
-from audit.tasks import get_task
+from audit.tasks.custom import custom_task
 from served import VLLM_PYTHON, VLLM_TEST_ENV, needs_vllm
 from test_cairo_run import toy_run
 from vllm_scoring import two_applicants
@@ -80,8 +80,8 @@ def on_vllm(tmp_path_factory) -> tuple[Path, Path, dict]:
 def test_vllm_scores_like_transformers_in_the_store_shapes(on_vllm, smollm_ref, smollm):
     db, _, found = on_vllm
     assert found["label"] == "smollm2-135m+vllm" and found["fingerprint"] == vllm_ref(smollm_ref).fingerprint
-    task = get_task("resume", "retail")
-    candidates = task.candidates(1)
+    task = custom_task("default", db.parent / "loans.csv", db.parent / "loan.yaml")  # written by vllm_scoring.py
+    candidates = task.candidates()
     batch = [(p.key(), p) for p in (task.pointwise_prompt(c) for c in candidates)]
     theirs = BatchJob("labels", task.label_set.labels).rows(smollm, batch)
     assert len(found["probs"]) == len(theirs) == 8

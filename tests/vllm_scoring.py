@@ -1,8 +1,8 @@
 """Run once per session by tests/test_vllm_backend.py inside the vLLM virtualenv, on one vLLM engine (its start is
-most of the cost): the bundled model scored by the vLLM backend into the store ``argv[1]`` (pointwise on the resume
-task; pairwise by generation on a two-applicant custom task of one-line texts: the pairwise run's rows, without
-the minutes 56 resume pairs of 2,000 tokens each take on CPU), its numbers for the same prompts (the resume task's
-pointwise probabilities, the custom task's pairwise answers in both orders), and — when CAIRO arguments follow ``--`` — that ``cairo run``
+most of the cost): the bundled model scored by the vLLM backend into the store ``argv[1]`` (pointwise on eight one-line
+loan applications, tests/loan_spec.py's; pairwise by generation on a two-applicant custom task of one-line texts: the
+store's rows of both modes without the minutes that resume prompts of 1,000–2,000 tokens take on CPU), its numbers for
+the same prompts (the loans' pointwise probabilities, the custom task's pairwise answers in both orders), and — when CAIRO arguments follow ``--`` — that ``cairo run``
 (``python -m audit``'s ``main``, in this process, on the same engine) run twice; everything is written to the JSON
 file ``argv[2]`` for the tests to compare with the transformers backend."""
 from __future__ import annotations
@@ -20,8 +20,8 @@ from audit.backend.vllm_backend import VLLMBackend, vllm_ref
 from audit.cli import main as audit_main
 from audit.run.scoring import run_scoring
 from audit.store.database import Store
-from audit.tasks import get_task
 from audit.tasks.custom import CustomTask, custom_task
+from loan_spec import write_loans
 
 
 def cli(argv: list[str]) -> dict:
@@ -50,12 +50,12 @@ def main(db: str, out: str, cairo: list[str]) -> None:
     VLLMBackend.load = classmethod(cache(VLLMBackend.load.__func__))  # type: ignore[method-assign]
     ref = vllm_ref(resolve("smollm2-135m"))
     backend = BackendSpec(ref, "vllm").load()
-    task = get_task("resume", "retail")
+    task = custom_task("default", *write_loans(Path(db).parent))
     with Store(db) as store:
-        pointwise = run_scoring(store, task, ref, lambda: backend, limit=1, batch_size=8)
+        pointwise = run_scoring(store, task, ref, lambda: backend, batch_size=8)
         two = two_applicants(Path(db).parent)
         pairwise = run_scoring(store, two, ref, lambda: backend, mode="pairwise", rounds=1, batch_size=8)
-    scores = backend.label_probabilities([task.pointwise_prompt(c) for c in task.candidates(1)], task.label_set.labels)
+    scores = backend.label_probabilities([task.pointwise_prompt(c) for c in task.candidates()], task.label_set.labels)
     first, second = two.candidates(1)
     answers = backend.generate([two.pairwise_prompt(first, second), two.pairwise_prompt(second, first)])
     runs = [cli(cairo) for _ in range(2)] if cairo else []
