@@ -94,7 +94,7 @@ def import_log(store: Store, log: DecisionLog, task: str, label: str) -> tuple[s
         store.check_importable(task)
         store.check_label(fingerprint, label)
         save_model(db, fingerprint, label, details)
-        texts = save_recorded(db, fingerprint, task, log.outcome, log.decisions)
+        texts = save_recorded(db, fingerprint, task, log.outcome, log.decisions, log.parts)
         for subtask in log.references:
             _save_design(db, log, task, subtask)
     return fingerprint, texts

@@ -566,29 +566,35 @@ def storable(value: Any) -> Any:
     return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-def save_recorded(db: sqlite3.Connection, model: str, task: str, outcome: str,
-                  decisions: pd.DataFrame) -> dict[tuple[str, str], bytes]:
+def save_recorded(db: sqlite3.Connection, model: str, task: str, outcome: str, decisions: pd.DataFrame,
+                  parts: Mapping[str, np.ndarray] | None = None) -> dict[tuple[str, str], bytes]:
     """Write the decisions of one recorded system (fingerprint ``model``) under ``task``, in the caller's
     transaction, replacing what that system had stored for the same subtasks. ``decisions``: columns ``subtask``,
     ``pool`` and ``position`` (integers, unique per subtask), ``group``, ``value`` (the outcome: rank, 0/1 or
     score; finite), ``applicant`` (id, or missing: the candidate is then ``<pool>.<position>``) and optionally
-    ``date`` (ISO ``YYYY-MM-DD``, or missing). Returns (model, subtask) → the text :func:`data_hash` hashes for
-    what was written (its ``known``: no second read of the store)."""
+    ``date`` (ISO ``YYYY-MM-DD``, or missing). ``parts``: where the caller knows them, each subtask's rows (positions
+    in ``decisions``) in pool and position order, in sorted order of the subtasks (no grouping or sorting here).
+    Returns (model, subtask) → the text :func:`data_hash` hashes for what was written (its ``known``: no second read
+    of the store)."""
     if outcome not in OUTCOMES:
         raise AuditError(f"outcome {outcome!r} not understood; use one of {list(OUTCOMES)}")
+    if parts is None:
+        columns = ((str(subtask), decision_columns(in_order(part)))
+                   for subtask, part in decisions.groupby("subtask", sort=True))
+    else:
+        columns = ((subtask, decision_columns(decisions, rows)) for subtask, rows in parts.items())
     texts = {}
-    for subtask, part in decisions.groupby("subtask", sort=True):
-        key = (model, task, str(subtask))
+    for subtask, stored in columns:
+        key = (model, task, subtask)
         db.execute("DELETE FROM recorded_decisions WHERE system IN "
                    "(SELECT id FROM recorded_systems WHERE model=? AND task=? AND subtask=?)", key)
         db.execute("DELETE FROM recorded_systems WHERE model=? AND task=? AND subtask=?", key)
         system = db.execute("INSERT INTO recorded_systems (model, task, subtask, outcome) VALUES (?, ?, ?, ?)",
                             (*key, outcome)).lastrowid
-        columns = decision_columns(in_order(part))
         with ThreadPoolExecutor(max_workers=1) as hasher:  # the text joined while SQLite writes (both free the GIL)
-            text = hasher.submit(columns_text, model, str(subtask), columns)
-            insert_columns(db, system, columns)
-            texts[(model, str(subtask))] = text.result()
+            text = hasher.submit(columns_text, model, subtask, stored)
+            insert_columns(db, system, stored)
+            texts[(model, subtask)] = text.result()
     return texts
 
 
@@ -601,18 +607,22 @@ def in_order(part: pd.DataFrame) -> pd.DataFrame:
     return part.sort_values(["pool", "position"])
 
 
-def decision_columns(part: pd.DataFrame) -> list[np.ndarray | pa.Array]:
-    """The values :func:`insert_decisions` stores for ``part`` (columns of :func:`save_recorded`), column by column:
-    pool and position (NumPy integers), group (Arrow text, dictionary-encoded: a few categories), value (NumPy
-    floats), applicant (Arrow text, null where missing) and, where some decision has one, date (Arrow text,
-    dictionary-encoded, null where missing)."""
+def decision_columns(part: pd.DataFrame, rows: np.ndarray | None = None) -> list[np.ndarray | pa.Array]:
+    """The values :func:`insert_decisions` stores for ``part`` (columns of :func:`save_recorded`), or for its
+    ``rows`` (positions, in that order), column by column: pool and position (NumPy integers), group (Arrow text,
+    dictionary-encoded: a few categories), value (NumPy floats), applicant (Arrow text, null where missing) and,
+    where some decision has one, date (Arrow text, dictionary-encoded, null where missing)."""
+    def number(name: str, dtype: type) -> np.ndarray:
+        values = part[name].to_numpy(dtype=dtype)
+        return values if rows is None else values[rows]
+
     def text(column: pd.Series) -> pa.Array:
         array = pa.array(column.astype("string"), type=pa.large_string())
-        return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+        array = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+        return array if rows is None else array.take(rows)
 
-    columns = [part["pool"].to_numpy(dtype=np.int64), part["position"].to_numpy(dtype=np.int64),
-               text(part["group"].astype(str)).dictionary_encode(), part["value"].to_numpy(dtype=float),
-               text(part["applicant"])]
+    columns = [number("pool", np.int64), number("position", np.int64),
+               text(part["group"].astype(str)).dictionary_encode(), number("value", float), text(part["applicant"])]
     if "date" in part and bool(part["date"].notna().any()):
         columns.append(text(part["date"]).dictionary_encode())
     return columns
