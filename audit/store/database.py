@@ -755,11 +755,14 @@ def _recorded_hash(db: sqlite3.Connection, task: str, subtasks: Sequence[str],
     is not a whole number."""
     marks, decided = ",".join("?" * len(subtasks)), decided_column(db)
     digest, rows = hashlib.sha256(), 0
-    for system, model, subtask, count in db.execute(
-            f"SELECT s.id, s.model, s.subtask, (SELECT COUNT(*) FROM recorded_decisions d WHERE d.system = s.id) "
-            f"FROM recorded_systems s WHERE s.task = ? AND s.subtask IN ({marks}) ORDER BY s.model, s.subtask",
-            (task, *subtasks)).fetchall():
+    for system, model, subtask in db.execute(
+            f"SELECT s.id, s.model, s.subtask FROM recorded_systems s WHERE s.task = ? AND s.subtask IN ({marks}) "
+            f"ORDER BY s.model, s.subtask", (task, *subtasks)).fetchall():
         text = known[(model, subtask)] if (model, subtask) in known else rows_text(db, system, model, subtask, decided)
+        if text is not None and (model, subtask) in known:  # one line per decision (JSON escapes a line break)
+            count = text.count(b"\n")
+        else:
+            count = db.execute("SELECT COUNT(*) FROM recorded_decisions WHERE system = ?", (system,)).fetchone()[0]
         if text is None:
             found = db.execute(
                 f"SELECT s.model, s.subtask, d.pool, d.position, d.grp, d.value, d.applicant, {decided} FROM "
