@@ -16,17 +16,20 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+from typing import TYPE_CHECKING
 
 from audit.errors import AuditError
 from audit.design import AuditDesign, PoolDesign, split_groupings
 from audit.recorded.decision_logs import DecisionLog
-from audit.recorded.ranking_runs import RankingRuns
 from audit.tasks.recorded import (LOG_QUALIFICATION, LOG_QUOTAS, RANKING_RUN_GROUPINGS, RANKING_RUN_NAMES,
                                    RANKING_RUN_QUALIFICATION, RANKING_RUN_QUOTA, RANKING_RUN_QUOTA_REASON,
                                    RANKING_RUN_REFERENCE)
 from audit.store.database import Store, insert_decisions, save_design, save_recorded
 from audit.store.logs import (add_system, next_pool, next_position, save_model, stored_applicants, stored_log,
                               update_details)
+
+if TYPE_CHECKING:
+    from audit.recorded.ranking_runs import RankingRuns
 
 FINGERPRINT_PREFIX = "rec-"
 LABEL = "rank"
