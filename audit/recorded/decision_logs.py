@@ -44,8 +44,9 @@ DEFAULT_SUBTASK = "all"
 
 @dataclass(frozen=True)
 class DecisionLog:
-    """A checked log: ``decisions`` (subtask, pool, position, group, value, applicant, date: ``YYYY-MM-DD`` or
-    missing; pools numbered in sorted order of their names, positions in file order), its ``outcome`` kind, the ``references`` (subtask → reference
+    """A checked log: ``decisions`` (subtask, pool, position, group (a categorical of the group codes), value,
+    applicant, date: ``YYYY-MM-DD`` or missing; pools numbered in sorted order of their names, positions in file
+    order), its ``outcome`` kind, the ``references`` (subtask → reference
     category, given or most-selected), the ``unknown`` count of each demographic column, the source's SHA-256, row
     count and date range."""
 
@@ -191,7 +192,7 @@ def read_log(path: str | Path, spec: LogSpec) -> DecisionLog:
     (subtask, subtask_names), (codes, pool_names) = subtasks, pools_named
     pools = Pools.of(subtask * len(pool_names) + codes)
     decisions = pd.DataFrame({"subtask": _texts(subtask_names, subtask, frame.index), "pool": codes,
-                              "group": _texts(group[1], group[0], frame.index), "value": value,
+                              "group": pd.Categorical.from_codes(group[0], categories=group[1]), "value": value,
                               "applicant": applicant, "position": pools.position}, index=frame.index)
     if kind == "rank" and not pools.ranked(value.to_numpy()):
         _check_ranks(path, decisions, _texts(pool_names, codes, frame.index), outcome_column)

@@ -630,11 +630,23 @@ def decision_columns(part: pd.DataFrame, rows: np.ndarray | None = None) -> list
         array = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
         return array if rows is None else array.take(rows)
 
-    columns = [number("pool", np.int64), number("position", np.int64),
-               text(part["group"].astype(str)).dictionary_encode(), number("value", float), text(part["applicant"])]
+    columns = [number("pool", np.int64), number("position", np.int64), _categories(part["group"], rows),
+               number("value", float), text(part["applicant"])]
     if "date" in part and bool(part["date"].notna().any()):
         columns.append(text(part["date"]).dictionary_encode())
     return columns
+
+
+def _categories(group: pd.Series, rows: np.ndarray | None) -> pa.DictionaryArray:
+    """The group codes of :func:`decision_columns` as Arrow text, dictionary-encoded: a categorical's own codes
+    (the decision-log reader's), else the texts encoded."""
+    if not isinstance(group.dtype, pd.CategoricalDtype) or group.isna().any():
+        texts = pa.array(group.astype(str).astype("string"), type=pa.large_string())
+        texts = texts.combine_chunks() if isinstance(texts, pa.ChunkedArray) else texts
+        return (texts if rows is None else texts.take(rows)).dictionary_encode()
+    codes = group.cat.codes.to_numpy().astype(np.int32)
+    return pa.DictionaryArray.from_arrays(codes if rows is None else codes[rows],
+                                          pa.array(group.cat.categories.astype(str), type=pa.large_string()))
 
 
 def insert_decisions(db: sqlite3.Connection, system: int, part: pd.DataFrame) -> None:
