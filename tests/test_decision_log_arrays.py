@@ -118,3 +118,16 @@ def test_the_rows_in_stored_order_write_what_grouping_and_sorting_wrote(tmp_path
             stored.append((texts, db.execute("SELECT s.subtask, d.* FROM recorded_decisions d JOIN recorded_systems s "
                                              "ON s.id = d.system ORDER BY s.subtask, pool, position").fetchall()))
     assert stored[0] == stored[1] and len(stored[0][1]) == len(frame)
+
+
+def test_many_demographic_columns_of_many_values_make_each_rows_own_group(tmp_path):
+    """Group codes are combined column by column and renumbered after each (no product of the columns' value counts
+    that could overflow): four columns of 3,000 distinct values give each row the joined text of its own cells."""
+    rows = 3000
+    rng = np.random.default_rng(7)
+    cells = {name: [f"{name}{value}" for value in rng.permutation(rows)] for name in ("a", "b", "c", "d")}
+    frame = pd.DataFrame({"id": np.arange(rows), **cells, "selected": rng.integers(0, 2, rows)})
+    frame.to_csv(tmp_path / "log.csv", index=False)
+    (tmp_path / "log.yaml").write_text("applicant: id\ndemographics: [a, b, c, d]\n")
+    log = read_log(tmp_path / "log.csv", load_log_spec(tmp_path / "log.yaml"))
+    assert log.decisions["group"].tolist() == ["_".join(parts) for parts in zip(*cells.values())]

@@ -3,6 +3,7 @@ write-ahead logging writes them twice), then the store is in WAL like every othe
 that first write is rolled back for the next reader or writer (never read torn), and a later import works."""
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import sys
@@ -75,7 +76,7 @@ def test_a_failed_first_transaction_leaves_a_wal_store(tmp_path):
 def test_an_import_killed_in_its_first_write_is_rolled_back_then_imported_again(tmp_path, first):
     _log(tmp_path)
     killed = subprocess.run([sys.executable, "-c", KILLED], cwd=tmp_path, capture_output=True, text=True,
-                            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"})
+                            env={**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"})
     assert killed.returncode == 9, killed.stderr
     path = tmp_path / "store.db"
     assert Path(f"{path}-journal").exists()  # the stopped write's journal: the store file holds its pages

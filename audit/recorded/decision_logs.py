@@ -225,20 +225,15 @@ def _groups(path: Path, frame: pd.DataFrame, demographics: tuple[str, ...]) -> t
                         "joins the parts of an intersectional code); rename the category")
         parts.append((codes, values.tolist()))
         unknown[column] = int(missing[codes].sum())
-    key = np.zeros(len(frame), dtype=np.int64)
+    combined = np.zeros(len(frame), dtype=np.int64)  # each row's combination of cells so far, numbered densely
     for codes, values in parts:
-        key = key * len(values) + codes
-    used, of_row = dense_codes(key)
-    texts = []
-    for combined in used.tolist():
-        cells = []
-        for _, values in reversed(parts):
-            combined, code = divmod(combined, len(values))
-            cells.append(values[code])
-        texts.append("_".join(reversed(cells)))
+        used, combined = dense_codes(combined * len(values) + codes)
+    first = np.empty(len(used), dtype=np.int64)  # the first row of each combination
+    first[combined[::-1]] = np.arange(len(frame) - 1, -1, -1)
+    texts = ["_".join(values[codes[row]] for codes, values in parts) for row in first.tolist()]
     names = sorted(set(texts))
     code = {name: number for number, name in enumerate(names)}
-    return (np.array([code[text] for text in texts], dtype=np.int64)[of_row], names), unknown
+    return (np.array([code[text] for text in texts], dtype=np.int64)[combined], names), unknown
 
 
 def _names(path: Path, frame: pd.DataFrame, column: str | None, role: str, default: str) -> tuple[np.ndarray,
