@@ -2,7 +2,7 @@
 formulas they replaced give, on random logs (several subtasks, pools named out of order, unknown categories, rank,
 0/1 and score outcomes): pools numbered in sorted order of their names, positions in file order, the reference
 category of each subtask; and a bad log is named as before (a reused id, a rank twice or beyond its pool, a reference
-that is no category)."""
+that is no category). Each subtask's rows in stored order store what grouping and sorting stored."""
 from __future__ import annotations
 
 import re
@@ -14,6 +14,7 @@ import pytest
 from audit.errors import AuditError
 from audit.recorded.decision_logs import read_log, selected_flags
 from audit.recorded.log_spec import load_log_spec
+from audit.store.database import Store, save_recorded
 
 SPEC = "applicant: id\ndemographics: [sex, race]\npool: req\nsubtask: job\n"
 
@@ -98,3 +99,35 @@ def test_a_reference_of_no_subtask_names_the_first(tmp_path):
     with pytest.raises(AuditError, match=re.escape("the spec's reference 'M_Z' is not a category of subtask 'eng': "
                                                    "F_A")):
         read_log(tmp_path / "log.csv", load_log_spec(tmp_path / "log.yaml"))
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("dated", [False, True])
+def test_the_rows_in_stored_order_write_what_grouping_and_sorting_wrote(tmp_path, seed, dated):
+    """The reader's rows of each subtask in pool and position order (``log.parts``, no sort at import) store the same
+    rows and return the same hashed texts as grouping the decisions by subtask and sorting each part."""
+    frame = _log(seed, "rank").assign(day=lambda f: np.where(np.arange(len(f)) % 3, "2024-05-0" + str(seed + 1), ""))
+    frame.to_csv(tmp_path / "log.csv", index=False)
+    (tmp_path / "log.yaml").write_text(SPEC + ("date: day\n" if dated else ""))
+    log = read_log(tmp_path / "log.csv", load_log_spec(tmp_path / "log.yaml"))
+    assert list(log.parts) == sorted(log.references)
+    stored = []
+    for parts in (log.parts, None):
+        with Store(tmp_path / f"{parts is None}.db") as store, store.transaction() as db:
+            texts = save_recorded(db, "rec-x", "log", "rank", log.decisions, parts)
+            stored.append((texts, db.execute("SELECT s.subtask, d.* FROM recorded_decisions d JOIN recorded_systems s "
+                                             "ON s.id = d.system ORDER BY s.subtask, pool, position").fetchall()))
+    assert stored[0] == stored[1] and len(stored[0][1]) == len(frame)
+
+
+def test_many_demographic_columns_of_many_values_make_each_rows_own_group(tmp_path):
+    """Group codes are combined column by column and renumbered after each (no product of the columns' value counts
+    that could overflow): four columns of 3,000 distinct values give each row the joined text of its own cells."""
+    rows = 3000
+    rng = np.random.default_rng(7)
+    cells = {name: [f"{name}{value}" for value in rng.permutation(rows)] for name in ("a", "b", "c", "d")}
+    frame = pd.DataFrame({"id": np.arange(rows), **cells, "selected": rng.integers(0, 2, rows)})
+    frame.to_csv(tmp_path / "log.csv", index=False)
+    (tmp_path / "log.yaml").write_text("applicant: id\ndemographics: [a, b, c, d]\n")
+    log = read_log(tmp_path / "log.csv", load_log_spec(tmp_path / "log.yaml"))
+    assert log.decisions["group"].tolist() == ["_".join(parts) for parts in zip(*cells.values())]

@@ -7,7 +7,6 @@ from pathlib import Path
 from audit.errors import AuditError
 from audit.recorded.decision_logs import DecisionLog, read_log
 from audit.recorded.log_spec import load_log_spec
-from audit.recorded.ranking_runs import read_runs
 from audit.recorded.storing import append_log, import_log, import_runs
 from audit.commands.io import cli_options
 from audit.store.database import Store
@@ -50,6 +49,8 @@ def run_import(args: argparse.Namespace) -> int:
         return _import_decisions(args)
     if args.spec or args.label or args.append:
         raise AuditError("--spec, --label and --append go with --format decisions")
+    from audit.recorded.ranking_runs import read_runs  # only this format's reader
+
     runs = read_runs(args.data)
     with Store(args.db) as store, recording(store, "import", cli_options(args)) as run:
         fingerprints = import_runs(store, runs, args.task, args.reference, source=Path(args.data).name)

@@ -26,7 +26,7 @@ from pyarrow import csv as pa_csv
 from audit.errors import AuditError
 from audit.metrics.ll144 import UNKNOWN, unknown_mask
 from audit.store.recorded import OUTCOMES
-from audit.recorded.log_arrays import Pools, distinct, join_texts, sorted_codes
+from audit.recorded.log_arrays import Pools, dense_codes, distinct, distinct_cells, sorted_codes
 from audit.recorded.log_spec import LogSpec
 from audit.bounded import (MAX_COLUMNS, MAX_HEADER_BYTES, check_columns, check_line_rows, check_text, column_list,
                             csv_fields, read_bytes, read_parquet)
@@ -44,8 +44,9 @@ DEFAULT_SUBTASK = "all"
 
 @dataclass(frozen=True)
 class DecisionLog:
-    """A checked log: ``decisions`` (subtask, pool, position, group, value, applicant, date: ``YYYY-MM-DD`` or
-    missing; pools numbered in sorted order of their names, positions in file order), its ``outcome`` kind, the ``references`` (subtask → reference
+    """A checked log: ``decisions`` (subtask, pool, position, group (a categorical of the group codes), value,
+    applicant, date: ``YYYY-MM-DD`` or missing; pools numbered in sorted order of their names, positions in file
+    order), its ``outcome`` kind, the ``references`` (subtask → reference
     category, given or most-selected), the ``unknown`` count of each demographic column, the source's SHA-256, row
     count and date range."""
 
@@ -60,6 +61,7 @@ class DecisionLog:
     rows: int
     first_date: str
     last_date: str
+    parts: dict[str, np.ndarray]  # subtask → its rows in pool and position order (as stored: no sort at import)
 
 
 def read_table(path: Path) -> tuple[pd.DataFrame, str]:
@@ -164,7 +166,8 @@ def _first(mask: pd.Series | np.ndarray) -> int:
 
 def read_log(path: str | Path, spec: LogSpec) -> DecisionLog:
     """The checked decisions of the log at ``path`` read with ``spec``; any bad cell is an :class:`AuditError`
-    naming the file, row and column."""
+    naming the file, row and column. Columns of few distinct cells (demographics, pool, subtask, outcome, date) are
+    made text and checked once per distinct cell (:func:`audit.recorded.log_arrays.distinct_cells`)."""
     path = Path(path)
     frame, digest = read_table(path)
     columns = [str(c) for c in frame.columns]
@@ -182,36 +185,70 @@ def read_log(path: str | Path, spec: LogSpec) -> DecisionLog:
         row = _first(applicant.duplicated())
         earlier = _first(applicant == applicant.iloc[row])
         raise _fail(path, row, spec.applicant, f"applicant {applicant.iloc[row]!r} also on row {earlier + 1}")
-    parts, unknown = [], {}
-    for column in spec.demographics:
-        missing = unknown_mask(frame[column]).to_numpy()
-        if missing.all():
-            raise AuditError(f"{path}, rows 1–{len(frame)}, column {column!r}: every value is missing or unknown")
-        values = _text(frame[column]).where(~missing, UNKNOWN)
-        joined = values.str.contains("_", regex=False)
-        if joined.any():
-            raise _fail(path, _first(joined), column, f"value {values[joined].iloc[0]!r} contains '_' (it joins "
-                        "the parts of an intersectional code); rename the category")
-        parts.append(values)
-        unknown[column] = int(missing.sum())
-    group = join_texts(parts, "_")
-    subtask = _text(frame[spec.subtask]) if spec.subtask else pd.Series(DEFAULT_SUBTASK, index=frame.index)
-    pool = _text(frame[spec.pool]) if spec.pool else pd.Series("", index=frame.index)
-    for role, column, values in (("subtask", spec.subtask, subtask), ("pool", spec.pool, pool)):
-        if column and (values == "").any():
-            raise _fail(path, _first(values == ""), column, f"missing {role}")
+    group, unknown = _groups(path, frame, spec.demographics)
+    subtasks = _names(path, frame, spec.subtask, "subtask", DEFAULT_SUBTASK)
+    pools_named = _names(path, frame, spec.pool, "pool", "")
     value = _values(path, frame[outcome_column], kind, outcome_column)
-    subtasks, (codes, _) = sorted_codes(subtask), sorted_codes(pool)
-    pools = Pools.of(subtasks[0] * (int(codes.max()) + 1) + codes)
-    decisions = pd.DataFrame({"subtask": subtask, "pool": codes, "group": group, "value": value,
+    (subtask, subtask_names), (codes, pool_names) = subtasks, pools_named
+    pools = Pools.of(subtask * len(pool_names) + codes)
+    decisions = pd.DataFrame({"subtask": _texts(subtask_names, subtask, frame.index), "pool": codes,
+                              "group": pd.Categorical.from_codes(group[0], categories=group[1]), "value": value,
                               "applicant": applicant, "position": pools.position}, index=frame.index)
     if kind == "rank" and not pools.ranked(value.to_numpy()):
-        _check_ranks(path, decisions, pool, outcome_column)
-    decisions["date"] = _dates(path, frame, spec.date)
-    known = decisions["date"].dropna()
-    first, last = (known.min(), known.max()) if len(known) else ("", "")
-    references, comparison = _references(path, decisions, kind, spec.reference, subtasks)
-    return DecisionLog(path, spec, kind, decisions, references, comparison, unknown, digest, len(frame), first, last)
+        _check_ranks(path, decisions, _texts(pool_names, codes, frame.index), outcome_column)
+    decisions["date"], first, last = _dates(path, frame, spec.date)
+    references, comparison = _references(path, kind, spec.reference, subtasks, group, value.to_numpy())
+    return DecisionLog(path, spec, kind, decisions, references, comparison, unknown, digest, len(frame), first, last,
+                       pools.parts(subtask, subtask_names))
+
+
+def _texts(names: list[str], codes: np.ndarray, index: pd.Index) -> pd.Series:
+    """Each row's text ``names[code]`` as a pandas string column (taken by Arrow: no Python text per row)."""
+    return pd.Series(pd.arrays.ArrowStringArray(pa.array(names, type=pa.large_string()).take(codes)), index=index)
+
+
+def _groups(path: Path, frame: pd.DataFrame, demographics: tuple[str, ...]) -> tuple[tuple[np.ndarray, list[str]],
+                                                                                       dict[str, int]]:
+    """((each row's group code, the group codes' texts in sorted order), the unknown count of each demographic
+    column): a row's group is its demographic values joined by ``_``, an unknown value (missing, blank or
+    ``unknown``) written ``unknown``."""
+    parts, unknown = [], {}
+    for column in demographics:
+        codes, cells = distinct_cells(frame[column])
+        missing = unknown_mask(cells).to_numpy()
+        if missing[codes].all():
+            raise AuditError(f"{path}, rows 1–{len(frame)}, column {column!r}: every value is missing or unknown")
+        values = _text(cells).where(~missing, UNKNOWN)
+        joined = values.str.contains("_", regex=False).to_numpy()[codes]
+        if joined.any():
+            raise _fail(path, _first(joined), column, f"value {values.iloc[codes[_first(joined)]]!r} contains '_' (it "
+                        "joins the parts of an intersectional code); rename the category")
+        parts.append((codes, values.tolist()))
+        unknown[column] = int(missing[codes].sum())
+    combined = np.zeros(len(frame), dtype=np.int64)  # each row's combination of cells so far, numbered densely
+    for codes, values in parts:
+        used, combined = dense_codes(combined * len(values) + codes)
+    first = np.empty(len(used), dtype=np.int64)  # the first row of each combination
+    first[combined[::-1]] = np.arange(len(frame) - 1, -1, -1)
+    texts = ["_".join(values[codes[row]] for codes, values in parts) for row in first.tolist()]
+    names = sorted(set(texts))
+    code = {name: number for number, name in enumerate(names)}
+    return (np.array([code[text] for text in texts], dtype=np.int64)[combined], names), unknown
+
+
+def _names(path: Path, frame: pd.DataFrame, column: str | None, role: str, default: str) -> tuple[np.ndarray,
+                                                                                                   list[str]]:
+    """(each row's code, the texts in sorted order) of the pool or subtask column (codes number the texts in that
+    order); every row ``default`` where the spec names no such column."""
+    if column is None:
+        return np.zeros(len(frame), dtype=np.int64), [default]
+    codes, cells = distinct_cells(frame[column])
+    text = _text(cells)
+    empty = (text == "").to_numpy()[codes]
+    if empty.any():
+        raise _fail(path, _first(empty), column, f"missing {role}")
+    order, names = sorted_codes(text)
+    return order[codes], names
 
 
 def _outcome(path: Path, spec: LogSpec, columns: list[str]) -> tuple[str, str]:
@@ -233,23 +270,24 @@ def _outcome(path: Path, spec: LogSpec, columns: list[str]) -> tuple[str, str]:
 
 
 def _values(path: Path, cells: pd.Series, kind: str, column: str) -> pd.Series:
-    """The outcome of every row as numbers, checked for ``kind``."""
-    text = _text(cells)
-    if (text == "").any():
-        raise _fail(path, _first(text == ""), column, f"missing outcome (the {kind} of every applicant is needed)")
+    """The outcome of every row as numbers, checked for ``kind`` (each distinct cell once)."""
+    codes, distinct_text = distinct_cells(cells)
+    text = _text(distinct_text)
+
+    def check(bad_cell: np.ndarray, message: str) -> None:
+        bad = bad_cell[codes]
+        if bad.any():
+            row = _first(bad)
+            raise _fail(path, row, column, message.format(text.iloc[codes[row]]))
+
+    check((text == "").to_numpy(), f"missing outcome (the {kind} of every applicant is needed)")
     numbers = _numbers(text)
-    bad = ~np.isfinite(numbers.to_numpy())
-    if bad.any():
-        raise _fail(path, _first(bad), column, f"{kind} {text.iloc[_first(bad)]!r} is not a number")
+    check(~np.isfinite(numbers.to_numpy()), f"{kind} {{!r}} is not a number")
     if kind == "selected":
-        bad = ~numbers.isin([0.0, 1.0])
-        if bad.any():
-            raise _fail(path, _first(bad), column, f"selected {text[bad].iloc[0]!r} is not 0 or 1")
+        check(~numbers.isin([0.0, 1.0]).to_numpy(), "selected {!r} is not 0 or 1")
     if kind == "rank":
-        bad = (numbers < 1) | (numbers != numbers.round())
-        if bad.any():
-            raise _fail(path, _first(bad), column, f"rank {text[bad].iloc[0]!r} is not a whole number from 1")
-    return numbers
+        check(((numbers < 1) | (numbers != numbers.round())).to_numpy(), "rank {!r} is not a whole number from 1")
+    return pd.Series(numbers.to_numpy()[codes], index=cells.index)
 
 
 def _numbers(text: pd.Series) -> pd.Series:
@@ -280,17 +318,22 @@ def _check_ranks(path: Path, decisions: pd.DataFrame, pool: pd.Series, column: s
                     "applicants (ranks run 1 … n)")
 
 
-def _dates(path: Path, frame: pd.DataFrame, column: str | None) -> pd.Series:
-    """Each row's decision date as ISO text ``YYYY-MM-DD`` (a time of day dropped), None where the cell is empty
-    or the spec names no date column."""
+def _dates(path: Path, frame: pd.DataFrame, column: str | None) -> tuple[pd.Series, str, str]:
+    """(each row's decision date as ISO text ``YYYY-MM-DD`` (a time of day dropped), None where the cell is empty or
+    the spec names no date column; the first and the last date, "" where none), each distinct cell read once."""
     if column is None:
-        return pd.Series(None, index=frame.index, dtype=object)
-    text = _text(frame[column])
+        return pd.Series(None, index=frame.index, dtype=object), "", ""
+    codes, cells = distinct_cells(frame[column])
+    text = _text(cells)
     dates = pd.to_datetime(text.where(text != ""), errors="coerce", format="mixed")
-    bad = (dates.isna() | ~text.str.match(r"\d{4}-\d\d-\d\d(?:$|[T ])")) & (text != "")  # 1/2/3 is no guess
-    if bad.any():
-        raise _fail(path, _first(bad), column, f"date {text[bad].iloc[0]!r} not understood (use YYYY-MM-DD)")
-    return text.str.slice(0, 10).astype(object).where(text != "", None)  # the date as written (its own time zone)
+    bad = ((dates.isna() | ~text.str.match(r"\d{4}-\d\d-\d\d(?:$|[T ])")) & (text != "")).to_numpy()[codes]
+    if bad.any():  # 1/2/3 is no guess
+        row = _first(bad)
+        raise _fail(path, row, column, f"date {text.iloc[codes[row]]!r} not understood (use YYYY-MM-DD)")
+    days = text.str.slice(0, 10).astype(object).where(text != "", None)  # the date as written (its own time zone)
+    known = days.dropna()
+    first, last = (known.min(), known.max()) if len(known) else ("", "")
+    return pd.Series(days.to_numpy()[codes], index=frame.index, dtype=object), first, last
 
 
 def selected_flags(values: pd.Series, kind: str, *, k: int = 1) -> pd.Series:
@@ -303,33 +346,35 @@ def selected_flags(values: pd.Series, kind: str, *, k: int = 1) -> pd.Series:
     return (values <= k).astype(int)
 
 
-def _references(path: Path, decisions: pd.DataFrame, kind: str, given: str | None,
-                subtasks: tuple[np.ndarray, list[str]]) -> tuple[dict[str, str], str]:
+def _references(path: Path, kind: str, given: str | None, subtasks: tuple[np.ndarray, list[str]],
+                groups: tuple[np.ndarray, list[str]], value: np.ndarray) -> tuple[dict[str, str], str]:
     """Subtask → reference category: ``given`` (checked against each subtask's groups), else the most-selected known
-    group of the subtask (top-1 share for ranks; the first in sorted order where rates tie). ``subtasks``: each row's
-    subtask code and the subtasks in sorted order (:func:`audit.recorded.log_arrays.sorted_codes`)."""
-    subtask, names = subtasks
-    group, groups = sorted_codes(decisions["group"])
+    group of the subtask (top-1 share for ranks; the first in sorted order where rates tie). ``subtasks``, ``groups``:
+    each row's code and the texts in sorted order (:func:`audit.recorded.log_arrays.sorted_codes`); ``value``: each
+    row's outcome."""
+    (subtask, names), (group, group_names) = subtasks, groups
     if given is not None:
         holding = np.zeros(len(names), dtype=bool)
-        holding[subtask[group == groups.index(given)] if given in groups else []] = True
+        holding[subtask[group == group_names.index(given)] if given in group_names else []] = True
         if not holding.all():
             lacking = int(np.argmin(holding))
-            present = ", ".join(groups[code] for code in np.unique(group[subtask == lacking]))
+            present = ", ".join(group_names[code] for code in np.unique(group[subtask == lacking]))
             raise AuditError(f"{path}: the spec's reference {given!r} is not a category of subtask "
                              f"{names[lacking]!r}: {present}")
         return dict.fromkeys(names, given), "reference"
     unknown = re.compile(f"(?:^|_){UNKNOWN}(?:_|$)")
-    known = ~np.array([bool(unknown.search(name)) for name in groups])[group]
+    known = ~np.array([bool(unknown.search(name)) for name in group_names])[group]
     used = known | (np.bincount(subtask[known], minlength=len(names)) == 0)[subtask]  # else every row of the subtask
-    values = decisions["value"][used]
+    values = pd.Series(value[used])
     if kind == "score":  # above the median of the subtask's scores
         flags = values.to_numpy() > values.groupby(subtask[used]).transform("median").to_numpy()
     else:
         flags = selected_flags(values, kind).to_numpy()
-    pairs, pair = np.unique(subtask[used] * len(groups) + group[used], return_inverse=True)  # (subtask, group)
-    rates = np.bincount(pair, weights=flags) / np.bincount(pair)
-    pair_subtask, pair_group = pairs // len(groups), pairs % len(groups)
+    pair = subtask[used] * len(group_names) + group[used]  # (subtask, group), a few of them
+    counts = np.bincount(pair, minlength=len(names) * len(group_names))
+    pairs = np.flatnonzero(counts)
+    rates = np.bincount(pair, weights=flags, minlength=len(counts))[pairs] / counts[pairs]
+    pair_subtask, pair_group = pairs // len(group_names), pairs % len(group_names)
     order = np.lexsort((pair_group, -rates, pair_subtask))  # by subtask, the highest rate first, then by name
     first = order[np.r_[True, pair_subtask[order][1:] != pair_subtask[order][:-1]]]
-    return {names[s]: groups[g] for s, g in zip(pair_subtask[first], pair_group[first])}, "most-selected"
+    return {names[s]: group_names[g] for s, g in zip(pair_subtask[first], pair_group[first])}, "most-selected"

@@ -1,7 +1,8 @@
 """Column operations of the decision-log reader (:mod:`audit.recorded.decision_logs`) on Arrow and NumPy arrays:
 no Python object per cell and no grouping by text. Each one answers a question of the checks (are the ids distinct,
-does every pool rank its applicants 1 … n) or builds a column (sorted codes, positions in file order, joined group
-codes); the reader names any bad row with pandas, on the failing path only.
+does every pool rank its applicants 1 … n) or builds a column (each distinct cell once, sorted codes, positions in
+file order, each subtask's rows in stored order); the reader names any bad row with pandas, on the failing path
+only.
 """
 from __future__ import annotations
 
@@ -19,12 +20,21 @@ def arrow_text(values: pd.Series) -> pa.Array:
     return text.combine_chunks() if isinstance(text, pa.ChunkedArray) else text
 
 
-def join_texts(parts: list[pd.Series], separator: str) -> pd.Series:
-    """The texts of ``parts`` (none missing) joined row by row with ``separator``, as a pandas string column."""
-    if len(parts) == 1:
-        return parts[0]
-    text = pc.binary_join_element_wise(*map(arrow_text, parts), pa.scalar(separator, pa.large_string()))
-    return pd.Series(pd.arrays.ArrowStringArray(text), index=parts[0].index)
+def distinct_cells(values: pd.Series) -> tuple[np.ndarray, pd.Series]:
+    """(each row's code, the distinct cells of ``values`` as text: ``astype("string")``, a missing cell NA, in order
+    of first appearance): text work on a column of few distinct cells runs once per distinct cell, not per row."""
+    encoded = pc.dictionary_encode(arrow_text(values.astype("string")), null_encoding="encode")
+    return encoded.indices.to_numpy().astype(np.int64), pd.Series(pd.arrays.ArrowStringArray(encoded.dictionary))
+
+
+def dense_codes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct values of the non-negative integers ``key``, sorted; each row's index in them), as
+    ``np.unique(key, return_inverse=True)``: counted, not sorted, where the values span no more than the rows."""
+    if len(key) and int(key.max()) > len(key):
+        used, of_row = np.unique(key, return_inverse=True)
+        return used, of_row.reshape(-1)
+    present = np.bincount(key, minlength=1) > 0
+    return np.flatnonzero(present), (np.cumsum(present) - 1)[key]
 
 
 def distinct(values: pd.Series) -> bool:
@@ -75,3 +85,9 @@ class Pools:
             return False
         slots = (np.arange(len(ranks)) - self.position[self.order]) + ranks[self.order].astype(np.int64) - 1
         return bool(np.bincount(slots, minlength=len(ranks)).max(initial=0) <= 1)
+
+    def parts(self, subtask: np.ndarray, names: list[str]) -> dict[str, np.ndarray]:
+        """Each subtask's rows in pool and position order (``subtask``: each row's code, numbering ``names``; the
+        pool key sorts by subtask first)."""
+        bounds = np.searchsorted(subtask[self.order], np.arange(len(names) + 1))
+        return {name: self.order[start:end] for name, start, end in zip(names, bounds[:-1], bounds[1:])}

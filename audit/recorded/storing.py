@@ -16,17 +16,20 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+from typing import TYPE_CHECKING
 
 from audit.errors import AuditError
 from audit.design import AuditDesign, PoolDesign, split_groupings
 from audit.recorded.decision_logs import DecisionLog
-from audit.recorded.ranking_runs import RankingRuns
 from audit.tasks.recorded import (LOG_QUALIFICATION, LOG_QUOTAS, RANKING_RUN_GROUPINGS, RANKING_RUN_NAMES,
                                    RANKING_RUN_QUALIFICATION, RANKING_RUN_QUOTA, RANKING_RUN_QUOTA_REASON,
                                    RANKING_RUN_REFERENCE)
 from audit.store.database import Store, insert_decisions, save_design, save_recorded
 from audit.store.logs import (add_system, next_pool, next_position, save_model, stored_applicants, stored_log,
                               update_details)
+
+if TYPE_CHECKING:
+    from audit.recorded.ranking_runs import RankingRuns
 
 FINGERPRINT_PREFIX = "rec-"
 LABEL = "rank"
@@ -94,7 +97,7 @@ def import_log(store: Store, log: DecisionLog, task: str, label: str) -> tuple[s
         store.check_importable(task)
         store.check_label(fingerprint, label)
         save_model(db, fingerprint, label, details)
-        texts = save_recorded(db, fingerprint, task, log.outcome, log.decisions)
+        texts = save_recorded(db, fingerprint, task, log.outcome, log.decisions, log.parts)
         for subtask in log.references:
             _save_design(db, log, task, subtask)
     return fingerprint, texts

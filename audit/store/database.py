@@ -135,6 +135,7 @@ class Store:
         self.path = Path(path)
         self.readonly = not create
         self._deferred = False
+        self._wal_pending = False
         if self.path.is_dir():
             raise AuditError(f"result store {self.path} is a folder; give the path of a store file (e.g. results.db)")
         check_regular(self.path)
@@ -153,7 +154,9 @@ class Store:
         self._open_for_writing()
 
     def _open_for_writing(self) -> None:
-        """Connect read-write to an existing store (never creating one) or create a new one where nothing is."""
+        """Connect read-write to an existing store (never creating one) or create a new one where nothing is. A new
+        store is written in rollback-journal mode until the end of the transaction that created it (its pages are
+        new: SQLite writes them once, where write-ahead logging writes each page twice), then switched to WAL."""
         exists = self.path.exists()
         if exists:
             check_is_store(self.path, before_writing=True)
@@ -163,11 +166,13 @@ class Store:
         try:
             self.db = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
             self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000}")
-            _set_wal(self.db)
+            if exists:
+                _set_wal(self.db)
             self.db.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.DatabaseError as exc:
             raise AuditError(f"cannot open result store {self.path} for writing: {exc}") from None
         self._initialise()
+        self._wal_pending = not exists
 
     def _initialise(self) -> None:
         with self.transaction() as db:
@@ -220,6 +225,10 @@ class Store:
             self.db.execute("COMMIT")
         except sqlite3.DatabaseError as exc:  # a lock, a full disk or a damaged file, at any of the three steps
             raise AuditError(f"cannot write result store {self.path}: {exc}") from None
+        finally:
+            if self._wal_pending:  # the transaction that created the store has ended
+                self._wal_pending = False
+                _set_wal(self.db)
 
     def query(self, sql: str, params: Sequence = ()) -> pd.DataFrame:
         """A read as a DataFrame; a damaged store is an :class:`AuditError`, not a traceback."""
@@ -566,29 +575,35 @@ def storable(value: Any) -> Any:
     return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-def save_recorded(db: sqlite3.Connection, model: str, task: str, outcome: str,
-                  decisions: pd.DataFrame) -> dict[tuple[str, str], bytes]:
+def save_recorded(db: sqlite3.Connection, model: str, task: str, outcome: str, decisions: pd.DataFrame,
+                  parts: Mapping[str, np.ndarray] | None = None) -> dict[tuple[str, str], bytes]:
     """Write the decisions of one recorded system (fingerprint ``model``) under ``task``, in the caller's
     transaction, replacing what that system had stored for the same subtasks. ``decisions``: columns ``subtask``,
     ``pool`` and ``position`` (integers, unique per subtask), ``group``, ``value`` (the outcome: rank, 0/1 or
     score; finite), ``applicant`` (id, or missing: the candidate is then ``<pool>.<position>``) and optionally
-    ``date`` (ISO ``YYYY-MM-DD``, or missing). Returns (model, subtask) → the text :func:`data_hash` hashes for
-    what was written (its ``known``: no second read of the store)."""
+    ``date`` (ISO ``YYYY-MM-DD``, or missing). ``parts``: where the caller knows them, each subtask's rows (positions
+    in ``decisions``) in pool and position order, in sorted order of the subtasks (no grouping or sorting here).
+    Returns (model, subtask) → the text :func:`data_hash` hashes for what was written (its ``known``: no second read
+    of the store)."""
     if outcome not in OUTCOMES:
         raise AuditError(f"outcome {outcome!r} not understood; use one of {list(OUTCOMES)}")
+    if parts is None:
+        columns = ((str(subtask), decision_columns(in_order(part)))
+                   for subtask, part in decisions.groupby("subtask", sort=True))
+    else:
+        columns = ((subtask, decision_columns(decisions, rows)) for subtask, rows in parts.items())
     texts = {}
-    for subtask, part in decisions.groupby("subtask", sort=True):
-        key = (model, task, str(subtask))
+    for subtask, stored in columns:
+        key = (model, task, subtask)
         db.execute("DELETE FROM recorded_decisions WHERE system IN "
                    "(SELECT id FROM recorded_systems WHERE model=? AND task=? AND subtask=?)", key)
         db.execute("DELETE FROM recorded_systems WHERE model=? AND task=? AND subtask=?", key)
         system = db.execute("INSERT INTO recorded_systems (model, task, subtask, outcome) VALUES (?, ?, ?, ?)",
                             (*key, outcome)).lastrowid
-        columns = decision_columns(in_order(part))
         with ThreadPoolExecutor(max_workers=1) as hasher:  # the text joined while SQLite writes (both free the GIL)
-            text = hasher.submit(columns_text, model, str(subtask), columns)
-            insert_columns(db, system, columns)
-            texts[(model, str(subtask))] = text.result()
+            text = hasher.submit(columns_text, model, subtask, stored)
+            insert_columns(db, system, stored)
+            texts[(model, subtask)] = text.result()
     return texts
 
 
@@ -601,21 +616,37 @@ def in_order(part: pd.DataFrame) -> pd.DataFrame:
     return part.sort_values(["pool", "position"])
 
 
-def decision_columns(part: pd.DataFrame) -> list[np.ndarray | pa.Array]:
-    """The values :func:`insert_decisions` stores for ``part`` (columns of :func:`save_recorded`), column by column:
-    pool and position (NumPy integers), group (Arrow text, dictionary-encoded: a few categories), value (NumPy
-    floats), applicant (Arrow text, null where missing) and, where some decision has one, date (Arrow text,
-    dictionary-encoded, null where missing)."""
+def decision_columns(part: pd.DataFrame, rows: np.ndarray | None = None) -> list[np.ndarray | pa.Array]:
+    """The values :func:`insert_decisions` stores for ``part`` (columns of :func:`save_recorded`), or for its
+    ``rows`` (positions, in that order), column by column: pool and position (NumPy integers), group (Arrow text,
+    dictionary-encoded: a few categories), value (NumPy floats), applicant (Arrow text, null where missing) and,
+    where some decision has one, date (Arrow text, dictionary-encoded, null where missing)."""
+    def number(name: str, dtype: type) -> np.ndarray:
+        values = part[name].to_numpy(dtype=dtype)
+        return values if rows is None else values[rows]
+
     def text(column: pd.Series) -> pa.Array:
         array = pa.array(column.astype("string"), type=pa.large_string())
-        return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+        array = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+        return array if rows is None else array.take(rows)
 
-    columns = [part["pool"].to_numpy(dtype=np.int64), part["position"].to_numpy(dtype=np.int64),
-               text(part["group"].astype(str)).dictionary_encode(), part["value"].to_numpy(dtype=float),
-               text(part["applicant"])]
+    columns = [number("pool", np.int64), number("position", np.int64), _categories(part["group"], rows),
+               number("value", float), text(part["applicant"])]
     if "date" in part and bool(part["date"].notna().any()):
         columns.append(text(part["date"]).dictionary_encode())
     return columns
+
+
+def _categories(group: pd.Series, rows: np.ndarray | None) -> pa.DictionaryArray:
+    """The group codes of :func:`decision_columns` as Arrow text, dictionary-encoded: a categorical's own codes
+    (the decision-log reader's), else the texts encoded."""
+    if not isinstance(group.dtype, pd.CategoricalDtype) or group.isna().any():
+        texts = pa.array(group.astype(str).astype("string"), type=pa.large_string())
+        texts = texts.combine_chunks() if isinstance(texts, pa.ChunkedArray) else texts
+        return (texts if rows is None else texts.take(rows)).dictionary_encode()
+    codes = group.cat.codes.to_numpy().astype(np.int32)
+    return pa.DictionaryArray.from_arrays(codes if rows is None else codes[rows],
+                                          pa.array(group.cat.categories.astype(str), type=pa.large_string()))
 
 
 def insert_decisions(db: sqlite3.Connection, system: int, part: pd.DataFrame) -> None:
@@ -745,11 +776,14 @@ def _recorded_hash(db: sqlite3.Connection, task: str, subtasks: Sequence[str],
     is not a whole number."""
     marks, decided = ",".join("?" * len(subtasks)), decided_column(db)
     digest, rows = hashlib.sha256(), 0
-    for system, model, subtask, count in db.execute(
-            f"SELECT s.id, s.model, s.subtask, (SELECT COUNT(*) FROM recorded_decisions d WHERE d.system = s.id) "
-            f"FROM recorded_systems s WHERE s.task = ? AND s.subtask IN ({marks}) ORDER BY s.model, s.subtask",
-            (task, *subtasks)).fetchall():
+    for system, model, subtask in db.execute(
+            f"SELECT s.id, s.model, s.subtask FROM recorded_systems s WHERE s.task = ? AND s.subtask IN ({marks}) "
+            f"ORDER BY s.model, s.subtask", (task, *subtasks)).fetchall():
         text = known[(model, subtask)] if (model, subtask) in known else rows_text(db, system, model, subtask, decided)
+        if text is not None and (model, subtask) in known:  # one line per decision (JSON escapes a line break)
+            count = text.count(b"\n")
+        else:
+            count = db.execute("SELECT COUNT(*) FROM recorded_decisions WHERE system = ?", (system,)).fetchone()[0]
         if text is None:
             found = db.execute(
                 f"SELECT s.model, s.subtask, d.pool, d.position, d.grp, d.value, d.applicant, {decided} FROM "
@@ -796,15 +830,16 @@ def check_is_store(path: Path, *, before_writing: bool = False) -> None:
     check_regular(path)
     try:
         with path.open("rb") as handle:
-            header = handle.read(16)
+            header = handle.read(20)
     except OSError as exc:
         raise AuditError(f"cannot read result store {path}: {exc.strerror}") from None
     if not header:
         return  # an empty file is a new store
-    if header != b"SQLite format 3\x00":
+    if header[:16] != b"SQLite format 3\x00":
         raise AuditError(f"{path} is not a result store (not a SQLite database)")
-    # immutable (no lock, no -wal/-shm files created beside someone else's database) unless a WAL is present
-    options = "mode=ro" if Path(f"{path}-wal").exists() else "mode=ro&immutable=1"
+    # immutable (no lock, no -wal/-shm files created beside someone else's database) for a WAL store that no one
+    # has open; a store in rollback-journal mode (a new one during its first write) is read with locks
+    options = "mode=ro&immutable=1" if header[18:19] == b"\x02" and not Path(f"{path}-wal").exists() else "mode=ro"
     try:
         db = sqlite3.connect(f"{path.resolve().as_uri()}?{options}", uri=True, timeout=BUSY_TIMEOUT_S)
     except sqlite3.DatabaseError as exc:
@@ -815,6 +850,10 @@ def check_is_store(path: Path, *, before_writing: bool = False) -> None:
         version = _schema_version(db, path) if "meta" in tables else None
         damage = db.execute("PRAGMA quick_check").fetchall() if before_writing else [("ok",)]
     except sqlite3.DatabaseError as exc:
+        if Path(f"{path}-journal").exists():  # a write stopped midway: rolled back, then checked
+            db.close()
+            _roll_back(path)
+            return check_is_store(path, before_writing=before_writing)
         raise AuditError(f"{path} is not a readable result store: {exc}") from None
     finally:
         db.close()
@@ -861,12 +900,33 @@ def _tidy(path: Path) -> None:
         pass  # busy or unreadable: the files stay, as SQLite itself would leave them
 
 
+def _roll_back(path: Path) -> None:
+    """Roll back the write that a process stopped midway in rollback-journal mode (the creating transaction of a new
+    store: :meth:`Store._open_for_writing`), as SQLite does when a read-write connection next reads the store; an
+    :class:`AuditError` where this process cannot (the store would be read torn)."""
+    try:
+        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True, timeout=BUSY_TIMEOUT_S,
+                             isolation_level=None)
+        try:
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        finally:
+            db.close()
+    except sqlite3.Error:
+        pass  # reported below
+    if Path(f"{path}-journal").exists():
+        raise AuditError(f"result store {path} holds a write that stopped midway (its -journal file) and cannot be "
+                         "rolled back by this process; open it once with write access")
+
+
 def _open_readonly(path: Path) -> sqlite3.Connection:
     """A read-only connection by URI (the path quoted, so ``#``, ``?`` and ``%`` are file-name characters); if even
     that cannot open (no access to the WAL index), the file is read as immutable. Tables an older store lacks are
     made empty in the connection's temporary schema, so every read works without writing."""
     uri = path.resolve().as_uri()
     for options in ("mode=ro", "mode=ro&immutable=1"):
+        if options.endswith("immutable=1") and Path(f"{path}-journal").exists():
+            _roll_back(path)  # a write stopped midway in rollback-journal mode: never read its pages as they are
+            return _open_readonly(path)
         db = sqlite3.connect(f"{uri}?{options}", uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         try:
             db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000}")

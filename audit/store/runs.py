@@ -36,12 +36,29 @@ NOT_STORED = "(not stored)"
 def tool_version() -> str:
     """``git <commit>`` (12 hex digits, ``-dirty`` when tracked files differ from it) where the tool runs from a git
     checkout, else ``audit <package version>``."""
+    return _version(_describe())
+
+
+def _describe() -> subprocess.Popen | None:
+    """``git describe`` of the tool's checkout, started (read by :func:`_version`: a run starts it first, so it runs
+    beside the run's own work); None where git cannot be started."""
     try:
-        done = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12", "--exclude=*"],
-                              cwd=Path(__file__).parent, capture_output=True, text=True, timeout=10)
-        commit = done.stdout.strip() if done.returncode == 0 else ""
-    except (OSError, subprocess.TimeoutExpired):
-        commit = ""
+        return subprocess.Popen(["git", "describe", "--always", "--dirty", "--abbrev=12", "--exclude=*"],
+                                cwd=Path(__file__).parent, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    except OSError:
+        return None
+
+
+def _version(describing: subprocess.Popen | None) -> str:
+    """:func:`tool_version` from the ``git describe`` ``describing`` (waited for, 10 s at most)."""
+    commit = ""
+    if describing is not None:
+        try:
+            out, _ = describing.communicate(timeout=10)
+            commit = out.strip() if describing.returncode == 0 else ""
+        except subprocess.TimeoutExpired:
+            describing.kill()
+            describing.communicate()
     return f"git {commit}" if commit else f"audit {__version__}"
 
 
@@ -90,18 +107,20 @@ def recording(store: Store, action: str, options: Mapping[str, object]) -> Itera
     the store gained meanwhile; a block that fails is recorded only if it wrote rows (``note``: stopped, and why)."""
     before = store.row_counts()
     run = Run(action, clean_options(options))
+    describing = _describe()
     try:
         yield run
     except BaseException as exc:
         added = _added(before, store)
+        version = _version(describing)
         if added:
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             try:
-                append(store, run, added, note=f"stopped: {reason}")
+                append(store, run, added, note=f"stopped: {reason}", version=version)
             except AuditError:
                 pass  # the store cannot be written: the original error is the one to report
         raise
-    append(store, run, _added(before, store))
+    append(store, run, _added(before, store), version=_version(describing))
 
 
 def _added(before: dict[str, int], store: Store) -> dict[str, int]:
