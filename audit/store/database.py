@@ -135,7 +135,6 @@ class Store:
         self.path = Path(path)
         self.readonly = not create
         self._deferred = False
-        self._wal_pending = False
         if self.path.is_dir():
             raise AuditError(f"result store {self.path} is a folder; give the path of a store file (e.g. results.db)")
         check_regular(self.path)
@@ -154,9 +153,7 @@ class Store:
         self._open_for_writing()
 
     def _open_for_writing(self) -> None:
-        """Connect read-write to an existing store (never creating one) or create a new one where nothing is. A new
-        store is written in rollback-journal mode until the end of the transaction that created it (its pages are
-        new: SQLite writes them once, where write-ahead logging writes each page twice), then switched to WAL."""
+        """Connect read-write to an existing store (never creating one) or create a new one where nothing is."""
         exists = self.path.exists()
         if exists:
             check_is_store(self.path, before_writing=True)
@@ -166,13 +163,11 @@ class Store:
         try:
             self.db = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
             self.db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000}")
-            if exists:
-                _set_wal(self.db)
+            _set_wal(self.db)
             self.db.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.DatabaseError as exc:
             raise AuditError(f"cannot open result store {self.path} for writing: {exc}") from None
         self._initialise()
-        self._wal_pending = not exists
 
     def _initialise(self) -> None:
         with self.transaction() as db:
@@ -225,10 +220,6 @@ class Store:
             self.db.execute("COMMIT")
         except sqlite3.DatabaseError as exc:  # a lock, a full disk or a damaged file, at any of the three steps
             raise AuditError(f"cannot write result store {self.path}: {exc}") from None
-        finally:
-            if self._wal_pending:  # the transaction that created the store has ended
-                self._wal_pending = False
-                _set_wal(self.db)
 
     def query(self, sql: str, params: Sequence = ()) -> pd.DataFrame:
         """A read as a DataFrame; a damaged store is an :class:`AuditError`, not a traceback."""
@@ -830,16 +821,15 @@ def check_is_store(path: Path, *, before_writing: bool = False) -> None:
     check_regular(path)
     try:
         with path.open("rb") as handle:
-            header = handle.read(20)
+            header = handle.read(16)
     except OSError as exc:
         raise AuditError(f"cannot read result store {path}: {exc.strerror}") from None
     if not header:
         return  # an empty file is a new store
-    if header[:16] != b"SQLite format 3\x00":
+    if header != b"SQLite format 3\x00":
         raise AuditError(f"{path} is not a result store (not a SQLite database)")
-    # immutable (no lock, no -wal/-shm files created beside someone else's database) for a WAL store that no one
-    # has open; a store in rollback-journal mode (a new one during its first write) is read with locks
-    options = "mode=ro&immutable=1" if header[18:19] == b"\x02" and not Path(f"{path}-wal").exists() else "mode=ro"
+    # immutable (no lock, no -wal/-shm files created beside someone else's database) unless a WAL is present
+    options = "mode=ro" if Path(f"{path}-wal").exists() else "mode=ro&immutable=1"
     try:
         db = sqlite3.connect(f"{path.resolve().as_uri()}?{options}", uri=True, timeout=BUSY_TIMEOUT_S)
     except sqlite3.DatabaseError as exc:
@@ -850,10 +840,6 @@ def check_is_store(path: Path, *, before_writing: bool = False) -> None:
         version = _schema_version(db, path) if "meta" in tables else None
         damage = db.execute("PRAGMA quick_check").fetchall() if before_writing else [("ok",)]
     except sqlite3.DatabaseError as exc:
-        if Path(f"{path}-journal").exists():  # a write stopped midway: rolled back, then checked
-            db.close()
-            _roll_back(path)
-            return check_is_store(path, before_writing=before_writing)
         raise AuditError(f"{path} is not a readable result store: {exc}") from None
     finally:
         db.close()
@@ -900,33 +886,12 @@ def _tidy(path: Path) -> None:
         pass  # busy or unreadable: the files stay, as SQLite itself would leave them
 
 
-def _roll_back(path: Path) -> None:
-    """Roll back the write that a process stopped midway in rollback-journal mode (the creating transaction of a new
-    store: :meth:`Store._open_for_writing`), as SQLite does when a read-write connection next reads the store; an
-    :class:`AuditError` where this process cannot (the store would be read torn)."""
-    try:
-        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True, timeout=BUSY_TIMEOUT_S,
-                             isolation_level=None)
-        try:
-            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        finally:
-            db.close()
-    except sqlite3.Error:
-        pass  # reported below
-    if Path(f"{path}-journal").exists():
-        raise AuditError(f"result store {path} holds a write that stopped midway (its -journal file) and cannot be "
-                         "rolled back by this process; open it once with write access")
-
-
 def _open_readonly(path: Path) -> sqlite3.Connection:
     """A read-only connection by URI (the path quoted, so ``#``, ``?`` and ``%`` are file-name characters); if even
     that cannot open (no access to the WAL index), the file is read as immutable. Tables an older store lacks are
     made empty in the connection's temporary schema, so every read works without writing."""
     uri = path.resolve().as_uri()
     for options in ("mode=ro", "mode=ro&immutable=1"):
-        if options.endswith("immutable=1") and Path(f"{path}-journal").exists():
-            _roll_back(path)  # a write stopped midway in rollback-journal mode: never read its pages as they are
-            return _open_readonly(path)
         db = sqlite3.connect(f"{uri}?{options}", uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         try:
             db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000}")
