@@ -20,6 +20,7 @@ from audit.run.distributed import RayExecutor, connect  # noqa: E402
 from audit.run.scoring import run_scoring  # noqa: E402
 from audit.store.database import Store  # noqa: E402
 from audit.tasks import get_task  # noqa: E402
+from audit.tasks.base import Task  # noqa: E402
 from helpers import audit  # noqa: E402
 from loan_spec import loan_spec  # noqa: E402
 
@@ -31,6 +32,14 @@ Keisha Jones earns 80000 a year and has no debt.,Black,1
 Todd Smith earns 20000 a year and missed two payments.,White,0
 Aaliyah Brown earns 20000 a year and missed two payments.,Black,0
 """
+NAMES = {"White": ("Jake Miller", "Todd Smith"), "Black": ("Keisha Jones", "Aaliyah Brown")}
+RECORDS = {"earns 80000 a year and has no debt": 1, "earns 20000 a year and missed two payments": 0,
+           "earns 55000 a year and pays a car loan on time": 1, "earns 30000 a year and is behind on rent": 0}
+# The pointwise runs' task: 16 short applications, 8 batches of 2, so batches are still queued when a worker is
+# killed or a run cancelled after the first batch (a long task would only cost more model time, not check more)
+LOANS = "text,race,qualified\n" + "".join(f"{name} {record}.,{race},{qualified}\n" for race, names in NAMES.items()
+                                          for name in names for record, qualified in RECORDS.items())
+PROMPTS = 16
 
 
 @pytest.fixture(scope="module")
@@ -40,19 +49,34 @@ def cluster():
     ray.shutdown()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def executor(cluster, smollm_ref):
+    """One pair of workers for the module (each imports torch and loads the model): the killed-worker test replaces
+    one and the cancel test leaves batches running, and the executor must go on working after either."""
     with RayExecutor(BackendSpec(smollm_ref, batch_size=2), cluster) as pool:
         yield pool
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory, smollm_ref, smollm) -> dict[str, list[float]]:
+def loans(tmp_path_factory) -> Path:
+    """A folder with the pointwise runs' ``loans.csv`` and ``spec.yaml``."""
+    folder = tmp_path_factory.mktemp("loans")
+    (folder / "loans.csv").write_text(LOANS)
+    (folder / "spec.yaml").write_text(SPEC)
+    return folder
+
+
+def loan_task(folder: Path) -> Task:
+    return get_task("custom", "default", data=folder / "loans.csv", spec=folder / "spec.yaml")
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory, loans, smollm_ref, smollm) -> dict[str, list[float]]:
     """Single-process pointwise results: prompt key → probabilities followed by the label mass."""
     db = tmp_path_factory.mktemp("local") / "local.db"
     with Store(db) as store:
-        summary = run_scoring(store, get_task("resume", "retail"), smollm_ref, lambda: smollm, limit=1, batch_size=2)
-    assert summary.scored == 8
+        summary = run_scoring(store, loan_task(loans), smollm_ref, lambda: smollm, batch_size=2)
+    assert summary.scored == PROMPTS
     return label_rows(db)
 
 
@@ -74,42 +98,42 @@ def max_difference(a: dict[str, list[float]], b: dict[str, list[float]]) -> floa
     return max(abs(x - y) for key in a for x, y in zip(a[key], b[key], strict=True))
 
 
-def test_two_workers_give_the_single_process_results(tmp_path, executor, reference):
+def test_two_workers_give_the_single_process_results(tmp_path, executor, loans, reference):
     pids = {worker["pid"] for worker in executor.start()}
     assert len(pids) == 2 and os.getpid() not in pids
     with Store(tmp_path / "ray.db") as store:
-        summary = run_scoring(store, get_task("resume", "retail"), executor.spec.ref, None, limit=1, batch_size=2,
-                              executor=executor)
-    assert (summary.scored, summary.cached, summary.cancelled) == (8, 0, False)
+        summary = run_scoring(store, loan_task(loans), executor.spec.ref, None, batch_size=2, executor=executor)
+    assert (summary.scored, summary.cached, summary.cancelled) == (PROMPTS, 0, False)
     assert max_difference(label_rows(tmp_path / "ray.db"), reference) <= 1e-6
 
 
-def test_a_killed_worker_is_replaced_and_every_prompt_is_stored_once(tmp_path, executor, reference):
+def test_a_killed_worker_is_replaced_and_every_prompt_is_stored_once(tmp_path, executor, loans, reference):
     victim = executor.start()[0]["pid"]
+    retried = executor.retried  # counts over the module's runs
     killed = []
 
     def kill_after_first_batch(done: int, total: int) -> None:
-        if done and not killed:  # both workers have a batch in flight now
+        if done and not killed:  # both workers have a batch in flight now, and more are queued
             os.kill(victim, signal.SIGKILL)
             killed.append(victim)
 
     with Store(tmp_path / "ray.db") as store:
-        summary = run_scoring(store, get_task("resume", "retail"), executor.spec.ref, None, limit=1, batch_size=2,
-                              executor=executor, progress=kill_after_first_batch)
-    assert killed and executor.retried >= 1
-    assert (summary.scored, summary.cancelled) == (8, False)
+        summary = run_scoring(store, loan_task(loans), executor.spec.ref, None, batch_size=2, executor=executor,
+                              progress=kill_after_first_batch)
+    assert killed and executor.retried > retried
+    assert (summary.scored, summary.cancelled) == (PROMPTS, False)
     assert victim not in {w["pid"] for w in executor.start()}
     assert max_difference(label_rows(tmp_path / "ray.db"), reference) <= 1e-6
 
 
-def test_a_cancelled_run_resumes_with_only_the_missing_prompts(tmp_path, executor, reference):
-    task = get_task("resume", "retail")
+def test_a_cancelled_run_resumes_with_only_the_missing_prompts(tmp_path, executor, loans, reference):
+    task = loan_task(loans)
     with Store(tmp_path / "ray.db") as store:
-        first = run_scoring(store, task, executor.spec.ref, None, limit=1, batch_size=2, executor=executor,
+        first = run_scoring(store, task, executor.spec.ref, None, batch_size=2, executor=executor,
                             progress=lambda done, total: done == 0)
-        assert first.cancelled and 2 <= first.scored < 8
-        second = run_scoring(store, task, executor.spec.ref, None, limit=1, batch_size=2, executor=executor)
-    assert (second.cached, second.scored) == (first.scored, 8 - first.scored)
+        assert first.cancelled and 2 <= first.scored < PROMPTS
+        second = run_scoring(store, task, executor.spec.ref, None, batch_size=2, executor=executor)
+    assert (second.cached, second.scored) == (first.scored, PROMPTS - first.scored)
     assert max_difference(label_rows(tmp_path / "ray.db"), reference) <= 1e-6
 
 
@@ -128,14 +152,17 @@ def test_pairwise_answers_match_the_single_process_run(tmp_path, executor, smoll
     assert answers["ray"] == answers["local"]
 
 
-def test_cli_joins_a_running_cluster(tmp_path, cluster, reference):
+def test_cli_joins_a_running_cluster(tmp_path, cluster, executor, loans, reference):
+    executor.shutdown()  # its workers hold the cluster's 2 CPUs; it starts new ones on its next run
     db = tmp_path / "cli.db"
     address = ray.get_runtime_context().gcs_address
-    command = [sys.executable, "-m", "audit", "score", "--subtask", "retail", "--limit", "1", "--batch-size", "2",
+    command = [sys.executable, "-m", "audit", "score", "--task", "custom", "--subtask", "default",
+               "--data", str(loans / "loans.csv"), "--spec", str(loans / "spec.yaml"), "--batch-size", "2",
                "--db", str(db), "--executor", "ray", "--address", address, "--workers", "2"]
     result = subprocess.run(command, cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "8 prompts, 8 scored, 0 cached" in result.stdout and "ray: 2 workers (cpu)" in result.stderr
+    assert f"{PROMPTS} prompts, {PROMPTS} scored, 0 cached" in result.stdout
+    assert "ray: 2 workers (cpu)" in result.stderr
     assert max_difference(label_rows(db), reference) <= 1e-6
 
 
