@@ -57,7 +57,7 @@ def test_bf16_on_a_cpu_without_native_bf16_warns_and_still_resolves(monkeypatch)
 
 def test_bf16_label_probabilities_lie_within_the_bound_of_fp32(smollm, resume_task):
     """One real resume prompt at its full length (~580 tokens, the pilot's kind, over which the bound was measured):
-    bf16 without native support is emulated, slowly (about 20 s a prompt on a loaded 2-core machine without
+    bf16 without native support is emulated, slowly (about 40 s a prompt on a loaded 2-core machine without
     AVX-512); bench/README.md measures all 384 of the pilot."""
     prompts = [resume_task.pointwise_prompt(c) for c in resume_task.candidates(limit=1)][:1]
     with warnings.catch_warnings():
