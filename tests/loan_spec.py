@@ -1,5 +1,17 @@
-"""The "loan" custom-task spec that several tests score (one text, varied only where a test needs it)."""
+"""The "loan" custom-task spec that several tests score (one text, varied only where a test needs it), and a small
+loan task over it for tests that need the real model on some prompts but not on long ones."""
 from __future__ import annotations
+
+from pathlib import Path
+
+from audit.tasks import get_task
+from audit.tasks.custom import CustomTask
+
+#: four one-line applications, two per group and two lengths: a prompt is ~60 tokens where a resume's is ~580
+LOANS = ("text,group,qualified\n"
+         "\"Ana earns 80,000 a year and has no debt.\",Blue,1\n\"Bo earns 80,000 a year and has no debt.\",Green,1\n"
+         "\"Cy earns 20,000 a year and missed two payments.\",Blue,0\n"
+         "\"Di earns 20,000 a year and missed two payments.\",Green,0\n")
 
 
 def loan_spec(reference: str, *, pools: str | None = "per-group", group_columns: list[str] | None = None) -> str:
@@ -16,3 +28,19 @@ def loan_spec(reference: str, *, pools: str | None = "per-group", group_columns:
     if group_columns is not None:
         lines.append(f"group_columns: [{', '.join(group_columns)}]")
     return "\n".join(lines) + "\n"
+
+
+def loan_files(folder: Path) -> tuple[Path, Path]:
+    """:data:`LOANS` and its spec (reference group Green) written to ``folder``: (data, spec), for ``--data --spec``."""
+    data, spec = folder / "loans.csv", folder / "loan.yaml"
+    data.write_text(LOANS, "utf-8")
+    spec.write_text(loan_spec("Green"), "utf-8")
+    return data, spec
+
+
+def loan_task(folder: Path) -> CustomTask:
+    """The loan task over :data:`LOANS`, its files written to ``folder``."""
+    data, spec = loan_files(folder)
+    task = get_task("custom", "default", data=data, spec=spec)
+    assert isinstance(task, CustomTask)
+    return task
