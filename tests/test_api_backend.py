@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from helpers import Done, audit
-from loan_spec import write_loans
+from loan_spec import eight_loan_files
 
 from audit.backend import api
 from audit.backend.api import api_ref
@@ -58,7 +58,7 @@ def keys(monkeypatch) -> None:
 def loans(tmp_path_factory) -> tuple[Path, Path]:
     """(data, spec) of the client's task: eight one-line loan applications (what the client sends and stores
     is the same whatever the prompts say; resume prompts would cost minutes of CPU per server for nothing more)."""
-    return write_loans(tmp_path_factory.mktemp("loans"))
+    return eight_loan_files(tmp_path_factory.mktemp("loans"))
 
 
 @pytest.fixture

@@ -8,12 +8,25 @@ import pytest
 from audit.backend import CausalLM
 from audit.backend.chat import PLAIN_FALLBACK, render_text
 from audit.errors import AuditError
-from audit.tasks.base import ChatPrompt
+from audit.tasks.base import Candidate, ChatPrompt
+from audit.tasks.resume import ResumeTask
 from tests.helpers import needs_cuda
 
 
-def test_label_probabilities_are_probabilities(smollm, resume_task):
-    prompts = [resume_task.pointwise_prompt(c) for c in resume_task.candidates(limit=1)]
+@pytest.fixture
+def short_resumes(resume_task: ResumeTask) -> tuple[ResumeTask, list[Candidate]]:
+    """The resume task's own templates over its job description's first sentence and each resume's first lines (name
+    and latest job): ~140–165 tokens a prompt instead of ~560–820 (the backend's arithmetic is under test here, not
+    the prompts). Prompts still share their instruction, differ in length by their names, and pairwise options are
+    the names (2–4 tokens each)."""
+    resume_task.job_description = resume_task.job_description.split(". ")[0] + "."
+    candidates = [replace(c, text="\n".join(c.text.splitlines()[:4])) for c in resume_task.candidates(limit=1)]
+    return resume_task, candidates
+
+
+def test_label_probabilities_are_probabilities(smollm, short_resumes):
+    task, candidates = short_resumes
+    prompts = [task.pointwise_prompt(c) for c in candidates]
     results = smollm.label_probabilities(prompts, ["Yes", "No"])
     assert len(results) == len(prompts) == 8
     for result in results:
@@ -30,8 +43,10 @@ def test_label_variants_cover_leading_space(smollm):
         smollm.label_token_ids(["Yes", "Yes"])
 
 
-def test_batched_prefix_cached_and_one_by_one_agree(smollm, resume_task):
-    prompts = [resume_task.pointwise_prompt(c) for c in resume_task.candidates(limit=1)]
+def test_batched_prefix_cached_and_one_by_one_agree(smollm, short_resumes):
+    task, candidates = short_resumes
+    prompts = [task.pointwise_prompt(c) for c in candidates]
+    assert len({len(smollm.encode(p.user)) for p in prompts}) > 1  # batches pad rows of different lengths
     one_by_one = CausalLM(smollm.ref, smollm.model, smollm.tokenizer, batch_size=1, prefix_cache=False)
     odd_batches = CausalLM(smollm.ref, smollm.model, smollm.tokenizer, batch_size=3, prefix_cache=True)
     reference = one_by_one.label_probabilities(prompts, ["Yes", "No"])
@@ -42,9 +57,9 @@ def test_batched_prefix_cached_and_one_by_one_agree(smollm, resume_task):
     assert odd_batches._prefixes, "prompts sharing a job description must reuse a cached prefix"
 
 
-def test_option_logprobs_agree_with_one_by_one(smollm, resume_task):
-    candidates = resume_task.candidates(limit=1)
-    prompts = [resume_task.pairwise_prompt(a, b) for a, b in zip(candidates, candidates[1:])][:4]
+def test_option_logprobs_agree_with_one_by_one(smollm, short_resumes):
+    task, candidates = short_resumes
+    prompts = [task.pairwise_prompt(a, b) for a, b in zip(candidates, candidates[1:])][:4]
     one_by_one = CausalLM(smollm.ref, smollm.model, smollm.tokenizer, batch_size=1, prefix_cache=False)
     batched = smollm.option_logprobs(prompts)
     single = one_by_one.option_logprobs(prompts)

@@ -13,6 +13,7 @@ from audit.errors import AuditError
 from audit.prompts import ChatPrompt, LabelScores
 from audit.run.scoring import BatchJob, run_scoring
 from audit.store.database import CONTINUATIONS, LABEL_RESULTS, Store
+from loan_spec import loan_task
 from served import served_here
 
 LABELS = json.dumps(["Yes", "No"])
@@ -141,16 +142,18 @@ def test_a_row_of_the_wrong_shape_is_refused_naming_the_table(db_path):
         store.save_results(LABEL_RESULTS, ("fp", LABELS), [("key", [1.0])])
 
 
-def test_stored_results_are_byte_identical_to_the_earlier_per_kind_writes(db_path, tmp_path, smollm, resume_task):
-    """The real model on a few candidates: what the wrapper stores equals, column by column, what the store's
-    former ``save_label_results`` wrote for the same computed rows (all but the time it was written)."""
+def test_stored_results_are_byte_identical_to_the_earlier_per_kind_writes(db_path, tmp_path, smollm):
+    """The real model on a few candidates (four one-line loan applications): what the wrapper stores equals, column
+    by column, what the store's former ``save_label_results`` wrote for the same computed rows (all but the time it
+    was written)."""
+    task = loan_task(tmp_path)
     with Store(db_path) as store:
-        run_scoring(store, resume_task, smollm.ref, lambda: smollm, limit=1, batch_size=16)
+        run_scoring(store, task, smollm.ref, lambda: smollm, batch_size=16)
     with Store(db_path, create=False) as store:
-        prompts = {p.key(): p for p in (resume_task.pointwise_prompt(c) for c in resume_task.candidates(1))}
-        labels = json.dumps(list(resume_task.label_set.labels))
+        prompts = {p.key(): p for p in (task.pointwise_prompt(c) for c in task.candidates())}
+        labels = json.dumps(list(task.label_set.labels))
         ours = store.db.execute("SELECT model, prompt, labels, probs, mass FROM label_results ORDER BY prompt").fetchall()
-    rows = BatchJob("labels", tuple(resume_task.label_set.labels)).rows(smollm, list(prompts.items()))
+    rows = BatchJob("labels", tuple(task.label_set.labels)).rows(smollm, list(prompts.items()))
     former = sqlite3.connect(tmp_path / "former.db")
     former.execute("CREATE TABLE label_results (model TEXT NOT NULL, prompt TEXT NOT NULL, labels TEXT NOT NULL, "
                    "probs TEXT NOT NULL, mass REAL NOT NULL, created REAL NOT NULL, PRIMARY KEY (model, prompt, labels))")

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from fake_backend import installed
 from helpers import Done, audit
+from loan_spec import loan_files
 
 from audit.paths import DEMO_STORE
 
@@ -50,13 +51,16 @@ def test_report_without_a_working_browser_fails_in_seconds_and_keeps_the_previou
     ("abc", r"malformed log-probabilities"),
 ])
 def test_garbage_log_probabilities_stop_the_run_and_nothing_is_cached(tmp_path, logprob, error):
+    """Four one-line loan applications: the client reads a batch's answers once the server has computed them all, which
+    took ~40 s for the eight resumes of a job (the same API path and checks; the task is not under test)."""
     from served import served
 
+    data, spec = loan_files(tmp_path)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     db = tmp_path / "store.db"
     with served("builtin", env, extra=("--logprob", logprob)) as (url, _):
-        done = audit("score", "--subtask", "retail", "--limit", "1", "--model", "openai:smollm2-135m", "--base-url",
-                     url, "--db", str(db))
+        done = audit("score", "--task", "custom", "--data", str(data), "--spec", str(spec), "--subtask", "all",
+                     "--model", "openai:smollm2-135m", "--base-url", url, "--db", str(db))
     lines = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert done.returncode == 2 and len(lines) == 1 and re.search(error, lines[0]), done.stderr
     if db.exists():  # nothing scored was cached, and a run that failed before its first result left no rows at all

@@ -56,9 +56,10 @@ def test_bf16_on_a_cpu_without_native_bf16_warns_and_still_resolves(monkeypatch)
 
 
 def test_bf16_label_probabilities_lie_within_the_bound_of_fp32(smollm, resume_task):
-    """Two prompts: bf16 without native support is emulated, slowly (about 40 s a prompt on a loaded 2-core machine
-    without AVX-512); bench/README.md measures all 384 of the pilot."""
-    prompts = [resume_task.pointwise_prompt(c) for c in resume_task.candidates(limit=1)][:2]
+    """One real resume prompt at its full length (~580 tokens, the pilot's kind, over which the bound was measured):
+    bf16 without native support is emulated, slowly (about 40 s a prompt on a loaded 2-core machine without
+    AVX-512); bench/README.md measures all 384 of the pilot."""
+    prompts = [resume_task.pointwise_prompt(c) for c in resume_task.candidates(limit=1)][:1]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # a CI machine may lack native bf16: slower, same numbers
         fast = CausalLM.load(resolve("smollm2-135m", quant="bf16", device="cpu"))
@@ -66,5 +67,5 @@ def test_bf16_label_probabilities_lie_within_the_bound_of_fp32(smollm, resume_ta
     full = [r.probs[0] for r in smollm.label_probabilities(prompts, ["Yes", "No"])]
     quick = [r.probs[0] for r in fast.label_probabilities(prompts, ["Yes", "No"])]
     gaps = [abs(a - b) for a, b in zip(full, quick)]
-    assert len(gaps) == 2 and max(gaps) < BOUND, gaps
+    assert len(gaps) == 1 and max(gaps) < BOUND, gaps
     assert max(gaps) > 0  # a different computation, not the fp32 model under another name

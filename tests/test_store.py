@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from fake_backend import FakeBackend, installed
 from helpers import audit
+from loan_spec import loan_task
 
 from audit.run.scoring import run_scoring
 from audit.errors import AuditError
@@ -33,15 +34,17 @@ def never_load():
     raise AssertionError("the model must not be loaded when everything is cached")
 
 
-def test_second_run_is_all_cache_hits(db_path, resume_task, smollm_ref, smollm):
+def test_second_run_is_all_cache_hits(db_path, tmp_path, smollm_ref, smollm):
+    """Four one-line loan applications (a resume prompt is ten times longer; the cache is under test, not a task)."""
+    task = loan_task(tmp_path)
     with Store(db_path) as store:
-        first = run_scoring(store, resume_task, smollm_ref, lambda: smollm, limit=1)
-        second = run_scoring(store, resume_task, smollm_ref, never_load, limit=1)
+        first = run_scoring(store, task, smollm_ref, lambda: smollm)
+        second = run_scoring(store, task, smollm_ref, never_load)
         table = score_table(store)
-    assert (first.scored, first.cached) == (8, 0)
-    assert (second.scored, second.cached) == (0, 8)
-    assert len(table) == 8 and table["score"].between(0, 1).all()
-    assert set(table["group"]) == set(resume_task.groups)
+    assert (first.scored, first.cached) == (4, 0)
+    assert (second.scored, second.cached) == (0, 4)
+    assert len(table) == 4 and table["score"].between(0, 1).all()
+    assert set(table["group"]) == set(task.groups) == {"Blue", "Green"}
 
 
 def test_cancel_keeps_committed_batches(db_path, resume_task, smollm_ref):

@@ -80,7 +80,8 @@ def on_vllm(tmp_path_factory) -> tuple[Path, Path, dict]:
 def test_vllm_scores_like_transformers_in_the_store_shapes(on_vllm, smollm_ref, smollm):
     db, _, found = on_vllm
     assert found["label"] == "smollm2-135m+vllm" and found["fingerprint"] == vllm_ref(smollm_ref).fingerprint
-    task = custom_task("default", db.parent / "loans.csv", db.parent / "loan.yaml")  # written by vllm_scoring.py
+    # the loans vllm_scoring.py scored (tests/loan_spec.py's eight_loan_files, written beside its store)
+    task = custom_task("default", db.parent / "eight_loans.csv", db.parent / "eight_loans.yaml")
     candidates = task.candidates()
     batch = [(p.key(), p) for p in (task.pointwise_prompt(c) for c in candidates)]
     theirs = BatchJob("labels", task.label_set.labels).rows(smollm, batch)

@@ -21,7 +21,7 @@ from audit.cli import main as audit_main
 from audit.run.scoring import run_scoring
 from audit.store.database import Store
 from audit.tasks.custom import CustomTask, custom_task
-from loan_spec import write_loans
+from loan_spec import eight_loan_files
 
 
 def cli(argv: list[str]) -> dict:
@@ -50,7 +50,7 @@ def main(db: str, out: str, cairo: list[str]) -> None:
     VLLMBackend.load = classmethod(cache(VLLMBackend.load.__func__))  # type: ignore[method-assign]
     ref = vllm_ref(resolve("smollm2-135m"))
     backend = BackendSpec(ref, "vllm").load()
-    task = custom_task("default", *write_loans(Path(db).parent))
+    task = custom_task("default", *eight_loan_files(Path(db).parent))
     with Store(db) as store:
         pointwise = run_scoring(store, task, ref, lambda: backend, batch_size=8)
         two = two_applicants(Path(db).parent)
