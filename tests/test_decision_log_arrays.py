@@ -13,6 +13,7 @@ import pytest
 
 from audit.errors import AuditError
 from audit.recorded.decision_logs import read_log, selected_flags
+from audit.recorded.log_arrays import distinct
 from audit.recorded.log_spec import load_log_spec
 from audit.store.database import Store, save_recorded
 
@@ -131,3 +132,15 @@ def test_many_demographic_columns_of_many_values_make_each_rows_own_group(tmp_pa
     (tmp_path / "log.yaml").write_text("applicant: id\ndemographics: [a, b, c, d]\n")
     log = read_log(tmp_path / "log.csv", load_log_spec(tmp_path / "log.yaml"))
     assert log.decisions["group"].tolist() == ["_".join(parts) for parts in zip(*cells.values())]
+
+
+@pytest.mark.parametrize("ids", [["1", "2", "3"], ["0", "1", "0"], ["0", "10", "100"], ["1", "01"], ["0", "00"],
+                                 ["7", "007"], ["5", "５"], ["-1", "1"], ["+1", "1"], ["1 ", "1"], ["x", "y", "x"],
+                                 ["", "1"], ["", ""], ["1", None, "2"], [None, None],
+                                 ["12345678901234567890", "12345678901234567891"], ["999999999999999999"] * 2,
+                                 [str(i) for i in np.random.default_rng(0).permutation(5000)] + ["4321"]])
+def test_ids_are_distinct_exactly_where_their_texts_are(ids):
+    """The integer sort of plain whole-number ids and the text sort agree with a set of the texts (missing ids are
+    never equal to one another, as in the text sort)."""
+    present = [i for i in ids if i is not None]
+    assert distinct(pd.Series(ids, dtype="string")) == (len(set(present)) == len(present))

@@ -39,10 +39,25 @@ def dense_codes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def distinct(values: pd.Series) -> bool:
     """Whether no text of ``values`` appears twice (sorted, each compared with the next: on a million distinct ids
-    several times faster than Arrow's hash count)."""
+    several times faster than Arrow's hash count); ids that are all whole numbers written plainly are sorted as the
+    integers they write (on a million shuffled ids many times faster than sorting texts)."""
     text = arrow_text(values)
+    if len(text) < 2:
+        return True
+    if _plain_integers(text):
+        numbers = np.sort(pc.cast(text, pa.int64()).to_numpy())
+        return not (numbers[1:] == numbers[:-1]).any()
     ordered = text.take(pc.sort_indices(text))
-    return len(text) < 2 or not pc.any(pc.equal(ordered[1:], ordered[:-1])).as_py()
+    return not pc.any(pc.equal(ordered[1:], ordered[:-1])).as_py()
+
+
+def _plain_integers(text: pa.Array) -> bool:
+    """Whether every text is 0 or the ASCII digits of a positive integer below 10¹⁸ without a leading zero (none
+    missing): two such texts are equal exactly where their integers are."""
+    return text.null_count == 0 and bool(
+        pc.all(pc.ascii_is_decimal(text)).as_py() and pc.min(pc.binary_length(text)).as_py() >= 1
+        and pc.max(pc.binary_length(text)).as_py() <= 18
+        and pc.sum(pc.starts_with(text, "0")).as_py() == pc.sum(pc.equal(text, "0")).as_py())
 
 
 def sorted_codes(values: pd.Series) -> tuple[np.ndarray, list[str]]:
