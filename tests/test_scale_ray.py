@@ -93,6 +93,12 @@ def label_rows(db: Path) -> dict[str, list[float]]:
     return {key: [*json.loads(probs), mass] for key, probs, mass in rows}
 
 
+#: float32 label probabilities of one prompt in the workers and in this process: the same model and batches, but the
+#: sums may run in another order (the workers' thread pools are not this process's: under ``pytest -n 2`` this
+#: process has one thread); 1.5e-6 was seen, the batched-vs-one-by-one bound elsewhere is 1e-4
+TOLERANCE = 1e-5
+
+
 def max_difference(a: dict[str, list[float]], b: dict[str, list[float]]) -> float:
     assert a.keys() == b.keys()
     return max(abs(x - y) for key in a for x, y in zip(a[key], b[key], strict=True))
@@ -104,7 +110,7 @@ def test_two_workers_give_the_single_process_results(tmp_path, executor, loans, 
     with Store(tmp_path / "ray.db") as store:
         summary = run_scoring(store, loan_task(loans), executor.spec.ref, None, batch_size=2, executor=executor)
     assert (summary.scored, summary.cached, summary.cancelled) == (PROMPTS, 0, False)
-    assert max_difference(label_rows(tmp_path / "ray.db"), reference) <= 1e-6
+    assert max_difference(label_rows(tmp_path / "ray.db"), reference) <= TOLERANCE
 
 
 def test_a_killed_worker_is_replaced_and_every_prompt_is_stored_once(tmp_path, executor, loans, reference):
@@ -123,7 +129,7 @@ def test_a_killed_worker_is_replaced_and_every_prompt_is_stored_once(tmp_path, e
     assert killed and executor.retried > retried
     assert (summary.scored, summary.cancelled) == (PROMPTS, False)
     assert victim not in {w["pid"] for w in executor.start()}
-    assert max_difference(label_rows(tmp_path / "ray.db"), reference) <= 1e-6
+    assert max_difference(label_rows(tmp_path / "ray.db"), reference) <= TOLERANCE
 
 
 def test_a_cancelled_run_resumes_with_only_the_missing_prompts(tmp_path, executor, loans, reference):
@@ -134,7 +140,7 @@ def test_a_cancelled_run_resumes_with_only_the_missing_prompts(tmp_path, executo
         assert first.cancelled and 2 <= first.scored < PROMPTS
         second = run_scoring(store, task, executor.spec.ref, None, batch_size=2, executor=executor)
     assert (second.cached, second.scored) == (first.scored, PROMPTS - first.scored)
-    assert max_difference(label_rows(tmp_path / "ray.db"), reference) <= 1e-6
+    assert max_difference(label_rows(tmp_path / "ray.db"), reference) <= TOLERANCE
 
 
 def test_pairwise_answers_match_the_single_process_run(tmp_path, executor, smollm_ref, smollm):
@@ -163,7 +169,7 @@ def test_cli_joins_a_running_cluster(tmp_path, cluster, executor, loans, referen
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"{PROMPTS} prompts, {PROMPTS} scored, 0 cached" in result.stdout
     assert "ray: 2 workers (cpu)" in result.stderr
-    assert max_difference(label_rows(db), reference) <= 1e-6
+    assert max_difference(label_rows(db), reference) <= TOLERANCE
 
 
 @pytest.mark.parametrize(
