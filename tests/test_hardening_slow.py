@@ -88,7 +88,9 @@ def test_a_server_that_stops_answering_ends_the_run_within_one_call_deadline(han
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert status == 2 and len(errors) == 1, err
     assert f"no answer within {CUT:g} s (the call's deadline" in errors[0] and "rerun to continue" in errors[0]
-    assert Hanging.first_hang is not None and ended - Hanging.first_hang < 1.1 * CUT
+    # one deadline for all: well under two (the queued calls sent once the first ones time out end at 2 × CUT); the
+    # margin is the error's path on a loaded machine (0.42 s seen under pytest -n 2)
+    assert Hanging.first_hang is not None and ended - Hanging.first_hang < 1.5 * CUT
     assert Hanging.seen == 4 + 2  # the queued calls of the batch were never sent
     assert stored(tmp_path / "s.db") == 4
 
