@@ -23,10 +23,11 @@ def choices(path: str, version: tuple) -> tuple[list[str], list[str], list[str]]
     return explorer.choices(path)
 
 
-@st.cache_data(show_spinner="Searching prompt combinations…", max_entries=8)
+@st.cache_resource(show_spinner="Searching prompt combinations…", max_entries=8)
 def search(path: str, version: tuple, scorer: str, decoding: str, rule: str = "same",
            paraphraser: str | None = None) -> tuple[list[PairResult], pd.DataFrame]:
-    """:func:`audit.cairo.explorer.search`, once per store version, scorer, decoding, rule and source."""
+    """:func:`audit.cairo.explorer.search`, once per store version, scorer, decoding, rule and source (shared, never
+    mutated: read at every rerun without unpickling)."""
     return explorer.search(path, scorer, decoding, rule, paraphraser)
 
 

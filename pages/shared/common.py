@@ -26,9 +26,10 @@ from audit.store.database import Store
 from pages.view_models.report_view import bundle_settings
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
+@st.cache_resource(show_spinner=False, max_entries=8)
 def load_tables(path: str, version: tuple) -> StoreTables:
-    """Every table of the store at ``path``, each read once; ``version`` keys the cache."""
+    """Every table of the store at ``path``, each read once; ``version`` keys the cache. Shared by every page and
+    session, never mutated (a data cache would unpickle every table at each of the several calls of a rerun)."""
     with Store(path, create=False) as store:
         return StoreTables.read(store)
 
