@@ -10,9 +10,11 @@ if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):  # pytest -n N: the cores shared
     for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(variable, threads)
 
+import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
+from streamlit.testing.v1 import local_script_runner  # noqa: E402
 
 from audit.backend import CausalLM, ModelRef, resolve  # noqa: E402
 from audit.backend.spec import BackendSpec, load_backend  # noqa: E402
@@ -25,6 +27,23 @@ ROOT = Path(__file__).resolve().parent.parent
 #: ``--no-loadscope-reorder``, or xdist would order the files by their number of tests and start these last)
 FIRST = ("test_api_backend.py", "test_vllm_backend.py", "test_listwise.py", "test_precision.py",
          "test_listwise_backends.py")
+
+
+def _wait_for_the_script(runner, timeout: float = 3) -> None:
+    """Streamlit AppTest's wait for a script run (``require_widgets_deltas``), polling every 10 ms instead of every
+    1 ms: its check walks every event of the run, and the poll, run a thousand times a second, took the interpreter
+    from the script it waits for (18 % of a Monitor page test's CPU). Same end and same timeout error."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        time.sleep(0.01)
+        if runner.script_stopped():
+            return
+    runner.request_stop()
+    runner.join()
+    raise RuntimeError(f"AppTest script run timed out after {timeout}(s)")
+
+
+local_script_runner.require_widgets_deltas = _wait_for_the_script
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
