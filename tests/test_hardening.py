@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from fake_backend import installed
 from helpers import Done, audit
 from loan_spec import loan_files
 
+from audit.backend import api
 from audit.paths import DEMO_STORE
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -306,3 +308,18 @@ def test_a_runaway_text_is_not_sent_to_an_api_model(tmp_path):
     assert done.returncode == 2 and len(errors) == 1, done.stderr
     assert "longer than 200,000 characters" in errors[0] and "(250,000 characters)" in errors[0], errors[0]
     assert not db.exists()
+
+
+def test_a_call_cut_before_its_socket_connected_is_cut_as_it_connects():
+    """Ctrl-C (or another call's failure) cuts every API call in flight; a call already noted in flight whose socket
+    connects just after that cut is cut as it connects, not left open until its 300 s deadline (the race behind a
+    Ctrl-C that once left a listwise run waiting on its hung calls)."""
+    mine, server = socket.socketpair()
+    with mine, server:
+        mine.settimeout(5)
+        api._calls.call = ([], [True])  # as ApiClient.stop leaves a call it cut before the call connected
+        try:
+            api._opened(mine)
+        finally:
+            api._calls.call = ([], [])
+        assert mine.recv(1) == b""  # shut: a read ends at once (an open socket would wait for the server)

@@ -70,19 +70,28 @@ class SameOriginRedirects(urllib.request.HTTPRedirectHandler):
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
-_calls = threading.local()  # the sockets the current thread's call has opened, so its deadline can cut them
+_calls = threading.local()  # the current thread's call: (its sockets, whether it was cut), so a deadline can cut it
+
+
+def _opened(sock: socket.socket) -> None:
+    """Note a socket the current thread's call opened; cut it at once where the call was cut before it connected
+    (noted first, then checked: :func:`_shut` marks first, then cuts what is noted, so one of the two cuts it)."""
+    sockets, fired = getattr(_calls, "call", ([], []))
+    sockets.append(sock)
+    if fired:
+        _shut([sock], [])
 
 
 class _CutHTTP(http.client.HTTPConnection):
     def connect(self) -> None:
         super().connect()
-        getattr(_calls, "sockets", []).append(self.sock)
+        _opened(self.sock)
 
 
 class _CutHTTPS(http.client.HTTPSConnection):
     def connect(self) -> None:
         super().connect()
-        getattr(_calls, "sockets", []).append(self.sock)
+        _opened(self.sock)
 
 
 class _DeadlineHTTP(urllib.request.HTTPHandler):
@@ -218,8 +227,8 @@ class ApiClient:
         timeout = max(0.1, min(self.timeout, ends - time.monotonic()))
         sockets: list[socket.socket] = []
         fired: list[bool] = []
-        _calls.sockets = sockets
         call = (sockets, fired)
+        _calls.call = call
         with self._lock:
             if self._failure is not None:  # stopped since this call's last look
                 raise self._failure
@@ -240,7 +249,7 @@ class ApiClient:
             raise AuditError(f"{self.base_url}{path} redirected to a URL that is not valid ({exc}); refused") from None
         finally:
             timer.cancel()
-            _calls.sockets = []
+            _calls.call = ([], [])
             with self._lock:
                 self._in_flight = [other for other in self._in_flight if other is not call]
         if self._failure is not None:
