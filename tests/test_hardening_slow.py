@@ -179,7 +179,17 @@ def test_ctrl_c_in_a_listwise_run_is_one_line(hanging, tmp_path):
     time.sleep(0.3)
     process.send_signal(signal.SIGINT)
     sent = time.monotonic()
-    _, err = process.communicate(timeout=60)
+    try:
+        _, err = process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:  # say how the run held the signal (ignored, blocked, caught) and where it was
+        status = Path(f"/proc/{process.pid}/status").read_text()
+        stacks = [Path(f"/proc/{process.pid}/task/{t}/wchan").read_text() for t in os.listdir(
+            f"/proc/{process.pid}/task")]
+        process.kill()
+        _, err = process.communicate()
+        pytest.fail(f"no exit 60 s after SIGINT; the run's signal masks: "
+                    f"{[line for line in status.splitlines() if line.startswith('Sig')]}, its threads' waits {stacks}, "
+                    f"this process's SIGINT handler {signal.getsignal(signal.SIGINT)}; stderr: {err[-2000:]}")
     assert time.monotonic() - sent < 5 and process.returncode == 130, err
     assert "Traceback" not in err and err.splitlines()[-1] == "interrupted; 4 rankings stored, rerun to resume", err
     assert stored(db) == 4
