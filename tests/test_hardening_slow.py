@@ -171,8 +171,14 @@ def test_ctrl_c_in_a_listwise_run_is_one_line(hanging, tmp_path):
     Hanging.answered = 4
     db = tmp_path / "s.db"
     argv = listwise(hanging, db, "--rankings", "12", "--batch-size", "4", "--concurrency", "2")
-    process = subprocess.Popen([sys.executable, "-m", "audit", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    # the run gets SIGINT at its default, as from a terminal: an earlier test of this worker process can leave it
+    # ignored here (SigIgn 0x81000006 seen in the full suite), and an ignored signal stays ignored in a child
+    held = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        process = subprocess.Popen([sys.executable, "-m", "audit", *argv], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    finally:
+        signal.signal(signal.SIGINT, held if held is not None else signal.SIG_DFL)
     waited = time.monotonic() + 120
     while Hanging.first_hang is None and time.monotonic() < waited:
         time.sleep(0.05)
