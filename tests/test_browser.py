@@ -173,8 +173,9 @@ def test_deciding_verdict_columns_fit_1500_px_and_the_address_keeps_task_and_k(s
         SHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SHOTS / f"allocation_gaps_1500px_{task}.png"))
         assert f"task={task}" in page.url and f"k={k}" in page.url
-        page.wait_for_function(f"({TABLES})().some(t => t.columns.includes('plan') && t.scrolls === false)",
-                               timeout=60_000)  # glide has laid out the tables
+        laid_out = ("tables => tables.some(t => t.columns.slice(0, 3).join() === 'system,subtask,verdict')"
+                    " && tables.some(t => t.columns.includes('plan') && t.scrolls === false)")
+        page.wait_for_function(f"({laid_out})(({TABLES})())", timeout=60_000)  # glide draws each table's header alone
         tables = page.evaluate(TABLES)
         systems = [t for t in tables if t["columns"][:3] == ["system", "subtask", "verdict"]]
         deciding = [t for t in tables if "plan" in t["columns"] and "adjusted p" not in t["columns"]]

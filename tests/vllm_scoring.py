@@ -1,10 +1,11 @@
 """Run once per session by tests/test_vllm_backend.py inside the vLLM virtualenv, on one vLLM engine (its start is
 most of the cost): the bundled model scored by the vLLM backend into the store ``argv[1]`` (pointwise on eight one-line
 loan applications, tests/loan_spec.py's; pairwise by generation on a two-applicant custom task of one-line texts: the
-store's rows of both modes without the minutes that resume prompts of 1,000–2,000 tokens take on CPU), its numbers for
-the same prompts (the loans' pointwise probabilities, the custom task's pairwise answers in both orders), and — when CAIRO arguments follow ``--`` — that ``cairo run``
-(``python -m audit``'s ``main``, in this process, on the same engine) run twice; everything is written to the JSON
-file ``argv[2]`` for the tests to compare with the transformers backend."""
+store's rows of both modes without the minutes that resume prompts of 1,000–2,000 tokens take on CPU), its numbers
+for the same prompts (the loans' pointwise probabilities as the run stored them, the custom task's pairwise answers in
+both orders), and — when CAIRO arguments follow ``--`` — that ``cairo run`` (``python -m audit``'s ``main``, in this
+process, on the same engine) run twice; everything is written to the JSON file ``argv[2]`` for the tests to compare
+with the transformers backend."""
 from __future__ import annotations
 
 import contextlib
@@ -55,14 +56,16 @@ def main(db: str, out: str, cairo: list[str]) -> None:
         pointwise = run_scoring(store, task, ref, lambda: backend, batch_size=8)
         two = two_applicants(Path(db).parent)
         pairwise = run_scoring(store, two, ref, lambda: backend, mode="pairwise", rounds=1, batch_size=8)
-    scores = backend.label_probabilities([task.pointwise_prompt(c) for c in task.candidates()], task.label_set.labels)
+    with Store(db) as store:  # the probabilities the run stored, in the candidates' order (not asked for again)
+        stored = store.query("SELECT prompt, probs, mass FROM label_results").set_index("prompt")
+    scores = stored.loc[[task.pointwise_prompt(c).key() for c in task.candidates()]]
     first, second = two.candidates(1)
     answers = backend.generate([two.pairwise_prompt(first, second), two.pairwise_prompt(second, first)])
     runs = [cli(cairo) for _ in range(2)] if cairo else []
     with open(out, "w", encoding="utf-8") as handle:
         json.dump({"label": ref.label, "fingerprint": ref.fingerprint, "scored": [pointwise.scored, pairwise.scored],
-                   "probs": [s.probs for s in scores], "mass": [s.mass for s in scores], "answers": answers,
-                   "cairo": runs}, handle)
+                   "probs": [json.loads(p) for p in scores["probs"]], "mass": scores["mass"].tolist(),
+                   "answers": answers, "cairo": runs}, handle)
 
 
 if __name__ == "__main__":  # vLLM's engine core is a spawned process that re-imports the main module
