@@ -25,6 +25,8 @@ import pytest
 from audit.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
+#: a report's resampling cut to 20 draws each, where a test reads no number that depends on it
+FEW_DRAWS = ("--bootstrap", "20", "--permutations", "20")
 
 needs_cuda = pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU")
 

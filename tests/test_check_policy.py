@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from audit.engine.policy import MAX_POLICY_BYTES, Monitoring, load_policy
-from helpers import ROOT, audit, audit_json
+from helpers import FEW_DRAWS, ROOT, audit, audit_json
 
 STUDY = "study-gpt-hiring"
 ODD = 'odd<&>"]]>'
@@ -241,7 +241,7 @@ def test_monitoring_is_parsed_and_passed_through(tmp_path):
 def test_the_report_names_the_policy_and_its_sha256(demo, tmp_path):
     path = policy(tmp_path, f"tasks: [{STUDY}]\nsystems: [gpt-4]\nthreshold: 0.75\n")
     out = tmp_path / "report.html"
-    audit("report", "--db", demo, "--policy", path, "--out", out, check=True)
+    audit("report", "--db", demo, "--policy", path, *FEW_DRAWS, "--out", out, check=True)
     html = out.read_text()
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     assert f"read from the policy file policy.yaml (SHA-256 {digest})" in html

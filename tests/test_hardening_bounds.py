@@ -33,7 +33,7 @@ from audit.paths import DEMO_STORE
 from audit.store.database import Store
 from audit.tasks import study
 from audit.tasks.loaders import read_rows
-from helpers import running_with
+from helpers import FEW_DRAWS, running_with
 from test_bad_inputs import custom, run, snapshot, store, table, two_groups
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -331,7 +331,7 @@ def test_a_browser_that_never_answers_ends_with_its_whole_group(tmp_path):
               "from audit.cli import main\nsys.exit(main(sys.argv[1:]))")
     env = {**os.environ, "BROWSER_PATH": str(browser), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", script, "report", "--db", str(tmp_path / "store.db"), "--task",
-                           "resume", "--out", str(tmp_path / "report.html")], capture_output=True, text=True, env=env,
+                           "resume", *FEW_DRAWS, "--out", str(tmp_path / "report.html")], capture_output=True, text=True, env=env,
                           timeout=120)
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2 and len(lines) == 1, done.stderr
