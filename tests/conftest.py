@@ -10,10 +10,12 @@ if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):  # pytest -n N: the cores shared
     for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(variable, threads)
 
+import functools  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
+from streamlit.components.v2 import manifest_scanner  # noqa: E402
 from streamlit.testing.v1 import local_script_runner  # noqa: E402
 
 from audit.backend import CausalLM, ModelRef, resolve  # noqa: E402
@@ -22,11 +24,17 @@ from audit.tasks import get_task  # noqa: E402
 from audit.tasks.resume import ResumeTask  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-#: the costliest modules (vLLM starts, long real-model runs; bench/README.md, "The test suite on CI"), heaviest
-#: first: run before the rest so that no worker ends the suite alone on one of them (``make test`` passes
-#: ``--no-loadscope-reorder``, or xdist would order the files by their number of tests and start these last)
-FIRST = ("test_api_backend.py", "test_vllm_backend.py", "test_listwise.py", "test_precision.py",
-         "test_listwise_backends.py")
+#: the modules of over 20 s (bench/README.md, "The test suite on CI"), longest first: run before the rest, so that the
+#: suite ends on short modules, not one worker alone on a long one (``make test`` passes ``--no-loadscope-reorder``, or
+#: xdist would order the files by their number of tests). xdist hands each worker two modules at the start: the two
+#: vLLM ones (which mostly wait on a vLLM process) go to one worker, one after the other, beside the model-bound ones
+#: on the other, rather than both vLLM starts at once with both workers waiting
+FIRST = ("test_api_backend.py", "test_listwise.py", "test_vllm_backend.py", "test_precision.py", "test_browser.py",
+         "test_scale_ray.py", "test_one_computation.py", "test_app_pages.py", "test_hardening_bounds.py",
+         "test_check_policy.py", "test_monitor_page.py", "test_audit_report.py", "test_design.py", "test_packaging.py",
+         "test_hardening.py", "test_runs.py", "test_backend.py", "test_tasks_cli.py", "test_report_page1.py",
+         "test_store.py", "test_labels.py", "test_metrics_uncertainty.py", "test_verdict_calibration.py",
+         "test_bad_inputs.py", "test_listwise_backends.py", "test_recorded_import.py")
 
 
 def _wait_for_the_script(runner, timeout: float = 3) -> None:
@@ -44,6 +52,9 @@ def _wait_for_the_script(runner, timeout: float = 3) -> None:
 
 
 local_script_runner.require_widgets_deltas = _wait_for_the_script
+# Streamlit scans every installed distribution for component manifests at each new AppTest (≈ 0.3 s, ≈ 65 AppTests a
+# run): once per process, the packages installed do not change during a run
+manifest_scanner.scan_component_manifests = functools.cache(manifest_scanner.scan_component_manifests)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

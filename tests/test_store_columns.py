@@ -62,3 +62,35 @@ def test_score_order_reads_sorted_categoricals_by_their_codes():
     expected = as_text.sort_values(["model", "group", "candidate_id"], kind="stable").index.to_numpy()
     assert (sorted_order(table, ["model", "group", "candidate_id"]) == expected).all()
     assert (sorted_order(as_text, ["model", "group", "candidate_id"]) == expected).all()
+
+
+def test_stacked_frames_hold_pd_concat_values_and_keep_categories():
+    """Scored rows (text) stacked with recorded rows (categoricals): the values of ``pd.concat``, categorical columns
+    still categorical with sorted categories (the order :func:`sorted_order` reads by codes), a column missing from a
+    frame missing in its rows."""
+    from audit.store.recorded import stacked
+
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        def column(kind: str, size: int) -> pd.Series:
+            values = rng.choice(["b", "a", "ä", "B", "a2"], size).tolist()
+            values[0] = None if rng.random() < 0.3 else values[0]
+            return {"category": pd.Series(values, dtype="category"), "str": pd.Series(values, dtype="str"),
+                    "object": pd.Series(values, dtype=object)}[kind]
+
+        frames = []
+        for _ in range(int(rng.integers(2, 4))):
+            size = int(rng.integers(1, 6))
+            frame = pd.DataFrame({"value": rng.random(size)})
+            for name in ("model", "group"):
+                if rng.random() < 0.8:
+                    frame[name] = column(str(rng.choice(["category", "str", "object"])), size)
+            frames.append(frame)
+        out, expected = stacked(frames), pd.concat(frames, ignore_index=True)
+        assert list(out.columns) == list(expected.columns) and len(out) == len(expected)
+        for name in out.columns:
+            assert out[name].astype(object).isna().tolist() == expected[name].astype(object).isna().tolist()
+            assert out[name].dropna().astype(object).tolist() == expected[name].dropna().astype(object).tolist()
+            if any(name in f and isinstance(f[name].dtype, pd.CategoricalDtype) for f in frames):
+                assert isinstance(out[name].dtype, pd.CategoricalDtype)
+                assert out[name].cat.categories.is_monotonic_increasing

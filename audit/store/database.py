@@ -37,7 +37,7 @@ from audit.enums import Mode
 from audit.errors import AuditError
 from audit.store.columns import recorded_columns
 from audit.store.digest import columns_text, rows_text
-from audit.store.recorded import OUTCOMES, decision_scores, legacy_decisions
+from audit.store.recorded import OUTCOMES, decision_scores, legacy_decisions, stacked
 
 APPLICATION = "allocation-audit"
 BUSY_TIMEOUT_S = 120
@@ -374,7 +374,7 @@ class Store:
         systems = self.query(RECORDED_SYSTEMS_QUERY)
         recorded = decision_scores(self.recorded_decisions() if len(systems) else pd.DataFrame(), systems)
         if len(recorded):
-            frame = pd.concat([frame, recorded], ignore_index=True) if len(frame) else recorded.reset_index(drop=True)
+            frame = stacked([frame, recorded]) if len(frame) else recorded.reset_index(drop=True)
         frame["pool"] = frame["pool"].astype("Int64")
         return frame
 

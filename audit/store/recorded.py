@@ -55,6 +55,22 @@ def decision_scores(raw: pd.DataFrame, systems: pd.DataFrame) -> pd.DataFrame:
                          "date": raw["date"] if "date" in raw else None})[COLUMNS]
 
 
+def stacked(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """``pd.concat(frames, ignore_index=True)`` with categorical columns kept categorical: a column categorical in
+    some frame (a recorded log's model, group, …: :func:`decision_scores`) becomes, in every frame, a categorical over
+    the sorted union of their values, so pandas joins codes instead of writing a big log's rows back as text."""
+    columns = list(dict.fromkeys(c for f in frames for c in f.columns if isinstance(f[c].dtype, pd.CategoricalDtype)))
+    if len(frames) > 1 and columns:
+        frames = [f.copy(deep=False) for f in frames]
+        for column in columns:  # a frame without the column has it missing, as pd.concat would
+            parts = [pd.Categorical(f[column] if column in f else [None] * len(f)) for f in frames]
+            categories = pd.Index(pd.unique(np.concatenate([part.categories.to_numpy(dtype=object)
+                                                            for part in parts]))).sort_values()
+            for f, part in zip(frames, parts):
+                f[column] = pd.Series(part.set_categories(categories), index=f.index)
+    return pd.concat(frames, ignore_index=True)
+
+
 def _repeated(values: pd.Series, of: np.ndarray, index: pd.Index) -> pd.Series:
     """``values`` (one per system) taken at ``of`` (each row's system) as a categorical of the distinct values,
     sorted: the systems' text is not repeated per row."""

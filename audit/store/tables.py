@@ -12,6 +12,7 @@ from audit.enums import Reading
 from audit.store.answer_parser import FIRST, SECOND, TIE
 from audit.store.pairwise import candidate_scores, pair_outcomes, with_choices
 from audit.store.database import Store
+from audit.store.recorded import stacked
 
 SCORE_COLUMNS = ["model", "task", "subtask", "mode", "candidate_id", "group", "qualified", "score",
                  "pool", "label_mass", "fingerprint", "date"]
@@ -63,7 +64,7 @@ def dated_scores(pointwise: pd.DataFrame, prompts: pd.DataFrame) -> tuple[pd.Dat
     if len(pairwise):
         pairwise["mode"] = pairwise_mode(pairwise["method"])
     frames = [f.reindex(columns=SCORE_COLUMNS) for f in (pointwise, pairwise) if len(f)]
-    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=SCORE_COLUMNS)
+    table = stacked(frames) if frames else pd.DataFrame(columns=SCORE_COLUMNS)
     table["qualified"] = table["qualified"].astype(int)
     table["pool"] = table["pool"].astype("Int64")
     table["date"] = table["date"].astype(object).where(table["date"].notna(), None)
