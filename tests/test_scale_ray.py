@@ -159,18 +159,16 @@ def test_pairwise_answers_match_the_single_process_run(tmp_path, executor, smoll
 
 
 def test_cli_joins_a_running_cluster(tmp_path, cluster, executor, loans, reference):
-    """A second process joins the module's cluster and scores on one worker of its own (the spread over two workers
-    is the first test's; a worker start imports torch and loads the model)."""
     executor.shutdown()  # its workers hold the cluster's 2 CPUs; it starts new ones on its next run
     db = tmp_path / "cli.db"
     address = ray.get_runtime_context().gcs_address
     command = [sys.executable, "-m", "audit", "score", "--task", "custom", "--subtask", "default",
                "--data", str(loans / "loans.csv"), "--spec", str(loans / "spec.yaml"), "--batch-size", "2",
-               "--db", str(db), "--executor", "ray", "--address", address, "--workers", "1"]
+               "--db", str(db), "--executor", "ray", "--address", address, "--workers", "2"]
     result = subprocess.run(command, cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"{PROMPTS} prompts, {PROMPTS} scored, 0 cached" in result.stdout
-    assert "ray: 1 worker (cpu)" in result.stderr
+    assert "ray: 2 workers (cpu)" in result.stderr
     assert max_difference(label_rows(db), reference) <= TOLERANCE
 
 
