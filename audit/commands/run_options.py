@@ -71,7 +71,7 @@ def backend_and_executor(args: argparse.Namespace) -> tuple[BackendSpec, "RayExe
         return spec, None
     from audit.run.distributed import RayExecutor
 
-    print(f"ray: {cluster.workers} worker{'s' * (cluster.workers != 1)} ({cluster.device}), {cluster.cpus} CPUs and "
-          f"{cluster.gpus} GPUs "
-          "in the cluster", file=sys.stderr)
+    workers = f"{cluster.workers} worker{'s' * (cluster.workers != 1)}"
+    print(f"ray: {workers} ({cluster.device}), {cluster.cpus} CPUs and {cluster.gpus} GPUs in the cluster",
+          file=sys.stderr)
     return spec, RayExecutor(spec, cluster)
