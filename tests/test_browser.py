@@ -80,14 +80,18 @@ def browser(tmp_path_factory):
         context.close()
 
 
+#: what shows while a page is still being computed: Streamlit's running indicator (not drawn in every mode: a page
+#: was seen settled under its own "Judging the audit at every quota k…" spinner), a spinner, an element's placeholder
+BUSY = '[data-testid="stStatusWidget"], [data-testid="stSpinner"], [data-testid="stSkeleton"]'
+
+
 def settle(page, timeout_ms: int = 120_000) -> None:
-    """Wait until the app has a title and no script is running any more."""
+    """Wait until the app has a title and nothing on it is still being computed (1.5 s without :data:`BUSY`)."""
     page.wait_for_selector("h1", timeout=timeout_ms)
     deadline = time.monotonic() + timeout_ms / 1000
     quiet = 0
     while time.monotonic() < deadline and quiet < 3:
-        running = page.locator('[data-testid="stStatusWidget"]').count() > 0
-        quiet = 0 if running else quiet + 1
+        quiet = 0 if page.locator(BUSY).count() > 0 else quiet + 1
         page.wait_for_timeout(500)
 
 
