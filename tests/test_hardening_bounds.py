@@ -331,8 +331,8 @@ def test_a_browser_that_never_answers_ends_with_its_whole_group(tmp_path):
               "from audit.cli import main\nsys.exit(main(sys.argv[1:]))")
     env = {**os.environ, "BROWSER_PATH": str(browser), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", script, "report", "--db", str(tmp_path / "store.db"), "--task",
-                           "resume", *FEW_DRAWS, "--out", str(tmp_path / "report.html")], capture_output=True, text=True, env=env,
-                          timeout=120)
+                           "resume", *FEW_DRAWS, "--out", str(tmp_path / "report.html")], capture_output=True, text=True,
+                          env=env, timeout=120)
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert lines[0] == ("error: the headless browser needs a working Chrome/Chromium (apt-get install chromium; "

@@ -71,13 +71,14 @@ def test_stacked_frames_hold_pd_concat_values_and_keep_categories():
     from audit.store.recorded import stacked
 
     rng = np.random.default_rng(7)
-    for _ in range(20):
-        def column(kind: str, size: int) -> pd.Series:
-            values = rng.choice(["b", "a", "ä", "B", "a2"], size).tolist()
-            values[0] = None if rng.random() < 0.3 else values[0]
-            return {"category": pd.Series(values, dtype="category"), "str": pd.Series(values, dtype="str"),
-                    "object": pd.Series(values, dtype=object)}[kind]
 
+    def column(kind: str, size: int) -> pd.Series:
+        values = rng.choice(["b", "a", "ä", "B", "a2"], size).tolist()
+        values[0] = None if rng.random() < 0.3 else values[0]
+        return {"category": pd.Series(values, dtype="category"), "str": pd.Series(values, dtype="str"),
+                "object": pd.Series(values, dtype=object)}[kind]
+
+    for _ in range(20):
         frames = []
         for _ in range(int(rng.integers(2, 4))):
             size = int(rng.integers(1, 6))
