@@ -200,6 +200,17 @@ def test_a_bad_policy_is_one_error_line(demo, tmp_path, text, words):
         one_error(audit(command, "--db", demo, "--policy", path), str(path), *words)
 
 
+def test_a_bad_policy_is_refused_before_the_store_is_read(tmp_path):
+    """The policy is checked first: a store that is not one (or a big log that takes seconds to read) is never
+    opened for a policy that would be refused anyway."""
+    notes = tmp_path / "notes.db"
+    notes.write_text("not a store")
+    path = policy(tmp_path, "threshold: 1.5\n")
+    for command in (["check"], ["verdict"], ["report", "--out", tmp_path / "report.html"]):
+        one_error(audit(*command, "--db", notes, "--policy", path), str(path), "key 'threshold' is 1.5")
+    assert not (tmp_path / "report.html").exists()
+
+
 def test_a_missing_huge_or_binary_policy_is_one_error_line(demo, tmp_path):
     one_error(audit("check", "--db", demo, "--policy", tmp_path / "none.yaml"), "none.yaml", "no such file")
     huge = policy(tmp_path, "# padding\n" * (MAX_POLICY_BYTES // 10 + 1) + "threshold: 0.8\n", "huge.yaml")

@@ -1,6 +1,7 @@
 """Ray-distributed scoring on a real local Ray cluster (2 CPUs) with the real bundled model and real stores:
-same rows as the single-process engine, a killed worker's batch is retried, a cancelled run resumes, and the
-CLI joins a running cluster or refuses bad options in one line."""
+same rows as the single-process engine, a killed worker's batch is retried, a cancelled run resumes, the CLI joins
+a running cluster or refuses bad options in one line, and the study's listwise protocol (workers calling the
+in-order test server) stores the in-process rankings."""
 from __future__ import annotations
 
 import json
@@ -10,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -20,9 +22,12 @@ from audit.run.distributed import RayExecutor, connect  # noqa: E402
 from audit.run.scoring import run_scoring  # noqa: E402
 from audit.store.database import Store  # noqa: E402
 from audit.tasks import get_task  # noqa: E402
+from audit.tasks import study  # noqa: E402
 from audit.tasks.base import Task  # noqa: E402
 from helpers import audit  # noqa: E402
 from loan_spec import loan_spec  # noqa: E402
+from tests.listwise_server import NAME, serving  # noqa: E402
+from tests.test_listwise import cli  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = loan_spec("White", group_columns=["race"])
@@ -170,6 +175,35 @@ def test_cli_joins_a_running_cluster(tmp_path, cluster, executor, loans, referen
     assert f"{PROMPTS} prompts, {PROMPTS} scored, 0 cached" in result.stdout
     assert "ray: 2 workers (cpu)" in result.stderr
     assert max_difference(label_rows(db), reference) <= TOLERANCE
+
+
+def rankings(db: Path, model: str) -> list[tuple]:
+    """The stored decisions of ``model``: (subtask, pool, group, score), sorted."""
+    with Store(db, create=False) as store:
+        table = store.pointwise_table()
+    mine = table[table["model"] == model]
+    return sorted(mine[["subtask", "pool", "group", "score"]].itertuples(index=False, name=None))
+
+
+@pytest.fixture()
+def ranker() -> Iterator[str]:
+    """The in-order test server's base URL (tests/listwise_server.py)."""
+    yield from serving()
+
+
+def test_listwise_rankings_on_the_cluster_are_the_in_process_ones(tmp_path, cluster, executor, ranker):
+    executor.shutdown()  # its workers hold the cluster's 2 CPUs
+    argv = ("score", "--task", study.TASK, "--mode", "listwise", "--model", f"openai:{NAME}", "--base-url", ranker,
+            "--rankings", "8", "--subtask", "retail", "--batch-size", "2")  # 4 batches: 2 per worker
+    code, out, err = cli(*argv, "--db", str(tmp_path / "local.db"))
+    assert code == 0, err
+    code, out, err = cli(*argv, "--db", str(tmp_path / "ray.db"), "--executor", "ray", "--workers", "2")
+    assert code == 0, err
+    assert "ray: 2 workers (cpu)" in err and "8 prompts, 8 scored" in out and "parsed 1.000" in out
+    found = rankings(tmp_path / "ray.db", f"openai:{NAME} listwise-generate")
+    assert found == rankings(tmp_path / "local.db", f"openai:{NAME} listwise-generate") and len(found) == 8 * 8
+    first = {(int(pool), group) for _, pool, group, score in found if score == 1}
+    assert first == {(i, study.draw("retail", i, 0).groups[0]) for i in range(8)}
 
 
 @pytest.mark.parametrize(

@@ -38,12 +38,18 @@ def _recording(base: type) -> type:
     return Recording
 
 
-def apply_policy(args: argparse.Namespace, tables: StoreTables) -> Policy | None:
-    """Read ``args.policy`` (if given) and set ``args``' threshold, rule, family, ci, task, k and models from it; an
-    explicit flag whose value differs from the policy's is an AuditError naming the flag and the policy key."""
-    if not getattr(args, "policy", None):
-        return None
-    policy = load_policy(args.policy)
+def policy_of(args: argparse.Namespace) -> Policy | None:
+    """The policy of ``args.policy`` (None without one), read and checked before the store is: a bad policy is one
+    error line, whatever the store's size."""
+    return load_policy(args.policy) if getattr(args, "policy", None) else None
+
+
+def apply_policy(args: argparse.Namespace, policy: Policy | None, tables: StoreTables) -> None:
+    """Set ``args``' threshold, rule, family, ci, task, k and models from ``policy`` (:func:`policy_of`) and the
+    store's ``tables``; an explicit flag whose value differs from the policy's is an AuditError naming the flag and
+    the policy key."""
+    if policy is None:
+        return
     explicit = getattr(args, "explicit_flags", frozenset())
     policy.check_tasks(tables.tasks())
     task = _task(args, policy, explicit, tables)
@@ -62,7 +68,6 @@ def apply_policy(args: argparse.Namespace, tables: StoreTables) -> Policy | None
             raise AuditError(f"--{dest} {' '.join(given) if dest == 'models' else given} conflicts with policy "
                              f"{policy.path}'s {GOVERNED[dest]} {_shown(value)}; drop the flag or change the policy")
         setattr(args, dest, value)
-    return policy
 
 
 def _task(args: argparse.Namespace, policy: Policy, explicit: frozenset, tables: StoreTables) -> str:

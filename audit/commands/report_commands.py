@@ -15,7 +15,7 @@ from audit.design import AuditDesign
 from audit.errors import AuditError
 from audit.formatting import bound, md_text
 from audit.commands.io import cli_options, emit, records, tables_from
-from audit.commands.policy_options import add_policy, apply_policy
+from audit.commands.policy_options import add_policy, apply_policy, policy_of
 from audit.commands.options import (add_adjust, add_bootstrap, add_selection, add_verdict_rule, check_date,
                                     selection_from)
 from audit.engine.choices import FOUR_FIFTHS, UNQUOTED
@@ -152,8 +152,9 @@ def run_report(args: argparse.Namespace) -> int:
         raise AuditError(f"--out {args.out}: the report is written as .html or .pdf")
     if not Path(args.db).is_file():
         raise AuditError(f"result store {args.db} does not exist")
+    policy = policy_of(args)
     tables = tables_from(args)
-    policy = apply_policy(args, tables)
+    apply_policy(args, policy, tables)
     settings = ReportSettings(args.db, selection_from(args, tables), threshold=args.threshold,
                               compare=tuple(args.compare) if args.compare else None,
                               paper=args.paper, auditor=args.auditor.strip(), firm=args.firm.strip(),

@@ -9,7 +9,7 @@ import pandas as pd
 
 from audit.commands.io import emit, records, tables_from
 from audit.engine.audit import Audit
-from audit.commands.policy_options import add_policy, apply_policy
+from audit.commands.policy_options import add_policy, apply_policy, policy_of
 from audit.commands.options import add_bootstrap, add_output, add_selection, add_verdict_rule, selection_from
 from audit.enums import Mode
 from audit.errors import AuditError
@@ -52,8 +52,9 @@ def _judged(args: argparse.Namespace) -> Judged:
             raise AuditError("--scores takes no --grouping, --reference, --models, --subtasks or --policy (use --db)")
         tables = tables_from(args, whole=True)
     else:
+        policy = policy_of(args)
         tables = tables_from(args)
-        apply_policy(args, tables)
+        apply_policy(args, policy, tables)
     return verdict_rows(tables, selection_from(args, tables), args.threshold, tuple(args.grouping or ()))
 
 
