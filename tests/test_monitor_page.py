@@ -45,8 +45,7 @@ def dated_store(tmp_path_factory) -> Path:
 def monitor_page(monkeypatch, store: Path) -> AppTest:
     monkeypatch.setenv("AUDIT_DB", str(store))
     at = AppTest.from_file(APP, default_timeout=180)
-    at.run()
-    at.switch_page("pages/monitor.py").run()
+    at.switch_page("pages/monitor.py").run()  # opened on the Monitor page (the Overview is not computed first)
     assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
     return at
 

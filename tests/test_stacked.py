@@ -73,3 +73,32 @@ def test_pool_size_counts_the_largest_pool_whatever_the_ids():
     for table in (log, spread):
         data = selection_keys(table)[0]
         assert pool_size(PoolDesign(PoolKind.OBSERVED), data) == 7 == log["pool"].value_counts().max()
+
+
+def test_every_quota_at_once_equals_each_quota_alone():
+    """Quotas at which no member's share of the selections moves (a 0/1 log's decisions are the same at every k)
+    take the numbers of the quota before them: on 0/1 logs, a rank log and a stack of both, the pass over every
+    quota equals each quota measured alone, to the last bit."""
+    from dataclasses import replace
+
+    from audit.metrics.keys import selection_keys
+
+    rng = np.random.default_rng(8)
+    ranked = system(rng, "ranked", 30, 6, "A")
+    logs = [system(rng, f"log{i}", 25, 6, "B").assign(score=lambda t: (rng.random(len(t)) < 0.4).astype(float))
+            for i in range(2)]
+    for parts in ([ranked], logs, [*logs, ranked]):
+        table = pd.concat(parts, ignore_index=True)
+        keys = [replace(data, decided=(data.score > 0).astype(np.int64)) if data.key[0].startswith("log") else data
+                for data in selection_keys(table)]
+        quotas = [1, 2, 3, 4, 5]
+        options = dict(grouping="group", pool="observed", n_boot=2, n_perm=1, keys=keys)
+        rows, pairs = measure(table, k=quotas, **options)
+        alone = [measure(table, k=[k], **options) for k in quotas]
+        order = ["model", "subtask", "category", "k"]
+        for whole, each, by in ((rows, [r for r, _ in alone], order), (pairs, [p for _, p in alone],
+                                                                      ["model", "subtask", "a", "b", "k"])):
+            whole = whole.sort_values(by, kind="stable").reset_index(drop=True)
+            each = pd.concat(each, ignore_index=True).sort_values(by, kind="stable").reset_index(drop=True)
+            pd.testing.assert_frame_equal(whole, each, check_exact=True)
+        assert rows["p"].notna().any()

@@ -313,7 +313,12 @@ def _recorded_batch(stack: Stacked, quotas: list[int], *, grouping: str, ci: flo
     errors, bounds, adjusted = np.full((2, *shape), np.nan), np.full((2, *shape), np.nan), np.full((3, *shape), np.nan)
     units, unit = np.zeros(shape), np.full(shape, "", dtype=object)
     keys_at = np.arange(count)
+    moved = stack.moved(quotas)
     for j, k in enumerate(quotas):
+        if not moved[j]:  # the same decisions as at the quota before (e.g. a 0/1 log's at every k): the same numbers
+            for values in (pair_p, errors, bounds, adjusted, units, unit):
+                values[..., j] = values[..., j - 1]
+            continue
         counts = stack.counts(k)
         for i, (first, second) in enumerate(zip(a.tolist(), b.tolist())):
             pair_p[:, i, j] = stack.pair_pvalues(counts, first, second)

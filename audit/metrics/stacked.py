@@ -74,6 +74,18 @@ class Stacked:
         numerator, denominator = np.clip(k - self.first, 0, self.ties + 1), self.ties + 1
         return PoolCounts.of(self.pool, self.group, numerator, denominator, (self.pools, self.groups))
 
+    def moved(self, quotas: list[int]) -> np.ndarray:
+        """(quotas,): whether the decisions at each quota differ from those at the quota before it in ``quotas``
+        (True for the first). A member's share of its pool's selections moves only at quotas from one past its
+        first rank to one past its ties (``first`` < k ≤ ``first`` + ``ties`` + 1): between two quotas with no such
+        move the counts, rates, tests and bounds are the same (a quota-free log's decisions at every quota)."""
+        edges = np.zeros(self.size + 2, dtype=np.int64)
+        np.add.at(edges, np.minimum(self.first + 1, self.size + 1), 1)
+        np.add.at(edges, np.minimum(self.first + self.ties + 2, self.size + 1), -1)
+        passed = np.cumsum(np.cumsum(edges) > 0)  # quotas 0 … size + 1 at which some member's share moved, so far
+        at = passed[np.asarray(quotas)]
+        return np.r_[True, at[1:] != at[:-1]]
+
     def rates(self, quotas: list[int]) -> np.ndarray:
         """(keys, groups, quotas): each group's selection rate φ(k), its rank law summed over the key's pools (in
         pool order) and normalised, then accumulated over ranks (:func:`audit.metrics.allocation.shares`)."""
