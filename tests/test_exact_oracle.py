@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import math
 from fractions import Fraction
-from itertools import permutations
+from itertools import combinations, permutations
 from pathlib import Path
 
 import numpy as np
@@ -363,3 +363,62 @@ def test_ll144_and_verdict_agree_cell_for_cell(stores, kind, k, family):
     assert given_ratio.any()
     np.testing.assert_allclose(both.loc[given_ratio, "impact_ratio"], both.loc[given_ratio, "impact_ratio_verdict"],
                                rtol=1e-9, atol=1e-12)
+
+
+@st.composite
+def stacks(draw) -> tuple[pd.DataFrame, set[str], int]:
+    """(table, the 0/1 systems' names, largest pool size): 1–3 systems measured together, each a rank log (scores
+    from {0, 1, 2}: ties at every quota) or a 0/1 log, of 1–3 pools of 1 … size members (its first pool of the
+    largest size), 2–4 groups (each in every system, as the tool asks; often missing from a pool)."""
+    n_groups, size = draw(st.integers(2, 4)), draw(st.integers(2, 7))
+    parts, zero_one = [], set()
+    for s in range(draw(st.integers(1, 3))):
+        name, binary = f"s{s}", draw(st.booleans())
+        sizes = [size, *draw(st.lists(st.integers(1, size), max_size=2))]
+        n = sum(sizes)
+        assume(n >= n_groups)
+        rest = draw(st.lists(st.integers(0, n_groups - 1), min_size=n - n_groups, max_size=n - n_groups))
+        group = draw(st.permutations([*range(n_groups), *rest]))
+        score = draw(st.lists(st.integers(0, 1 if binary else 2), min_size=n, max_size=n))
+        parts.append(pd.DataFrame({"model": name, "task": "t", "subtask": "j", "mode": "pointwise",
+                                   "candidate_id": [f"{name}-{i}" for i in range(n)],
+                                   "group": [f"g{g}" for g in group], "qualified": 1, "score": np.array(score, float),
+                                   "pool": np.repeat(np.arange(len(sizes)), sizes)}))
+        if binary:
+            zero_one.add(name)
+    return pd.concat(parts, ignore_index=True), zero_one, size
+
+
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(stacks())
+def test_every_quota_at_once_equals_the_oracle_at_each_quota(stack):
+    """The verdict's pass over every quota (the Overview's, the quota strip's) of rank and 0/1 logs stacked
+    together: each pair's raw p-value and each category's rate at each k equal the oracle's for that k (a 0/1 log's
+    recorded decisions at every k; a rank log's top-k chances with its ties' lottery)."""
+    from dataclasses import replace
+
+    from audit.engine.verdict import measure
+    from audit.metrics.keys import selection_keys
+
+    table, zero_one, size = stack
+    for name, rows in table.groupby("model"):
+        for a, b in combinations(sorted(set(rows["group"])), 2):
+            codes = rows["group"].str[1:].astype(int).to_numpy()
+            assume(oracle.subset_count(rows["pool"].to_numpy(), codes, int(a[1:]), int(b[1:])) <= MAX_SUBSETS)
+    keys = [replace(data, decided=(data.score > 0).astype(np.int64)) if data.key[0] in zero_one else data
+            for data in selection_keys(table)]
+    quotas = list(range(1, size))
+    rates, pairs = measure(table, grouping="group", k=quotas, pool="observed", n_boot=2, n_perm=1, keys=keys)
+    for name, rows in table.groupby("model"):
+        pool, score = rows["pool"].to_numpy(), rows["score"].to_numpy()
+        group = rows["group"].str[1:].astype(int).to_numpy()
+        for k in quotas:
+            chance = (score if name in zero_one else oracle_chances(pool, score, k)).astype(float)
+            found = pairs[(pairs["model"] == name) & (pairs["k"] == k)]
+            for a, b, p in found[["a", "b", "p"]].itertuples(index=False):
+                expected = oracle.within_pool_pvalue(pool, group, chance, int(a[1:]), int(b[1:]))
+                assert (math.isnan(p) and math.isnan(expected)) or same_p(p, expected), (name, k, a, b, p, expected)
+            shown = rates[(rates["model"] == name) & (rates["k"] == k)].set_index("category")["selection_rate"]
+            for category, rate in shown.items():
+                assert math.isclose(rate, chance[group == int(category[1:])].mean(), rel_tol=1e-12, abs_tol=1e-12)
