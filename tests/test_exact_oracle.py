@@ -366,14 +366,16 @@ def test_ll144_and_verdict_agree_cell_for_cell(stores, kind, k, family):
 
 
 @st.composite
-def stacks(draw) -> tuple[pd.DataFrame, set[str], int]:
-    """(table, the 0/1 systems' names, largest pool size): 1–3 systems measured together, each a rank log (scores
-    from {0, 1, 2}: ties at every quota) or a 0/1 log, of 1–3 pools of 1 … size members (its first pool of the
-    largest size), 2–4 groups (each in every system, as the tool asks; often missing from a pool)."""
+def stacks(draw) -> tuple[pd.DataFrame, dict[str, str], int]:
+    """(table, each system's outcome, largest pool size): 1–3 systems measured together, each a rank log (scores
+    from {0, 1, 2}: ties at every quota), a 0/1 log or a score log (LL144's scoring rate), of 1–3 pools of
+    1 … size members (its first pool of the largest size), 2–4 groups (each in every system, as the tool asks; often
+    missing from a pool)."""
     n_groups, size = draw(st.integers(2, 4)), draw(st.integers(2, 7))
-    parts, zero_one = [], set()
+    parts, outcomes = [], {}
     for s in range(draw(st.integers(1, 3))):
-        name, binary = f"s{s}", draw(st.booleans())
+        name, outcome = f"s{s}", draw(st.sampled_from(["rank", "selected", "score"]))
+        binary = outcome == "selected"
         sizes = [size, *draw(st.lists(st.integers(1, size), max_size=2))]
         n = sum(sizes)
         assume(n >= n_groups)
@@ -384,37 +386,38 @@ def stacks(draw) -> tuple[pd.DataFrame, set[str], int]:
                                    "candidate_id": [f"{name}-{i}" for i in range(n)],
                                    "group": [f"g{g}" for g in group], "qualified": 1, "score": np.array(score, float),
                                    "pool": np.repeat(np.arange(len(sizes)), sizes)}))
-        if binary:
-            zero_one.add(name)
-    return pd.concat(parts, ignore_index=True), zero_one, size
+        outcomes[name] = outcome
+    return pd.concat(parts, ignore_index=True), outcomes, size
 
 
 @settings(max_examples=40, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(stacks())
 def test_every_quota_at_once_equals_the_oracle_at_each_quota(stack):
-    """The verdict's pass over every quota (the Overview's, the quota strip's) of rank and 0/1 logs stacked
+    """The verdict's pass over every quota (the Overview's, the quota strip's) of rank, 0/1 and score logs stacked
     together: each pair's raw p-value and each category's rate at each k equal the oracle's for that k (a 0/1 log's
-    recorded decisions at every k; a rank log's top-k chances with its ties' lottery)."""
-    from dataclasses import replace
-
+    recorded decisions at every k, a score log's scoring above its median; a rank log's top-k chances with its ties'
+    lottery)."""
     from audit.engine.verdict import measure
-    from audit.metrics.keys import selection_keys
+    from audit.metrics.keys import selection_keys, with_decisions
 
-    table, zero_one, size = stack
+    table, outcomes, size = stack
     for name, rows in table.groupby("model"):
         for a, b in combinations(sorted(set(rows["group"])), 2):
             codes = rows["group"].str[1:].astype(int).to_numpy()
             assume(oracle.subset_count(rows["pool"].to_numpy(), codes, int(a[1:]), int(b[1:])) <= MAX_SUBSETS)
-    keys = [replace(data, decided=(data.score > 0).astype(np.int64)) if data.key[0] in zero_one else data
-            for data in selection_keys(table)]
+    recorded = pd.DataFrame([(name, "t", "j", outcome) for name, outcome in outcomes.items() if outcome != "rank"],
+                            columns=["model", "task", "subtask", "outcome"])
+    keys = with_decisions(selection_keys(table), recorded)
     quotas = list(range(1, size))
     rates, pairs = measure(table, grouping="group", k=quotas, pool="observed", n_boot=2, n_perm=1, keys=keys)
     for name, rows in table.groupby("model"):
         pool, score = rows["pool"].to_numpy(), rows["score"].to_numpy()
         group = rows["group"].str[1:].astype(int).to_numpy()
         for k in quotas:
-            chance = (score if name in zero_one else oracle_chances(pool, score, k)).astype(float)
+            outcome = outcomes[name]
+            chance = (oracle_chances(pool, score, k) if outcome == "rank" else
+                      np.array(oracle.recorded_selection(outcome, score), dtype=float))
             found = pairs[(pairs["model"] == name) & (pairs["k"] == k)]
             for a, b, p in found[["a", "b", "p"]].itertuples(index=False):
                 expected = oracle.within_pool_pvalue(pool, group, chance, int(a[1:]), int(b[1:]))
