@@ -152,6 +152,22 @@ def test_misconfigurations_give_one_clear_error_and_leave_the_store_untouched(ur
         assert store.row_counts() == before
 
 
+def test_the_first_answer_that_cannot_be_read_stops_the_run(tmp_path, score, monkeypatch):
+    """The first answer that cannot be read (here: malformed log-probabilities) stops the client: the other seven
+    prompts of the batch are never sent (each would cost the server a forward, and a paid API money)."""
+    calls, once = [], api.ApiClient._once
+
+    def sent(client, path: str, body: dict | None, ends: float) -> dict:  # each request put on the wire
+        calls.append(path)
+        return once(client, path, body, ends)
+
+    monkeypatch.setattr(api.ApiClient, "_once", sent)
+    with served_here(extra=("--logprob", "abc")) as garbled:
+        done = score(tmp_path / "r.db", "--base-url", garbled, "--batch-size", "8", "--concurrency", "1")
+    assert done.returncode == 2 and "malformed log-probabilities" in done.stderr, done.stderr
+    assert calls == ["/models", "/chat/completions", "/chat/completions"], calls  # the endpoint's check, one prompt
+
+
 @pytest.mark.parametrize("kind", [ONE_KIND], indirect=True)
 def test_the_api_key_appears_nowhere(url, tmp_path, score):
     """The client's side (what it stores, prints and writes), checked against one server: vLLM where installed."""

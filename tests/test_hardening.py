@@ -53,8 +53,8 @@ def test_report_without_a_working_browser_fails_in_seconds_and_keeps_the_previou
     ("abc", r"malformed log-probabilities"),
 ])
 def test_garbage_log_probabilities_stop_the_run_and_nothing_is_cached(tmp_path, logprob, error):
-    """Four one-line loan applications: the client reads a batch's answers once the server has computed them all, which
-    took ~40 s for the eight resumes of a job (the same API path and checks; the task is not under test)."""
+    """Four one-line loan applications (the same API path and checks as resumes; the task is not under test): the
+    first garbled answer stops the run (tests/test_api_backend.py counts the requests sent)."""
     from served import served
 
     data, spec = loan_files(tmp_path)

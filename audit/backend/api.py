@@ -424,8 +424,18 @@ class ApiBackend:
         self.client = ApiClient(ref.location, key_env, retries=retries, max_requests=max_requests, backoff=backoff,
                                 run_until=run_until)
 
-    def _map(self, body: Any, prompts: Sequence[ChatPrompt]) -> list[dict]:
-        return self._pooled(lambda p: self.client.call("/chat/completions", body(p)), prompts)
+    def _map(self, body: Callable[[ChatPrompt], dict], prompts: Sequence[ChatPrompt],
+             read: Callable[[dict], Any]) -> list:
+        """``read`` of the chat completion of ``body(p)`` for every prompt; an answer ``read`` refuses stops the
+        client at once (as a failed call does), so no more requests are sent for answers that would be refused."""
+        def one(prompt: ChatPrompt) -> Any:
+            answer = self.client.call("/chat/completions", body(prompt))
+            try:
+                return read(answer)
+            except AuditError as exc:
+                raise self.client.stop(exc) from None
+
+        return self._pooled(one, prompts)
 
     def _pooled(self, one: Callable[[Any], Any], items: Sequence[Any]) -> list:
         """``one`` of every item, :attr:`concurrency` at a time; an interruption (Ctrl-C) cuts the calls in flight
@@ -439,25 +449,23 @@ class ApiBackend:
 
     def label_probabilities(self, prompts: Sequence[ChatPrompt], labels: Sequence[str]) -> list[LabelScores]:
         """P(y) for each label y summed over its single-token spellings among the top tokens, normalised."""
-        answers = self._map(lambda p: chat_body(self.name, p, max_tokens=1, logprobs=True,
-                                                top_logprobs=TOP_LOGPROBS), prompts)
-        out = []
-        for answer in answers:
+        def read(answer: dict) -> LabelScores:
             top = top_logprobs(answer)
             if top is None:
                 raise AuditError(f"{self.ref.location} returned no log-probabilities; use --mode pairwise "
                                  "--pairwise-mode generate")
             check_alternatives(self.ref.location, top)
-            per_label = [sum(math.exp(t["logprob"]) for t in top if t["token"] in (label, " " + label))
-                         for label in labels]
-            out.append(LabelScores.from_masses(per_label))
-        return out
+            return LabelScores.from_masses([sum(math.exp(t["logprob"]) for t in top
+                                                if t["token"] in (label, " " + label)) for label in labels])
+
+        return self._map(lambda p: chat_body(self.name, p, max_tokens=1, logprobs=True, top_logprobs=TOP_LOGPROBS),
+                         prompts, read)
 
     def generate(self, prompts: Sequence[ChatPrompt], *, max_new_tokens: int = 16) -> list[str]:
         """Greedy answers; the first token may not end the turn (``min_tokens=1``, as with local backends)."""
-        answers = self._map(lambda p: chat_body(self.name, p, max_tokens=max_new_tokens, min_tokens=1,
-                                                skip_special_tokens=True), prompts)
-        return [message_text(a, self.ref.location).strip() for a in answers]
+        return self._map(lambda p: chat_body(self.name, p, max_tokens=max_new_tokens, min_tokens=1,
+                                             skip_special_tokens=True), prompts,
+                         lambda answer: message_text(answer, self.ref.location).strip())
 
     def sample(self, prompts: Sequence[str | ChatPrompt], seeds: Sequence[int], *, max_new_tokens: int = 20,
                min_new_tokens: int = 1, temperature: float = 1.0, top_p: float = 1.0) -> list[str]:
