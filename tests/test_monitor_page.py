@@ -26,11 +26,11 @@ APP = str(DEMO_STORE.parent.parent / "app.py")
 SHOTS = DEMO_STORE.parent.parent / "artifacts" / "screenshots"
 
 
-def imported(folder: Path, frame, spec: str) -> Path:
+def imported(folder: Path, frame, spec: str, task: str = "watched", label: str = "screener <b>") -> Path:
     (folder / "log.yaml").write_text(spec)
     frame.to_csv(folder / "log.csv", index=False)
     status, _, err = audit_status("import", "--format", "decisions", "--data", folder / "log.csv", "--spec",
-                                  folder / "log.yaml", "--task", "watched", "--label", "screener <b>", "--db",
+                                  folder / "log.yaml", "--task", task, "--label", label, "--db",
                                   folder / "s.db")
     assert status == 0, err
     return folder / "s.db"
@@ -52,7 +52,8 @@ def monitor_page(monkeypatch, store: Path) -> AppTest:
 
 def test_the_drifting_job_alarms_first_and_its_figure_marks_the_alarms(monkeypatch, dated_store):
     at = monitor_page(monkeypatch, dated_store)
-    assert at.selectbox(key="monitor_task").options == ["watched"]
+    assert at.selectbox(key="task").value == "watched"
+    assert any("Watching task **watched**, the sidebar's" in caption.value for caption in at.caption)
     alarms = at.dataframe[0].value
     assert alarms["alarm"].tolist() == [True, False, False, False]
     first = alarms.iloc[0]
@@ -72,6 +73,22 @@ def test_a_settings_change_reaches_the_table(monkeypatch, dated_store):
     at = monitor_page(monkeypatch, dated_store)
     at.number_input(key="monitor_threshold").set_value(0.4).run()
     assert not at.exception and at.header[0].value == "Alarms: 0 of 4 watched pairs"
+
+
+def test_the_sidebar_moves_to_a_dated_task_and_its_filters_choose_the_pairs(monkeypatch, tmp_path):
+    """The sidebar opens on the store's first task, which has no dates: the page moves the sidebar to the dated
+    one (one task choice for the whole app); the sidebar's subtasks then choose the pairs shown, and the page says
+    how many it leaves out and how many of those are alarmed."""
+    imported(tmp_path, dated_log(2, 2, 40, seed=1).drop(columns="day"), SPEC.replace("date: day\n", ""),
+             task="a-undated", label="undated")
+    store = imported(tmp_path, dated_log(3, 20, 200, drifts={2: (8, 0.4)}, seed=3), SPEC, task="b-dated")
+    at = monitor_page(monkeypatch, store)
+    assert at.selectbox(key="task").value == "b-dated"
+    assert at.header[0].value == "Alarms: 1 of 3 watched pairs"
+    at.multiselect(key="subtasks_b-dated_pointwise").set_value(["job-01", "job-02"]).run()
+    assert not at.exception and at.header[0].value == "Alarms: 0 of 2 watched pairs"
+    assert any(c.value.startswith("1 more watched pairs (1 alarmed) lie outside") for c in at.caption)
+    assert at.dataframe[0].value["evidence then"].tolist() == ["", ""]  # never raised: empty, not "None"
 
 
 def test_a_store_without_dated_decisions_says_so(monkeypatch, tmp_path):

@@ -18,10 +18,13 @@ KEYS = ["model", "subtask", "grouping"]
 
 
 def alarm_table(summary: pd.DataFrame) -> pd.DataFrame:
-    """One row per watched pair, alarmed pairs first (earliest raised first), with readable column names."""
+    """One row per watched pair, alarmed pairs first (earliest raised first), with readable column names; the
+    detector when first raised in four significant digits (empty where never raised)."""
     ordered = summary.assign(_order=~summary["alarm"].astype(bool)).sort_values(
         ["_order", "first_alarm", "model", "subtask", "grouping", "category"], kind="stable")
-    return ordered[list(ALARM_COLUMNS)].rename(columns=ALARM_COLUMNS).reset_index(drop=True)
+    out = ordered[list(ALARM_COLUMNS)].rename(columns=ALARM_COLUMNS).reset_index(drop=True)
+    out["evidence then"] = ["" if pd.isna(v) else f"{float(v):.4g}" for v in out["evidence then"]]
+    return out
 
 
 def watched_series(summary: pd.DataFrame) -> list[tuple[str, str, str]]:

@@ -17,7 +17,6 @@ TOOLTIPS = {
          "design, in the sidebar). k stops below the pool size: selecting everyone leaves no gap to measure.",
     "overview_k": "Changes which candidates count as selected (the k best of each pool), so every ratio and verdict; "
                   "starts at the design's quota, every k is in the row below.",
-    "monitor_task": "Changes which dated decision log is watched: tasks whose recorded decisions carry a date.",
     "monitor_period": "Changes the look schedule: one look per period, each period's decisions counted at its end.",
     "monitor_threshold": "Changes the impact ratio below which the recent window counts as adverse (an alarm needs "
                          "it below and the evidence at its level).",
