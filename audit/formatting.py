@@ -51,6 +51,16 @@ def estimate(value: object, low: object = None, high: object = None, digits: int
     return text if _missing(low) or _missing(high) else f"{text} {interval(low, high, digits)}"
 
 
+#: where a verdict of systems judged on their recorded decisions (0/1 or score logs, no quota) is read
+RECORDED_DECISIONS = "on the recorded decisions"
+
+
+def at_quota(k: int | None, quota_free: bool = False) -> str:
+    """``at k = 3``, or ``on the recorded decisions`` where no quota moves the selection
+    (:attr:`audit.engine.audit.Audit.quota_free`)."""
+    return RECORDED_DECISIONS if quota_free else f"at k = {k}"
+
+
 _MARKUP = str.maketrans({c: "\\" + c for c in "\\`*[]|#~!"} | {"<": "&lt;", ">": "&gt;", "&": "&amp;"})
 
 

@@ -8,7 +8,7 @@ from pages.view_models.view import View, shown
 from audit.present import charts, readable
 from audit.present.tooltips import TOOLTIPS
 from audit.errors import AuditError
-from audit.formatting import subtask_name
+from audit.formatting import at_quota, subtask_name
 from audit.tasks.recorded import shown_modes
 from audit.engine.choices import METHODS
 from pages.allocation.panels import bundle_tables, impact_section, planner_panel, report_buttons
@@ -33,7 +33,7 @@ def curves(view: View, model: str, subtask: str, gap: str, _table: pd.DataFrame)
 def scatter_of(view: View, k: int, method: str) -> go.Figure:
     """The metrics-against-gaps scatter at quota k (shared, never mutated: building it costs more than a rerun)."""
     quota, names = common.at_quota(view, k, method), common.names(view)
-    return charts.gap_scatter(quota.rows, k=k, correlations=quota.overall(),
+    return charts.gap_scatter(quota.rows, k=k, correlations=quota.overall(), quota_free=quota.result.quota_free,
                               reference=names.get(view.selection.reference, view.selection.reference), names=names)
 
 
@@ -46,12 +46,15 @@ def read_table(view: View, k: int, method: str) -> pd.DataFrame:
 st.title("Allocation gaps")
 current = sidebar.need_view()
 table, k = common.metric_view(current, "k_gaps")
-st.header(f"Verdict and impact ratios at k = {k}")
+free = common.audit(current).quota_free
+st.header(f"Verdict and impact ratios {at_quota(k, free)}")
 verdict_panel.verdict(current, k, impact=True)
 
-st.header(f"Bias metrics against allocation gaps at k = {k}")
-st.caption(f"One point per (model, subtask, group). Pools follow the design {common.audit(current).pool}; the k best-scored are "
-           "selected. Gaps are signed against the reference group; JSD and EMD have no sign and face |gap|.")
+st.header(f"Bias metrics against allocation gaps {at_quota(k, free)}")
+st.caption("One point per (model, subtask, group). "
+           + ("Each system's recorded decisions are its selections. " if free else
+              f"Pools follow the design {common.audit(current).pool}; the k best-scored are selected. ")
+           + "Gaps are signed against the reference group; JSD and EMD have no sign and face |gap|.")
 method = st.radio("multiple comparisons", list(METHODS), format_func=METHODS.get, key="p_adjust", horizontal=True,
                   help=TOOLTIPS["p_adjust"])
 try:
@@ -71,19 +74,27 @@ exported = shown_modes(at_k, common.tables(current).designs)  # as `metrics` exp
 with st.expander("every column, with group codes (as in the CSV export)"):
     st.dataframe(exported, hide_index=True, width="stretch", key="gap_table")
 
-st.header("Gaps against the quota k")
 keys = at_k[["model", "subtask"]].drop_duplicates()
 labels = [f"{m} · {subtask_name(s)}" for m, s in keys.itertuples(index=False)]
-left, right = st.columns([3, 1])
-choice = left.selectbox("model · subtask", labels, key="curve_key")
-gap = right.radio("gap", list(charts.GAP_NAMES), format_func=charts.GAP_NAMES.get, key="curve_gap", horizontal=True)
-model, subtask = keys.iloc[labels.index(choice)]
-rows, curve = curves(current, model, subtask, gap, table)
-common.chart(curve, rows, f"{gap}_curves_{model}_{subtask}")
+if free:  # no quota moves a recorded decision: a gap against k would be a flat line
+    model, subtask = keys.iloc[0]
+    gap, curve, rows = "dp_gap", None, pd.DataFrame()
+else:
+    st.header("Gaps against the quota k")
+    left, right = st.columns([3, 1])
+    choice = left.selectbox("model · subtask", labels, key="curve_key")
+    gap = right.radio("gap", list(charts.GAP_NAMES), format_func=charts.GAP_NAMES.get, key="curve_gap",
+                      horizontal=True)
+    model, subtask = keys.iloc[labels.index(choice)]
+    rows, curve = curves(current, model, subtask, gap, table)
+    common.chart(curve, rows, f"{gap}_curves_{model}_{subtask}")
 planner = planner_panel(current, model, subtask, k)
-common.bundle_button("allocation_gaps", {f"gaps_k{k}": scatter, f"{gap}_curves": curve,
-                                         **({"planner": planner} if planner else {})},
-                     {f"gaps_k{k}": exported, "correlations": overall, f"{gap}_curves": rows}, current,
+figures, tables = {f"gaps_k{k}": scatter}, {f"gaps_k{k}": exported, "correlations": overall}
+if curve is not None:
+    figures[f"{gap}_curves"], tables[f"{gap}_curves"] = curve, rows
+if planner:
+    figures["planner"] = planner
+common.bundle_button("allocation_gaps", figures, tables, current,
                      more=lambda: bundle_tables(current, k), k=k, curve_model=model, curve_subtask=subtask,
                      p_adjust=method)  # the verdict and impact tables at k: built on the click
 impact_section(current, k)

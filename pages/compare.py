@@ -6,7 +6,7 @@ import streamlit as st
 from audit.enums import Mode
 from audit.present import charts, readable
 from audit.errors import AuditError
-from audit.formatting import md_text
+from audit.formatting import at_quota, md_text
 from audit.tasks import study
 from pages.frame import sidebar
 from pages.shared import common, position_panel
@@ -59,14 +59,15 @@ gap = st.radio("gap", list(charts.GAP_NAMES), format_func=charts.GAP_NAMES.get, 
 shown = gaps[gaps["group"].isin(current.selection.groups)]
 name = charts.GAP_NAMES[gap]
 figure = charts.comparison_dots(shown, gap=gap, names=common.names(current),
-                                title=f"{name}(B) − {name}(A) at k = {k}: A = {escape(a)}, B = {escape(b)}")
+                                title=f"{name}(B) − {name}(A) {at_quota(k, audit.quota_free)}: A = {escape(a)}, "
+                                      f"B = {escape(b)}")
 common.chart(figure, shown, f"compare_{gap}_k{k}")
 if paired:
     st.subheader("Rank correlation of scores")
     st.dataframe(correlation, hide_index=True, width="stretch", key="compare_correlation",
                  column_config=readable.COMPARE_LABELS)
     flipped = flips[flips["flipped"]]
-    st.subheader(f"Selection flips at k = {k}: {len(flipped)} of {len(flips)} candidates")
+    st.subheader(f"Selection flips {at_quota(k, audit.quota_free)}: {len(flipped)} of {len(flips)} candidates")
     st.dataframe(readable.named(flipped, common.design(current)), hide_index=True, width="stretch",
                  key="compare_flips", column_config=readable.COMPARE_LABELS)
 position_panel.show(current)

@@ -15,7 +15,7 @@ def bars(view: View, k: int) -> go.Figure:
     """The per-group correlation bars at quota k (shared, never mutated)."""
     correlations = common.at_quota(view, k).correlations
     return charts.group_correlation_bars(correlations[correlations["scope"] != "overall"].reset_index(drop=True), k=k,
-                                         names=common.names(view))
+                                         names=common.names(view), quota_free=common.audit(view).quota_free)
 
 
 st.title("Group correlations")

@@ -7,7 +7,7 @@ from audit.enums import Mode
 from audit.present import charts, readable
 from audit.present.tooltips import TOOLTIPS
 from audit.errors import AuditError
-from audit.formatting import md_text
+from audit.formatting import RECORDED_DECISIONS, md_text
 from audit.tasks.recorded import mode_name, shown_modes
 from pages.frame import sidebar
 from pages.shared import common, verdict_panel
@@ -24,15 +24,18 @@ try:
 except AuditError as exc:
     st.info(f"No verdict for this selection: {exc}")
 else:
-    own, _ = design.audited_quota()
+    own, why = design.audited_quota()
     top = max(sizes.values()) - 1
-    k = own if top <= 1 else st.slider("quota k of this verdict", 1, top, min(own, top),
-                                       key=f"overview_k_{current.selection.task}",
-                                       help=TOOLTIPS["overview_k"])
+    free = common.audit(current, verdict_panel.selection_of(current)).quota_free
+    k = own if top <= 1 or free else st.slider("quota k of this verdict", 1, top, min(own, top),
+                                               key=f"overview_k_{current.selection.task}",
+                                               help=TOOLTIPS["overview_k"])
     verdict_panel.family_choice(current)
-    st.markdown(f"**Judged at k = {k}, {design.audited_quota(k)[1]}.**")
+    st.markdown(f"**Judged {RECORDED_DECISIONS}** — {why}." if free else
+                f"**Judged at k = {k}, {design.audited_quota(k)[1]}.**")
     verdict_panel.verdict(current, k)
-    verdict_panel.every_quota_row(current)
+    if not free:  # a verdict on recorded decisions is the same at every k
+        verdict_panel.every_quota_row(current)
 
 st.header("What each page answers")
 st.markdown(

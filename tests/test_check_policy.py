@@ -117,8 +117,9 @@ def test_a_decision_log_fails_its_biased_system_and_the_minimum_sample(logged, t
                                                                "small.yaml"), "--format", "json")
     assert small.returncode == 1
     lines = [f["line"] for f in json.loads(small.stdout)["failures"]]
-    assert sorted(lines) == sorted(f"FAIL hiring · fair · eng · sex {c}: below the minimum sample (200 < 201) at "
-                                   f"k = 1 — impact ratio 1 {'[0.822, 1.22] ' if c == 'M' else ''}against F, adjusted "
+    assert sorted(lines) == sorted(f"FAIL hiring · fair · eng · sex {c}: below the minimum sample (200 < 201) on "
+                                   f"the recorded decisions — impact ratio 1 "
+                                   f"{'[0.822, 1.22] ' if c == 'M' else ''}against F, adjusted "
                                    f"p {'1.000' if c == 'M' else 'n/a'}, 200 candidates" +
                                    ("" if c == "M" else "; the comparator (most-selected category): ratio 1 by "
                                                         "construction") for c in ("F", "M"))

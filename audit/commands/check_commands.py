@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from audit.commands.io import emit, records
-from audit.commands.verdict_commands import verdict_rows
+from audit.commands.verdict_commands import Judged, verdict_rows
 from audit.errors import AuditError
 from audit.formatting import markdown_table, md_text, pvalue, subtask_name
 from audit.engine.verdict import ADVERSE, INCONCLUSIVE, rollup
@@ -62,16 +62,17 @@ def run_check(args: argparse.Namespace) -> int:
             "policy": policy.path, "policy_sha256": policy.sha256, "rule": policy.describe()}), args.db)
     if args.format == "json":
         emit(json.dumps({"passed": failures.empty, "policy": {**asdict(policy), "quotas": dict(policy.quotas)},
-                         "judged_at": {task: {"k": k, "quota_reason": reason} for task, (k, reason, _) in judged.items()},
+                         "judged_at": {task: {"k": j.k, "quota_free": j.quota_free, "quota_reason": j.quota_reason}
+                                       for task, j in judged.items()},
                          "systems": records(systems), "failures": records(failures)}, indent=1) + "\n", args.out)
     else:
         emit(_markdown(policy, judged, systems, failures), args.out)
     return FAILED if len(failures) else 0
 
 
-def _verdicts(policy: Policy, tables: StoreTables) -> dict[str, tuple[int, str, pd.DataFrame]]:
-    """Per task the policy names (default: every task of the store): (k, why that k, the verdict rows of the
-    systems it names there), through :func:`audit.commands.verdict_commands.verdict_rows`, as ``verdict`` runs."""
+def _verdicts(policy: Policy, tables: StoreTables) -> dict[str, Judged]:
+    """Per task the policy names (default: every task of the store): the verdict of the systems it names there,
+    through :func:`audit.commands.verdict_commands.verdict_rows`, as ``verdict`` runs."""
     stored = tables.tasks()
     policy.check_tasks(stored)
     tasks = list(policy.tasks) or stored
@@ -88,8 +89,7 @@ def _verdicts(policy: Policy, tables: StoreTables) -> dict[str, tuple[int, str, 
                 raise AuditError(f"policy {policy.path}: task {task!r} holds none of the systems "
                                  f"{', '.join(policy.systems)}")
             continue  # every task by default: only those that hold a named system
-        judged = verdict_rows(tables, policy.selection(task, models), policy.threshold)
-        out[task] = (judged.k, judged.quota_reason, judged.table)
+        out[task] = verdict_rows(tables, policy.selection(task, models), policy.threshold)
     return out
 
 
@@ -115,19 +115,19 @@ def _alarms(policy: Policy, store: Store, tasks: list[str]) -> list[dict]:
     return rows
 
 
-def _results(judged: dict[str, tuple[int, str, pd.DataFrame]], policy: Policy, tables: StoreTables,
+def _results(judged: dict[str, Judged], policy: Policy, tables: StoreTables,
              alarms: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(one row per task × system × subtask: its verdict and whether it passes; one row per failure, the monitoring
     ``alarms`` included: task, model, subtask, grouping, category, reason and its one-line ``line``)."""
     systems, failures = [], list(alarms)
-    for task, (k, _, table) in judged.items():
-        design = tables.design(task)
+    for task, found in judged.items():
+        k, table, design = found.k, found.table, tables.design(task)
         for row in table.itertuples(index=False):
             for reason in _reasons(row, policy):
                 failures.append({"task": task, "model": row.model, "subtask": row.subtask, "grouping": row.grouping,
                                  "category": row.category, "reason": reason,
-                                 "line": _line(task, k, row, reason, design.display_name(row.comparator,
-                                                                                          row.grouping))})
+                                 "line": _line(task, found.where, row, reason,
+                                               design.display_name(row.comparator, row.grouping))})
         for row in rollup(table).sort_values(["model", "subtask"], kind="stable").itertuples(index=False):
             systems.append({"task": task, "k": k, "model": row.model, "subtask": row.subtask, "verdict": row.verdict,
                             "categories": row.categories})
@@ -157,12 +157,12 @@ def _reasons(row, policy: Policy) -> list[str]:
     return reasons
 
 
-def _line(task: str, k: int, row, reason: str, comparator: str) -> str:
+def _line(task: str, where: str, row, reason: str, comparator: str) -> str:
     """One failure as one line: where, why, and the evidence behind it."""
     interval = ("" if pd.isna(row.impact_ratio_lo) else f" [{row.impact_ratio_lo:.3g}, {row.impact_ratio_hi:.3g}]")
     evidence = f"; {row.evidence}" if row.evidence else ""
-    text = (f"FAIL {task} · {row.model} · {subtask_name(row.subtask)} · {row.grouping} {row.name}: {reason} at "
-            f"k = {k} — impact ratio {row.impact_ratio:.3g}{interval} against {comparator}, adjusted p "
+    text = (f"FAIL {task} · {row.model} · {subtask_name(row.subtask)} · {row.grouping} {row.name}: {reason} "
+            f"{where} — impact ratio {row.impact_ratio:.3g}{interval} against {comparator}, adjusted p "
             f"{pvalue(row.p_adj)}, {row.candidates} candidates{evidence}")
     return " ".join(text.split())
 
@@ -173,12 +173,13 @@ def _markdown(policy: Policy, judged: dict, systems: pd.DataFrame, failures: pd.
     head = (f"# Policy check: {'FAIL' if failed else 'PASS'} — {failed} of {len(systems)} systems fail\n\n"
             f"Policy: {md_text(Path(policy.path).name)} (SHA-256 {policy.sha256}): {md_text(policy.describe())}.\n")
     parts = [head]
-    for task, (k, reason, _) in judged.items():
+    for task, found in judged.items():
         rows = systems[systems["task"] == task]
         shown = pd.DataFrame({"System": rows["model"], "Subtask": rows["subtask"].map(subtask_name),
                               "Result": rows["passed"].map({True: "pass", False: "FAIL"}), "Verdict": rows["verdict"],
                               "Failures": rows["failures"]})
-        parts.append(f"\n## {md_text(task)} at k = {k}\n\nQuota: {md_text(reason)}.\n\n{markdown_table(shown)}")
+        parts.append(f"\n## {md_text(task)} {found.where}\n\nQuota: {md_text(found.quota_reason)}.\n\n"
+                     f"{markdown_table(shown)}")
     if len(failures):
         parts.append("\n## Failures\n\n" + "".join(f"- {md_text(line)}\n" for line in failures["line"]))
     return "".join(parts)

@@ -13,7 +13,7 @@ from audit.commands.policy_options import add_policy, apply_policy, policy_of
 from audit.commands.options import add_bootstrap, add_output, add_selection, add_verdict_rule, selection_from
 from audit.enums import Mode
 from audit.errors import AuditError
-from audit.formatting import markdown_table, pvalue, ratio, subtask_name
+from audit.formatting import at_quota, markdown_table, pvalue, ratio, subtask_name
 from audit.engine.choices import FOUR_FIFTHS
 from audit.engine.verdict import rollup, rule_text, store_line
 from audit.present.readable import system_verdicts, verdict_words
@@ -61,12 +61,19 @@ def _judged(args: argparse.Namespace) -> Judged:
 @dataclass(frozen=True)
 class Judged:
     """A verdict as the commands print it: the selection judged (its one quota in ``ks``), why that quota, the
-    threshold and the verdict rows."""
+    threshold, the verdict rows and whether no quota moves its selections
+    (:attr:`audit.engine.audit.Audit.quota_free`)."""
 
     selection: Selection
     quota_reason: str
     threshold: float
     table: pd.DataFrame
+    quota_free: bool = False
+
+    @property
+    def where(self) -> str:
+        """``at k = 1``, or ``on the recorded decisions``."""
+        return at_quota(self.k, self.quota_free)
 
     @property
     def k(self) -> int:
@@ -82,8 +89,9 @@ def verdict_rows(tables: StoreTables, selection: Selection, threshold: float = F
         raise AuditError(f"--mode {selection.mode}: verdicts are defined on pointwise scores")
     k, reason = tables.design(selection.task).audited_quota(selection.ks[0] if selection.ks else None)
     selection = replace(selection, ks=(k,))
-    table = shown_modes(Audit(tables, selection).verdicts((k,), groupings, threshold), tables.designs)
-    return Judged(selection, reason, threshold, table)
+    audit = Audit(tables, selection)
+    table = shown_modes(audit.verdicts((k,), groupings, threshold), tables.designs)
+    return Judged(selection, reason, threshold, table, audit.quota_free)
 
 
 def run_verdict(args: argparse.Namespace) -> int:
@@ -96,7 +104,8 @@ def run_verdict(args: argparse.Namespace) -> int:
     overall = store_line(table)
     if args.format == "json":
         emit(json.dumps({"rule": rule_text(judged.threshold, s.ci, s.family, s.rule), "k": judged.k,
-                         "quota_reason": judged.quota_reason, "threshold": judged.threshold, "ci": s.ci,
+                         "quota_free": judged.quota_free, "quota_reason": judged.quota_reason,
+                         "threshold": judged.threshold, "ci": s.ci,
                          "family": s.family, "reading": s.rule, "overall": overall,
                          "systems": records(rollup(table)),
                          "categories": records(table)}, indent=1) + "\n", args.out)
@@ -115,7 +124,7 @@ def _markdown(judged: Judged, overall: dict[str, object]) -> str:
                                            zip(table["impact_ratio"], table["impact_ratio_lo"], table["impact_ratio_hi"])],
                           "p": table["p"].map(pvalue), "Adjusted p": table["p_adj"].map(pvalue),
                           "Verdict": table.apply(verdict_words, axis=1), "Why": table["evidence"]})
-    return (f"# Verdict at k = {judged.k}\n\nQuota: {judged.quota_reason}.\n\n**Overall:** {overall['summary']}. "
+    return (f"# Verdict {judged.where}\n\nQuota: {judged.quota_reason}.\n\n**Overall:** {overall['summary']}. "
             f"Reading: {s.rule}.\n\n"
             f"{rule_text(threshold, s.ci, s.family, s.rule)}\n\n## Per system\n\n"
             f"{markdown_table(system_verdicts(table))}\n## Per category\n\n{markdown_table(shown)}")

@@ -122,6 +122,15 @@ class Audit:
         """The pool design's spelling: the selection's, else the stored one of its mode."""
         return self.selection.pool or str(pool_of(self.tables.design(self.selection.task), self.selection.mode))
 
+    @cached_property
+    def quota_free(self) -> bool:
+        """Every system of the selection is judged on the decisions its log records (a 0/1 log's selections, a
+        score log's scoring above its median): no quota moves a selection, so every number is the same at every k
+        and a page or report says "on the recorded decisions", not "at k"."""
+        if self.selection.mode != Mode.POINTWISE:
+            return False
+        return all(data.decided is not None for data in self.keys(Mode.POINTWISE, self.grouping))
+
     @memoised
     def scores(self, mode: str, grouping: str | None = None, every_model: bool = False) -> pd.DataFrame:
         """The selection's score rows of ``mode`` (its models unless ``every_model``, its subtasks; pairwise models
@@ -445,7 +454,7 @@ class Audit:
         scores = self.scores(s.mode, self.grouping, True)
         options = {"a": a, "b": b, "pool": self.pool}
         gaps = compare_gaps(scores, reference=self.reference, ks=ks, ci=s.ci or 0.95, n_boot=s.n_boot, seed=s.seed,
-                            **options)
+                            outcomes=self.tables.outcomes, **options)
         return Comparison(self.grouping, self.reference, self.pool, gaps, selection_flips(scores, k=min(ks), **options),
                           rank_correlation(scores, **options))
 

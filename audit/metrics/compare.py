@@ -21,7 +21,7 @@ import pandas as pd
 from audit.errors import AuditError
 from audit.metrics.allocation import check_quotas, selection_shares, shares
 from audit.metrics.bootstrap import BLOCK, percentile_bounds, share_draws, uniform_counts
-from audit.metrics.keys import KeyData, selection_keys, split_keys
+from audit.metrics.keys import KeyData, selection_keys, split_keys, with_decisions
 from audit.design import PoolDesign, PoolKind
 from audit.metrics.pools import candidate_laws, pool_size, rank_laws
 from audit.metrics.schema import KEY
@@ -75,13 +75,16 @@ def _paired_shares(data: KeyData, design: PoolDesign, ids: np.ndarray, weights: 
 
 def compare_gaps(scores: pd.DataFrame, *, a: str, b: str, reference: str, ks: Iterable[int] | int,
                  pool: "str | PoolDesign" = "per-group", ci: float = 0.95, n_boot: int = 1000,
-                 seed: int = 0) -> pd.DataFrame:
+                 seed: int = 0, outcomes: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per (subtask, mode, group, k): ``dp_a``, ``dp_b``, ``dp_diff`` = ΔDP(B) − ΔDP(A) with paired bootstrap bounds
-    ``dp_diff_lo/hi``, and the same for ΔEO, on the candidates both models scored."""
+    ``dp_diff_lo/hi``, and the same for ΔEO, on the candidates both models scored. ``outcomes`` (model, task,
+    subtask, outcome): recorded systems judged on the decisions they record
+    (:func:`audit.metrics.keys.with_decisions`)."""
     design = PoolDesign.parse(pool)
     if design.kind == PoolKind.OBSERVED:
-        return _unpaired_gaps(scores, a=a, b=b, reference=reference, ks=ks, ci=ci, n_boot=n_boot, seed=seed)
-    keys = split_keys(matched(scores, a, b), reference=reference)
+        return _unpaired_gaps(scores, a=a, b=b, reference=reference, ks=ks, ci=ci, n_boot=n_boot, seed=seed,
+                              outcomes=outcomes)
+    keys = _decided(split_keys(matched(scores, a, b), reference=reference), outcomes, a, b)
     frames = []
     for data_a, data_b in zip(keys[:len(keys) // 2], keys[len(keys) // 2:]):
         quotas = np.asarray(check_quotas(ks, pool_size(design, data_a), data_a, design)) - 1
@@ -109,11 +112,21 @@ def both_systems(scores: pd.DataFrame, a: str, b: str) -> pd.DataFrame:
                      ignore_index=True)
 
 
+def _decided(keys: list[KeyData], outcomes: pd.DataFrame | None, a: str, b: str) -> list[KeyData]:
+    """``keys`` of the systems renamed A and B with the decisions their recorded outcomes make
+    (:func:`audit.metrics.keys.with_decisions`)."""
+    if outcomes is None:
+        return keys
+    named = outcomes["model"].astype(str)
+    return with_decisions(keys, pd.concat([outcomes[named == a].assign(model="A"),
+                                           outcomes[named == b].assign(model="B")], ignore_index=True))
+
+
 def _unpaired_gaps(scores: pd.DataFrame, *, a: str, b: str, reference: str, ks: Iterable[int] | int, ci: float,
-                   n_boot: int, seed: int) -> pd.DataFrame:
+                   n_boot: int, seed: int, outcomes: pd.DataFrame | None = None) -> pd.DataFrame:
     """:func:`compare_gaps` for recorded pools: each system's pools resampled on their own (unpaired interval)."""
     design = PoolDesign(PoolKind.OBSERVED)
-    keys = split_keys(both_systems(scores, a, b), reference=reference)
+    keys = _decided(split_keys(both_systems(scores, a, b), reference=reference), outcomes, a, b)
     frames = []
     for data_a, data_b in zip(keys[:len(keys) // 2], keys[len(keys) // 2:]):
         if data_a.groups != data_b.groups:

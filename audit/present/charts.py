@@ -15,7 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from audit.formatting import subtask_name
+from audit.formatting import at_quota, subtask_name
 from audit.metrics.validity import PAIRINGS
 from audit.tasks import GROUP_COLOURS, GROUP_NAME_COLOURS
 
@@ -137,8 +137,10 @@ def excludes_zero(table: pd.DataFrame, column: str) -> pd.Series:
 
 
 def gap_scatter(table: pd.DataFrame, *, k: int, correlations: pd.DataFrame | None = None,
-                reference: str = "", alpha: float = 0.05, names: Mapping[str, str] | None = None) -> go.Figure:
-    """Each bias metric (columns) against ΔDP and ΔEO (rows) at quota ``k``, one point per (model, subtask, group),
+                reference: str = "", alpha: float = 0.05, names: Mapping[str, str] | None = None,
+                quota_free: bool = False) -> go.Figure:
+    """Each bias metric (columns) against ΔDP and ΔEO (rows) at quota ``k`` (``quota_free``: on the recorded
+    decisions, see :func:`audit.formatting.at_quota`), one point per (model, subtask, group),
     coloured by group (one trace per panel keeps the figure fast to build; hover names the group).
 
     ``table``: metric-table rows at one k. ``correlations``: the overall rows of :func:`audit.metrics.validity`
@@ -186,7 +188,7 @@ def gap_scatter(table: pd.DataFrame, *, k: int, correlations: pd.DataFrame | Non
     fig.add_traces(traces, rows=rows, cols=cols)
     fig.update_layout(axes)
     suffix = f", reference {reference}" if reference else ""
-    return _layout(fig, f"Bias metrics against allocation gaps at k = {k}{suffix}", 720)
+    return _layout(fig, f"Bias metrics against allocation gaps {at_quota(k, quota_free)}{suffix}", 720)
 
 
 def _band(part: pd.DataFrame, x: str, column: str, colour: str, name: str) -> go.Scatter:
@@ -228,8 +230,8 @@ def _error_bars(table: pd.DataFrame, column: str) -> dict | None:
                 arrayminus=(table[column] - table[f"{column}_lo"]).to_numpy(), thickness=1, width=2)
 
 
-def group_correlation_bars(correlations: pd.DataFrame, *, k: int, names: Mapping[str, str] | None = None
-                           ) -> go.Figure:
+def group_correlation_bars(correlations: pd.DataFrame, *, k: int, names: Mapping[str, str] | None = None,
+                           quota_free: bool = False) -> go.Figure:
     """Per-group Pearson r of each metric with ΔDP (top) and ΔEO (bottom) across models and subtasks (Figure 6).
 
     ``correlations``: :func:`audit.metrics.validity` rows whose ``scope`` is a group; ``r_lo``/``r_hi`` (from
@@ -251,7 +253,8 @@ def group_correlation_bars(correlations: pd.DataFrame, *, k: int, names: Mapping
         fig.update_yaxes(title_text="Pearson r", range=[-1.05, 1.05], row=row, col=1)
         fig.update_xaxes(categoryorder="array", categoryarray=order, row=row, col=1)
     fig.update_layout(barmode="group")
-    return _layout(fig, f"Per-group correlation of bias metrics with allocation gaps at k = {k}", 640)
+    return _layout(fig, f"Per-group correlation of bias metrics with allocation gaps {at_quota(k, quota_free)}",
+                   640)
 
 
 def bump_chart(rankings: pd.DataFrame, *, gap: str = "dp") -> go.Figure:

@@ -11,7 +11,7 @@ import pandas as pd
 
 from audit.design import AuditDesign
 from audit.enums import DEFAULT_FAMILY, Family, Mode, Rule
-from audit.formatting import estimate, number, pvalue, ratio, subtask_name
+from audit.formatting import at_quota, estimate, number, pvalue, ratio, subtask_name
 from audit.engine.shape import LOW_LABEL_MASS
 from audit.engine.selection import Selection
 from audit.metrics.impact import FOUR_FIFTHS
@@ -35,10 +35,10 @@ def verdict_words(row: pd.Series) -> str:
     return str(row["verdict"])
 
 
-def overall_line(table: pd.DataFrame, k: int) -> str:
+def overall_line(table: pd.DataFrame, k: int, quota_free: bool = False) -> str:
     """The store-wide line in one Markdown sentence: systems per verdict (a store-wide verdict only under the
     ``audit`` family)."""
-    return f"**Overall at k = {k}:** {store_line(table)['summary']}."
+    return f"**Overall {at_quota(k, quota_free)}:** {store_line(table)['summary']}."
 
 
 #: the per-system table's widest column (pages keep it to a width that leaves the deciding ones in view)
@@ -149,10 +149,17 @@ def impact_by_grouping(table: pd.DataFrame, sizes: dict[str, int], k: int) -> di
                        else not_defined(grouping, size, k)) for grouping, size in sizes.items()}
 
 
+#: the verdict's quota sentence where no quota moves the selection
+NO_QUOTA = (" No quota: each system is judged on the decisions its log records (a 0/1 log's selections, a score "
+            "log's scores above its median), the same at every k.")
+
+
 def verdict_note(ci: float, k: int, sizes: dict[str, int], family: Family = DEFAULT_FAMILY,
-                 rule: Rule = Rule.PRACTICE) -> str:
+                 rule: Rule = Rule.PRACTICE, quota_free: bool = False) -> str:
     """The rule (with its family and reading) and the quota the verdict was judged at, naming the groupings not
-    judged."""
+    judged (``quota_free``: judged on the recorded decisions, with no quota)."""
+    if quota_free:
+        return rule_text(ci=ci, family=family, rule=rule) + NO_QUOTA
     skipped = [f"{g} (pool size {s})" for g, s in sizes.items() if s <= k]
     return (rule_text(ci=ci, family=family, rule=rule)
             + f" Quota k = {k}, kept below every judged grouping's pool size."
@@ -265,12 +272,13 @@ class Verdict(NamedTuple):
     note: str
 
 
-def verdict(table: pd.DataFrame, sizes: dict[str, int], k: int, ci: float) -> Verdict:
-    """:class:`Verdict` of the rows of :meth:`audit.engine.audit.Audit.verdicts` (``sizes``: each grouping's pool)."""
-    return Verdict(overall_line(table, k), system_verdicts(table), category_verdicts(table),
+def verdict(table: pd.DataFrame, sizes: dict[str, int], k: int, ci: float, quota_free: bool = False) -> Verdict:
+    """:class:`Verdict` of the rows of :meth:`audit.engine.audit.Audit.verdicts` (``sizes``: each grouping's pool;
+    ``quota_free``: judged on the recorded decisions, see :attr:`audit.engine.audit.Audit.quota_free`)."""
+    return Verdict(overall_line(table, k, quota_free), system_verdicts(table), category_verdicts(table),
                    impact_by_grouping(table, sizes, k),
                    verdict_note(ci, k, sizes, _first(table, "family", DEFAULT_FAMILY),
-                                _first(table, "rule", Rule.PRACTICE)))
+                                _first(table, "rule", Rule.PRACTICE), quota_free))
 
 
 def _first(table: pd.DataFrame, column: str, default: str) -> str:

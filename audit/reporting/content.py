@@ -12,6 +12,7 @@ import pandas as pd
 from audit.engine.audit import Audit
 from audit.design import AuditDesign
 from audit.enums import Mode
+from audit.formatting import at_quota
 from audit.engine.choices import FOUR_FIFTHS, METHODS, is_pairwise
 from audit.engine.monitor import Monitoring
 from audit.reporting.ll144_section import ll144_section
@@ -83,6 +84,9 @@ class ReportData:
     verdicts: pd.DataFrame | None = None
     #: each declared grouping's smallest pool size (a quota k is defined below it)
     pool_sizes: dict[str, int] = field(default_factory=dict)
+    #: every system is judged on the decisions its log records, with no quota
+    #: (:attr:`audit.engine.audit.Audit.quota_free`): the report says "on the recorded decisions", not "at k"
+    quota_free: bool = False
     #: (SHA-256 of the data behind the results, number of rows, what they are), see
     #: :func:`audit.store.database.data_hash`
     data: tuple[str, int, str] = ("", 0, "rows")
@@ -134,7 +138,7 @@ def _computed(settings: ReportSettings, audit: Audit) -> ReportData:
         rankings=audit.rankings(k)[0],
         diagnostics=audit.diagnostics.table,
         generated=datetime.now(timezone.utc).isoformat(timespec="seconds"), version=tool_version(),
-        verdicts=verdicts, pool_sizes=sizes_by_grouping)
+        verdicts=verdicts, pool_sizes=sizes_by_grouping, quota_free=audit.quota_free)
     data.ll144 = ll144_section(audit, k, distribution_date=settings.distribution_date)
     if settings.compare:
         found = audit.comparison(*settings.compare, (k,))
@@ -160,8 +164,9 @@ def limitations(data: ReportData) -> list[str]:
     per_model = "; ".join(f"{r.model}: {_counts(r.smallest, r.largest)}"
                           for r in sample_sizes(data).itertuples(index=False))
     widths = (data.at_k["dp_gap_hi"] - data.at_k["dp_gap_lo"]) * 100
-    out = [f"Candidates per group and subtask ({sel.grouping} grouping) — {per_model}. At "
-           f"k = {data.settings.k} the {round(sel.ci * 100)} % intervals of ΔDP are {widths.median():.1f} "
+    out = [f"Candidates per group and subtask ({sel.grouping} grouping) — {per_model}. "
+           f"{at_quota(data.settings.k, data.quota_free).capitalize()} the {round(sel.ci * 100)} % intervals of ΔDP "
+           f"are {widths.median():.1f} "
            f"points wide (median; {widths.min():.1f} to {widths.max():.1f}). Gaps smaller than about half that "
            "width cannot be told from zero.",
            f"Gap intervals are percentile bootstrap intervals over {sel.n_boot} resamples of "

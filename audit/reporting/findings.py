@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from audit.formatting import pvalue, ratio, subtask_name
+from audit.formatting import at_quota, pvalue, ratio, subtask_name
 from audit.engine.verdict import ADVERSE
 
 #: above this many findings of one kind, the report lists them as a compact table instead of sentences
@@ -57,8 +57,9 @@ def significant(at_k: pd.DataFrame, alpha: float) -> pd.Series:
 
 
 def gap_findings(at_k: pd.DataFrame, *, reference: str, ci: float, name: Namer = str,
-                 test: str = "permutation test") -> list[Finding]:
-    """One finding per ΔDP the adjusted ``test`` rejects at α = 1 − ci, in points of selection rate."""
+                 test: str = "permutation test", quota_free: bool = False) -> list[Finding]:
+    """One finding per ΔDP the adjusted ``test`` rejects at α = 1 − ci, in points of selection rate (``quota_free``:
+    read on the recorded decisions, see :func:`audit.formatting.at_quota`)."""
     rows = at_k[significant(at_k, round(1 - ci, 6))]
     out = []
     for row in rows.itertuples(index=False):
@@ -66,7 +67,8 @@ def gap_findings(at_k: pd.DataFrame, *, reference: str, ci: float, name: Namer =
         value, low, high = (round(sign * v * 100, 1) for v in (row.dp_gap, row.dp_gap_lo, row.dp_gap_hi))
         low, high = min(low, high), max(low, high)
         direction = "more" if sign > 0 else "less"
-        sentence = (f"At k = {row.k}, {name(row.group)} are selected {value:.1f} points {direction} "
+        sentence = (f"{at_quota(row.k, quota_free).capitalize()}, {name(row.group)} are selected {value:.1f} points "
+                    f"{direction} "
                     f"often than {name(reference)} by {row.model} for {subtask_name(row.subtask)} "
                     f"({round(ci * 100)} % CI {low:.1f} to {high:.1f}{{p}}).")
         out.append(Finding("gap", row.model, row.subtask, row.group, int(row.k), value, low, high, abs(row.dp_gap),
@@ -74,7 +76,8 @@ def gap_findings(at_k: pd.DataFrame, *, reference: str, ci: float, name: Namer =
     return out
 
 
-def impact_findings(verdicts: pd.DataFrame | None, *, ci: float, threshold: float) -> list[Finding]:
+def impact_findings(verdicts: pd.DataFrame | None, *, ci: float, threshold: float,
+                    quota_free: bool = False) -> list[Finding]:
     """One finding per category whose verdict is adverse impact (verdict rows carry the display ``name``)."""
     if verdicts is None:
         return []
@@ -84,7 +87,8 @@ def impact_findings(verdicts: pd.DataFrame | None, *, ci: float, threshold: floa
         shown = ratio(value, low, high, threshold)  # "0.796 [0.702, 0.899]": never a side of the threshold it is not
         estimate_text, bounds = shown.split(" ", 1) if " " in shown else (shown, "")
         interval = bounds.strip("[]").replace(", ", " to ")
-        sentence = (f"Adverse impact: at k = {row.k}, {row.name} ({row.grouping}) have an impact ratio of "
+        sentence = (f"Adverse impact: {at_quota(row.k, quota_free)}, {row.name} ({row.grouping}) have an impact "
+                    "ratio of "
                     f"{estimate_text} with {row.model} for {subtask_name(row.subtask)}, below {threshold:g}, and the "
                     f"test of equal selection rates rejects ({round(ci * 100)} % CI {interval}{{p}}).")
         out.append(Finding("impact", row.model, row.subtask, row.category, int(row.k), value, low, high,
@@ -93,11 +97,14 @@ def impact_findings(verdicts: pd.DataFrame | None, *, ci: float, threshold: floa
 
 
 def findings(at_k: pd.DataFrame, verdicts: pd.DataFrame | None, *, reference: str, ci: float,
-             threshold: float, name: Namer = str, test: str = "permutation test") -> list[Finding]:
+             threshold: float, name: Namer = str, test: str = "permutation test",
+             quota_free: bool = False) -> list[Finding]:
     """The report's findings, all of them: every adverse-impact verdict (lowest ratio first), then every significant
     gap (largest first, each naming ``test``, the test behind its p-value)."""
-    flags = sorted(impact_findings(verdicts, ci=ci, threshold=threshold), key=lambda f: -f.size)
-    gaps = sorted(gap_findings(at_k, reference=reference, ci=ci, name=name, test=test), key=lambda f: -f.size)
+    flags = sorted(impact_findings(verdicts, ci=ci, threshold=threshold, quota_free=quota_free),
+                   key=lambda f: -f.size)
+    gaps = sorted(gap_findings(at_k, reference=reference, ci=ci, name=name, test=test, quota_free=quota_free),
+                  key=lambda f: -f.size)
     return flags + gaps
 
 

@@ -26,8 +26,23 @@ GLOSSARY = {
 }
 
 
-def pool_words(pool: str, mode: str, recorded: bool = False) -> str:
-    """How a pool is formed under design ``pool`` (``recorded``: the pools are the deployed system's own)."""
+#: the gaps' definitions where the recorded decisions are the selection (no quota)
+DECIDED_GAPS = {
+    "ΔDP (demographic parity gap)": "φ(X) − φ(R), where φ(X) is the share of group X's candidates the system "
+                                    "selected (its recorded decisions).",
+    "ΔEO (equal opportunity gap)": "ψ(X) − ψ(R), where ψ(X) is the share of group X's qualified candidates the "
+                                   "system selected.",
+}
+
+
+def glossary(quota_free: bool = False) -> dict[str, str]:
+    """The glossary of measures; ``quota_free``: the gaps defined on the recorded decisions, not at a quota k."""
+    return {**GLOSSARY, **DECIDED_GAPS} if quota_free else GLOSSARY
+
+
+def pool_words(pool: str, mode: str, recorded: bool = False, quota_free: bool = False) -> str:
+    """How a pool is formed under design ``pool`` (``recorded``: the pools are the deployed system's own;
+    ``quota_free``: its recorded decisions are the selection)."""
     design = PoolDesign.parse(pool)
     if design.kind == PoolKind.PER_GROUP:
         return ("every pool holds one candidate drawn from each group of the same subtask; the model's scores rank "
@@ -38,8 +53,15 @@ def pool_words(pool: str, mode: str, recorded: bool = False) -> str:
                 "are selected, ties sharing the remaining places; rates are exact averages over all such pools.")
     source = ("the pools the deployed system decided on, as recorded (one ranking or one decision pool each)"
               if recorded else f"the pools recorded when the {mode} scores were taken")
+    if quota_free:
+        return (f"{source}; the decisions the log records are the selection (a 0/1 log's selections, a score log's "
+                "scores above the median of the system's scores in the subtask, LL144's scoring rate).")
     return f"{source}; the k best of each recorded pool are selected, ties sharing the remaining places."
 
+
+#: the method's quota paragraph where the systems are judged on the decisions they record
+NO_QUOTA = ("No quota: each system's selections are the decisions its log records, so every rate, gap and verdict "
+            "is read on them as they are; choosing a quota k would change nothing.")
 
 RECORDED = ("Nothing was scored here: each system's decisions were recorded where it was deployed and imported "
             "(sources and hashes in Appendix C). A recorded rank r in a pool of n becomes the score (n − r)/(n − 1) "
@@ -49,8 +71,9 @@ RECORDED = ("Nothing was scored here: each system's decisions were recorded wher
 
 def method_paragraphs(*, pool: str, mode: str, k: int, reference: str, reference_code: str, grouping: str,
                       labels: tuple[str, ...], relevance: tuple[float, ...], qualification: str,
-                      recorded: bool = False) -> list[str]:
-    """The method section's paragraphs (plain text); ``recorded``: the systems are imported decisions."""
+                      recorded: bool = False, quota_free: bool = False) -> list[str]:
+    """The method section's paragraphs (plain text); ``recorded``: the systems are imported decisions;
+    ``quota_free``: judged on the decisions they record, with no quota."""
     scored = ", ".join(f"“{label}” = {value:g}" for label, value in zip(labels, relevance))
     scoring = (RECORDED if recorded else
                f"Each candidate is scored from the model's next-token probabilities of the answer labels, without "
@@ -59,7 +82,8 @@ def method_paragraphs(*, pool: str, mode: str, k: int, reference: str, reference
                "Each pair of candidates is asked in both orders and the answers are counted (pairwise scoring).")
     return [
         scoring,
-        f"Pool design ({pool}): {pool_words(pool, mode, recorded)}",
+        f"Pool design ({pool}): {pool_words(pool, mode, recorded, quota_free)}",
+        NO_QUOTA if quota_free else
         f"Quota k = {k}: the number of candidates selected from each pool. A quota is defined from 1 to the pool "
         "size − 1; at k = pool size everyone is selected and every gap is 0 by construction.",
         f"Gaps (ΔDP, ΔEO, δ, RABBI) compare each group of the {grouping} grouping with the reference group "

@@ -10,7 +10,7 @@ from html import escape
 
 import pandas as pd
 
-from audit.formatting import pvalue, ratio, subtask_name
+from audit.formatting import at_quota, pvalue, ratio, subtask_name
 from audit.engine.verdict import ADVERSE, INCONCLUSIVE, NO_EVIDENCE, rollup, store_line
 from audit.reporting.content import ReportData
 from audit.reporting.html import table
@@ -25,9 +25,11 @@ BLANK = "<span class=blank></span>"
 
 
 def quota_words(data: ReportData) -> str:
-    """``k = 1, the quota of the study's published result``: the report's quota and why."""
+    """``at k = 1, the quota of the study's published result``: the report's quota and why (``on the recorded
+    decisions — …`` where no quota moves a selection)."""
     s = data.settings
-    return f"k = {s.k}, {s.quota_reason}" if s.quota_reason else f"k = {s.k}"
+    where = at_quota(s.k, data.quota_free)
+    return f"{where}{' —' if data.quota_free else ','} {s.quota_reason}" if s.quota_reason else where
 
 
 def headline(data: ReportData) -> str:
@@ -38,7 +40,8 @@ def headline(data: ReportData) -> str:
         return (f"<h2>Verdict</h2><p>Verdicts are defined on pointwise scores; this report reads {escape(sel.mode)} "
                 "scores, so it gives gaps (below) but no verdict.</p>")
     overall = store_line(data.verdicts)
-    return (f"<h2>Verdict at k = {s.k}</h2><p class='quota'>Judged at {escape(quota_words(data))}.</p>"
+    heading = "Verdict" if data.quota_free else f"Verdict at k = {s.k}"
+    return (f"<h2>{heading}</h2><p class='quota'>Judged {escape(quota_words(data))}.</p>"
             f"<p class='verdict-line'>Overall: {escape(str(overall['summary']))}</p>"
             f"{_systems(data.verdicts)}{_adverse(data)}")
 
@@ -103,8 +106,9 @@ def sign_off(data: ReportData) -> str:
     sel = s.selection
     digest, rows, _ = data.data
     subtasks = f"{len(data.subtasks)} subtask{'s' if len(data.subtasks) != 1 else ''}"
-    judged = (f"judged at k = {s.k} against the impact-ratio threshold {s.threshold:g} ({sel.rule} reading, "
-              f"family {sel.family})" if data.verdicts is not None else f"at k = {s.k}")
+    where = at_quota(s.k, data.quota_free)
+    judged = (f"judged {where} against the impact-ratio threshold {s.threshold:g} ({sel.rule} reading, "
+              f"family {sel.family})" if data.verdicts is not None else where)
     scope = (f"This report covers {', '.join(data.models['model'])} on task {data.task} ({subtasks}, "
              f"{mode_name(data.design, sel.mode)}, {data.design.kind} design, grouping {sel.grouping}), {judged}, on "
              f"{rows:,} {'recorded decisions' if data.recorded else 'candidate rows'} (SHA-256 {digest[:16]}…). Its "

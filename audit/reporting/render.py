@@ -20,7 +20,7 @@ from audit.enums import Mode
 from audit.present import charts
 from audit.tasks import study
 from audit.present.exports import image_later
-from audit.formatting import correlation_table, estimate, number, pvalue, ratio, subtask_name
+from audit.formatting import at_quota, correlation_table, estimate, number, pvalue, ratio, subtask_name
 from audit.engine.choices import gap_test
 from audit.engine.verdict import (ADVERSE, BEYOND_REACH, MORE_DATA, NO_ESTIMATE, NO_EVIDENCE, NOT_COMPARABLE,
                                    ON_THRESHOLD, PLAN_REACH, RULES, rule_text)
@@ -32,7 +32,7 @@ from audit.reporting.findings import SENTENCES_UP_TO, Finding, findings, not_sig
 from audit.reporting import page_one
 from audit.reporting.html import table
 from audit.reporting.page_one import VERDICT_CSS
-from audit.reporting.method import GLOSSARY, method_paragraphs, policy_paragraph
+from audit.reporting.method import glossary, method_paragraphs, policy_paragraph
 from audit.reporting.monitoring_section import monitoring_section
 from audit.paths import portable_path
 from audit.reporting.provenance import RECORDED_HASHES, SCORED_HASHES
@@ -155,7 +155,8 @@ def audited(data: ReportData) -> str:
     facts = {"task": data.task, "subtasks": ", ".join(data.subtasks), "scoring mode": mode_name(data.design, sel.mode),
              "design": data.design.kind, "grouping": sel.grouping,
              "reference group": _named(data.design.display_name(sel.reference, sel.grouping), sel.reference),
-             "pool design": s.design, "quota": f"k = {s.k}", "tool version": data.version, "generated": data.generated}
+             "pool design": s.design, "quota": "none (the recorded decisions)" if data.quota_free else f"k = {s.k}",
+             "tool version": data.version, "generated": data.generated}
     verb = "recorded" if data.recorded else "scored"
     systems = pd.DataFrame({"system": data.models["model"], "fingerprint": data.models["fingerprint"],
                             "precision": data.models["precision"], f"first {verb}": data.models["first scored"],
@@ -211,7 +212,7 @@ def verdict(data: ReportData) -> str:
     sel = s.selection
     if data.verdicts is None:
         return f"<h2 class=pagebreak>How sure</h2>{_judged(data)}"
-    parts = [f"<h2 class=pagebreak>Verdict per grouping at k = {s.k}</h2>{_judged(data)}",
+    parts = [f"<h2 class=pagebreak>Verdict per grouping {at_quota(s.k, data.quota_free)}</h2>{_judged(data)}",
              f"<h3>How sure</h3><p class='rule'>{escape(rule_text(s.threshold, sel.ci, sel.family, sel.rule))} "
              "Gaps (ΔDP) are findings only "
              f"when the p-value of their {gap_test(s.design)}, {escape(sel.adjust)}-adjusted across the groups × "
@@ -219,7 +220,7 @@ def verdict(data: ReportData) -> str:
              f"is at most α = {1 - sel.ci:.2g}.</p>"]
     for grouping, size in data.pool_sizes.items():
         parts.append(f"<h3>{escape(grouping)} (pools of {size})</h3>")
-        if s.k >= size:
+        if s.k >= size and not data.quota_free:
             parts.append(f"<p>Not defined at k = pool size ({size}): every candidate of a pool is selected, so every "
                          "ratio is 1 by construction.</p>")
         else:
@@ -231,7 +232,8 @@ def findings_section(data: ReportData) -> str:
     s = data.settings
     sel = s.selection
     found = findings(data.at_k, data.verdicts, reference=sel.reference, ci=sel.ci, threshold=s.threshold,
-                     name=lambda code: data.design.display_name(code, sel.grouping), test=gap_test(s.design))
+                     name=lambda code: data.design.display_name(code, sel.grouping), test=gap_test(s.design),
+                     quota_free=data.quota_free)
     missed = not_significant(data.at_k, sel.ci)
     note = (f"<p class='muted'>{missed} further gap{'s' if missed != 1 else ''} of this grouping "
             f"{'have' if missed != 1 else 'has'} a 95 % interval excluding 0 before adjustment but "
@@ -283,10 +285,12 @@ def method(data: ReportData) -> str:
     recorded = data.recorded
     paragraphs = method_paragraphs(pool=s.design, mode=sel.mode, k=s.k, reference=design.display_name(
         sel.reference, sel.grouping), reference_code=sel.reference, grouping=sel.grouping, labels=design.labels,
-        relevance=design.relevance, qualification=design.qualification, recorded=recorded)
+        relevance=design.relevance, qualification=design.qualification, recorded=recorded,
+        quota_free=data.quota_free)
     if s.policy:
         paragraphs = [*paragraphs, policy_paragraph(*s.policy)]
-    glossary = "".join(f"<li><b>{escape(term)}</b>: {escape(text)}</li>" for term, text in GLOSSARY.items())
+    terms = "".join(f"<li><b>{escape(term)}</b>: {escape(text)}</li>"
+                    for term, text in glossary(data.quota_free).items())
     sizes = sample_sizes(data)
     sizes = pd.DataFrame({"system": sizes["model"], "subtasks": sizes["subtasks"].astype(str),
                           "candidates per group": [f"{a}" if a == b else f"{a} to {b}"
@@ -303,7 +307,7 @@ def method(data: ReportData) -> str:
             + (f", and the probabilities of the next token are read for the labels {escape(', '.join(design.labels))}"
                if sel.mode == Mode.POINTWISE else "; its answer names the preferred candidate") + ".</p>")
     return ("<h2>Method</h2>" + "".join(f"<p>{escape(p)}</p>" for p in paragraphs)
-            + f"<h3>Glossary</h3><ul>{glossary}</ul><h3>Sample sizes</h3>"
+            + f"<h3>Glossary</h3><ul>{terms}</ul><h3>Sample sizes</h3>"
             + table(sizes, numeric=("subtasks", "candidates per group"), css="small")
             + ("" if recorded else "<h3>Prompts as scored</h3>" + user + "".join(prompts)))
 
@@ -329,11 +333,13 @@ def gaps(data: ReportData) -> str:
            "equals ΔDP." if same else "")
     head = (f"<h2>Allocation gaps against k</h2><p>Mean over subtasks, group minus "
             f"{escape(names.get(sel.reference, data.design.display_name(sel.reference, sel.grouping)))}.{why}</p>")
-    parts = [f"<div class=keep>{head}{''.join(rows_of_figures[:1])}</div>", *rows_of_figures[1:]]
+    # no quota moves a recorded decision: gaps against k would be flat lines
+    parts = [] if data.quota_free else [f"<div class=keep>{head}{''.join(rows_of_figures[:1])}</div>",
+                                        *rows_of_figures[1:]]
     overall = data.correlations[data.correlations["scope"] == "overall"].reset_index(drop=True)
-    parts.append(f"<h2>Bias measures against gaps at k = {s.k}</h2>")
+    parts.append(f"<h2>Bias measures against gaps {at_quota(s.k, data.quota_free)}</h2>")
     named = data.at_k.assign(group=data.at_k["group"].map(names))
-    scatter = _figure(charts.gap_scatter(named, k=s.k, correlations=overall,
+    scatter = _figure(charts.gap_scatter(named, k=s.k, correlations=overall, quota_free=data.quota_free,
                                          reference=data.design.display_name(sel.reference, sel.grouping)))
     shown = correlation_table(overall)
     parts.append(f"<div class=keep>{scatter}{table(shown, numeric=('r [interval]', 'p', 'n'), css='small')}</div>")
@@ -405,7 +411,8 @@ def appendix(data: ReportData) -> str:
     sel = s.selection
     parts = ["<h2 class=pagebreak>Appendix</h2>"]
     if data.verdicts is not None:
-        parts.append(f"<h3>A. Verdict per system × category at k = {s.k}</h3><p class=muted>Adverse: adverse impact; no "
+        parts.append(f"<h3>A. Verdict per system × category {at_quota(s.k, data.quota_free)}</h3><p class=muted>"
+                     "Adverse: adverse impact; no "
                      f"evidence: no evidence of adverse impact at this sample size; inconclusive, with the planner's "
                      f"answer ({escape(_plan_marks(s.threshold))}). n: candidates of the group. Where the ratio's "
                      "interval and "
@@ -438,7 +445,8 @@ def appendix(data: ReportData) -> str:
                           "δ": at_k["delta"].map(number), "RABBI": at_k["rabbi"].map(number)})
     long = data.verdicts is not None and len(data.verdicts) > 60  # a long table A: B starts on a page of its own
     reference = data.design.display_name(sel.reference, sel.grouping)
-    parts.append(f"<h3{' class=pagebreak' if long else ''}>B. Gaps against {escape(reference)} at k = {s.k}</h3>"
+    parts.append(f"<h3{' class=pagebreak' if long else ''}>B. Gaps against {escape(reference)} "
+                 f"{at_quota(s.k, data.quota_free)}</h3>"
                  + table(shown, numeric=("ΔDP", "adj. p", "ΔEO", "δ", "RABBI"), css="long"))
     sources = "".join(f"<li>{escape(r['model'])}: {escape(_origin(r))}, {_code(r['source'])}; content SHA-256 "
                       f"{_code(r['content hash'])}</li>" for r in data.models.to_dict("records"))
@@ -502,7 +510,7 @@ def render_html(data: ReportData, sections: list[Callable[[ReportData], str]] | 
                "impact": records(data.impact), "gaps_at_k": records(data.at_k),
                "verdicts": [] if data.verdicts is None else records(data.verdicts)}
     embedded = json.dumps(payload, default=str).replace("<", "\\u003c")  # no "</script>" can end the element
-    title = f"Allocation audit: {data.task}, k = {s.k}"
+    title = f"Allocation audit: {data.task}" + ("" if data.quota_free else f", k = {s.k}")
     nonce, pending = secrets.token_hex(8), []
     writing = _drawings.set((nonce, pending))
     try:

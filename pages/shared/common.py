@@ -104,11 +104,20 @@ def error(title: str, exc: Exception, box: Callable[[str], Any] = st.error) -> N
     st.code(str(exc), language=None, wrap_lines=True)
 
 
+#: what the pages say in place of the quota slider where no quota moves the selection
+NO_QUOTA_WORDS = ("these systems are judged on the decisions their logs record (a 0/1 log's selections, a score log's "
+                  "scores above its median), so every number below is the same at every k.")
+
+
 def quota_slider(pool: int, key: str, view: View) -> int:
     """The quota k slider, 1 … pool size − 1 (at k = pool size everyone is selected and every gap is 0 by
-    construction). Each task of ``view`` keeps its own k, shared by every page: it opens at the page address's ``k``
+    construction); a line saying there is no quota, and k = 1, where the view's audit is quota-free. Each task of
+    ``view`` keeps its own k, shared by every page: it opens at the page address's ``k``
     when the address names the task, else at the design's quota, and goes back into the address."""
     top = max(1, pool - 1)
+    if audit(view).quota_free:
+        st.caption(f"No quota: {NO_QUOTA_WORDS}")
+        return 1
     if top == 1:
         st.caption(f"quota k = 1: the only meaningful quota with pools of {pool} candidates")
         return 1

@@ -13,6 +13,7 @@ from audit.present.tooltips import TOOLTIPS
 from audit.errors import AuditError
 from audit.engine.verdict import FAMILIES
 from audit.engine.selection import Selection
+from audit.formatting import at_quota
 from pages.frame.sidebar import keep_family
 from pages.shared import common
 
@@ -33,7 +34,8 @@ def family_choice(view: View) -> Family:
 def judged(path: str, version: tuple, selection: Selection, k: int) -> readable.Verdict:
     """The verdict of ``selection`` at quota k, as the pages show it; shared, never mutated."""
     audit = common.audit_of(path, version, selection)
-    return readable.verdict(audit.verdicts_at(k), audit.sizes(Mode.POINTWISE), k, selection.ci or 0.95)
+    return readable.verdict(audit.verdicts_at(k), audit.sizes(Mode.POINTWISE), k, selection.ci or 0.95,
+                            audit.quota_free)
 
 
 def selection_of(view: View) -> Selection:
@@ -70,6 +72,7 @@ def verdict(view: View, k: int, *, impact: bool = False) -> None:
     except AuditError as exc:
         st.info(f"No verdict for this selection: {exc}")
         return
+    free = common.audit(view, selection).quota_free
     st.markdown(found.overall)
     st.caption(f"Multiple testing: {readable.family_words(selection.family)}.")
     st.dataframe(found.systems, hide_index=True, width="stretch", key=f"verdict_systems_{impact}",
@@ -77,7 +80,7 @@ def verdict(view: View, k: int, *, impact: bool = False) -> None:
     if impact:
         st.caption(readable.DECIDING_NOTE)
         for grouping, shown in found.impact.items():
-            st.markdown(f"**Impact ratios by {grouping} at k = {k}**")
+            st.markdown(f"**Impact ratios by {grouping} {at_quota(k, free)}**")
             if isinstance(shown, str):
                 st.caption(shown)
             else:

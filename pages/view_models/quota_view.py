@@ -51,16 +51,16 @@ class Quota:
     def caption(self) -> str:
         """How the intervals and p-values were made: level, replicates, shuffles and adjustment of the selection."""
         selection = self.result.selection
-        ci = selection.ci or 0.95
+        ci, free = selection.ci or 0.95, self.result.quota_free
         family = self.rows.groupby("model", observed=True).size().max() if len(self.rows) else 0
         resampled = "recorded pools resampled" if self.result.pool == "observed" else \
             "candidates resampled within each group"
         return (f"Intervals: {round(ci * 100)} % percentile bootstrap ({selection.n_boot:,} replicates, {resampled}; "
                 f"r recomputed from the resampled metrics and gaps). p: "
-                + ("exact conditional test of no gap stratified by recorded pool (its members compete for its k "
-                   "places)" if self.result.pool == "observed" else
+                + (f"exact conditional test of no gap stratified by recorded pool (its members compete for "
+                   f"{'the places it filled' if free else 'its k places'})" if self.result.pool == "observed" else
                    f"permutation test of no gap ({selection.n_perm or 0:,} shuffles of the group labels within each "
                    "model · subtask, exact gaps)")
                 + f", adjusted by {METHODS[selection.adjust]} across the {family} groups × subtasks shown "
-                f"per model and k. "
+                f"per model{'' if free else ' and k'}. "
                 + SIGNIFICANCE_RULE.format(alpha=round(1 - ci, 6), test=gap_test(self.result.pool)))
