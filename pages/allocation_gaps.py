@@ -98,4 +98,4 @@ common.bundle_button("allocation_gaps", figures, tables, current,
                      more=lambda: bundle_tables(current, k), k=k, curve_model=model, curve_subtask=subtask,
                      p_adjust=method)  # the verdict and impact tables at k: built on the click
 impact_section(current, k)
-report_buttons(current, k, method)
+report_buttons(current, None if free else k, method)

@@ -19,20 +19,20 @@ design = stored.design(current.selection.task)
 names = common.names(current)
 
 st.header(f"Verdict · task {current.selection.task}")
+judged = common.audit(current, verdict_panel.selection_of(current))
 try:
-    sizes = common.audit(current, verdict_panel.selection_of(current)).sizes(Mode.POINTWISE)
+    sizes = judged.sizes(Mode.POINTWISE)
 except AuditError as exc:
     st.info(f"No verdict for this selection: {exc}")
 else:
-    own, why = design.audited_quota()
+    (own, why), free = judged.audited_quota(), judged.quota_free
     top = max(sizes.values()) - 1
-    free = common.audit(current, verdict_panel.selection_of(current)).quota_free
     k = own if top <= 1 or free else st.slider("quota k of this verdict", 1, top, min(own, top),
                                                key=f"overview_k_{current.selection.task}",
                                                help=TOOLTIPS["overview_k"])
     verdict_panel.family_choice(current)
     st.markdown(f"**Judged {RECORDED_DECISIONS}** — {why}." if free else
-                f"**Judged at k = {k}, {design.audited_quota(k)[1]}.**")
+                f"**Judged at k = {k}, {judged.audited_quota(k)[1]}.**")
     verdict_panel.verdict(current, k)
     if not free:  # a verdict on recorded decisions is the same at every k
         verdict_panel.every_quota_row(current)

@@ -59,6 +59,13 @@ def test_verdict_and_check_say_where_they_judged(store, tmp_path):
     assert (free["quota_free"], ranked["quota_free"]) == (True, False)
     text = audit("verdict", "--db", store, "--models", "picked", "scored", "--format", "md").stdout
     assert text.startswith("# Verdict on the recorded decisions\n") and "k = " not in text.split("## Per")[0]
+    for models, why in ((["picked"], "the selection the log records (no quota)."),
+                        (["scored"], "scoring above the sample's median score (no quota)."),
+                        (["picked", "scored"], "each score log's scores above its sample's median (no quota).")):
+        said = audit("verdict", "--db", store, "--models", *models, "--format", "md").stdout.split("\n")[2]
+        assert said.startswith("Quota: the decision") and said.endswith(why), said
+    chosen = audit("verdict", "--db", store, "--models", "picked", "--k", "2", "--format", "md").stdout
+    assert "(no quota); the quota k = 2 asked for changes none of them." in chosen
     ranked_text = audit("verdict", "--db", store, "--models", "ranked", "--format", "md").stdout
     assert ranked_text.startswith("# Verdict at k = 1\n")
     policy = tmp_path / "policy.yaml"

@@ -87,9 +87,9 @@ def verdict_rows(tables: StoreTables, selection: Selection, threshold: float = F
     and ``check`` share."""
     if selection.mode != Mode.POINTWISE:
         raise AuditError(f"--mode {selection.mode}: verdicts are defined on pointwise scores")
-    k, reason = tables.design(selection.task).audited_quota(selection.ks[0] if selection.ks else None)
+    audit = Audit(tables, replace(selection, ks=()))
+    k, reason = audit.audited_quota(selection.ks[0] if selection.ks else None)
     selection = replace(selection, ks=(k,))
-    audit = Audit(tables, selection)
     table = shown_modes(audit.verdicts((k,), groupings, threshold), tables.designs)
     return Judged(selection, reason, threshold, table, audit.quota_free)
 

@@ -35,7 +35,7 @@ from audit.metrics.schema import is_pairwise, text_categories
 from audit.metrics.shape import score_shape
 from audit.engine.verdict import decide, measure
 from audit.engine.selection import Selection
-from audit.tasks.recorded import ll144_groupings
+from audit.tasks.recorded import LOG_QUOTAS, MIXED_DECISIONS, ll144_groupings
 from audit.engine.diagnostics import Diagnostics, answer_shares
 from audit.engine.metric_pass import MetricRows, metric_rows, pool_of, regroup
 from audit.engine.monitor import MonitorSettings
@@ -130,6 +130,18 @@ class Audit:
         if self.selection.mode != Mode.POINTWISE:
             return False
         return all(data.decided is not None for data in self.keys(Mode.POINTWISE, self.grouping))
+
+    def audited_quota(self, chosen: int | None = None) -> tuple[int, str]:
+        """(k, why) the verdict is read at: :meth:`audit.design.AuditDesign.audited_quota`, except that a
+        :attr:`quota_free` audit keeps its reason (the recorded decisions) and says a chosen k changes none of them."""
+        k, why = self.design.audited_quota(chosen)
+        if not self.quota_free:
+            return k, why
+        judged = {tuple(data.key[:3]) for data in self.keys(Mode.POINTWISE, self.grouping)}
+        outcomes = self.tables.outcomes[["model", "task", "subtask", "outcome"]].astype(str)
+        kinds = {o for m, t, s, o in outcomes.itertuples(index=False) if (m, t, s) in judged}
+        reason = LOG_QUOTAS[kinds.pop()][1] if len(kinds) == 1 else MIXED_DECISIONS
+        return k, reason if chosen is None else f"{reason}; the quota k = {chosen} asked for changes none of them"
 
     @memoised
     def scores(self, mode: str, grouping: str | None = None, every_model: bool = False) -> pd.DataFrame:

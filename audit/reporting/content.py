@@ -121,7 +121,7 @@ def collect(settings: ReportSettings, tables: StoreTables | None = None) -> Repo
 def _computed(settings: ReportSettings, audit: Audit) -> ReportData:
     """The report's numbers from ``audit`` (the parts read from the store file left empty, for :func:`collect` to
     fill)."""
-    k, why = audit.design.audited_quota(settings.k)
+    k, why = audit.audited_quota(settings.k)
     audit.check_quota((k,), (audit.grouping,))
     metrics = audit.table
     verdicts, sizes_by_grouping = None, {}

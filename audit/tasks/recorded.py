@@ -34,6 +34,9 @@ RANKING_RUN_QUOTA_REASON = "the quota of the study's published result (the first
 LOG_QUOTAS = {"rank": (1, "the decision the log records: the first place of each recorded pool"),
               "selected": (None, "the decision itself: the selection the log records (no quota)"),
               "score": (None, "the decision itself: scoring above the sample's median score (no quota)")}
+#: why there is no quota where 0/1 and score logs are judged together
+MIXED_DECISIONS = ("the decisions themselves: each 0/1 log's recorded selections, each score log's scores above its "
+                   "sample's median (no quota)")
 
 
 #: the LL144 name of the grouping that keeps every part of a code

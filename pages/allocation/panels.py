@@ -81,9 +81,9 @@ def impact_section(view: View, k: int) -> None:
             st.caption(readable.not_defined(grouping, None, k))
 
 
-def report_buttons(view: View, k: int, adjust: str = "holm") -> None:
-    """HTML and PDF buttons that build the audit report of the current view, each step shown as it runs, then offer
-    it for download."""
+def report_buttons(view: View, k: int | None, adjust: str = "holm") -> None:
+    """HTML and PDF buttons that build the audit report of the current view at quota ``k`` (None: on the recorded
+    decisions, no quota), each step shown as it runs, then offer it for download."""
     st.subheader("Audit report")
     settings = report_settings(view, k, adjust, **sign_off_fields())
     for column, fmt in zip(st.columns(2), ("html", "pdf")):
@@ -95,7 +95,8 @@ def report_buttons(view: View, k: int, adjust: str = "holm") -> None:
                 st.session_state[f"report_{fmt}"] = (settings, report)
         done = st.session_state.get(f"report_{fmt}")
         if done and done[0] == settings:
-            column.download_button(f"Audit report ({fmt.upper()})", data=done[1], file_name=f"audit-report-k{k}.{fmt}",
+            name = f"audit-report{'' if k is None else f'-k{k}'}.{fmt}"
+            column.download_button(f"Audit report ({fmt.upper()})", data=done[1], file_name=name,
                                    mime=exports.MIME[fmt], on_click="ignore", key=f"audit_report_{fmt}",
                                    icon=":material/download:")
 

@@ -12,13 +12,14 @@ from pages.view_models.view import View
 from audit.engine.tables import fingerprints
 
 
-def report_settings(view: View, k: int, adjust: str = "holm", *,
+def report_settings(view: View, k: int | None, adjust: str = "holm", *,
                     paper: str = "a4", auditor: str = "", firm: str = "", distribution_date: str = "") -> ReportSettings:
     """The report of ``view`` (grouping, reference, models, subtasks, groups, preset, cut-off, intervals) at quota k
-    with p-values adjusted by ``adjust`` (the verdict's family: the view's), on ``paper``, with page 1's
-    sign-off fields (blank lines where empty)."""
-    return ReportSettings(view.store, replace(view.selection, adjust=adjust, ks=(k,)), paper=paper,
-                          auditor=auditor.strip(), firm=firm.strip(), distribution_date=distribution_date)
+    (None: none chosen, the design's; a page of recorded decisions chooses none) with p-values adjusted by ``adjust``
+    (the verdict's family: the view's), on ``paper``, with page 1's sign-off fields (blank lines where empty)."""
+    selection = replace(view.selection, adjust=adjust, ks=() if k is None else (k,))
+    return ReportSettings(view.store, selection, paper=paper, auditor=auditor.strip(), firm=firm.strip(),
+                          distribution_date=distribution_date)
 
 
 def bundle_settings(view: View, scores: pd.DataFrame, page: str, **settings: object) -> dict:
