@@ -25,8 +25,9 @@ LOG = "synthetic-dated-log"
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> Path:
-    """One task, three systems over the same 30 pools of 4 (2 F + 2 M): a rank log, a 0/1 log selecting 2 a pool
-    (women once in three pools, else both men … a clear gap), and a score log."""
+    """One task, three systems over the same 30 pools of 4 (2 F + 2 M), imported in this order: a rank log (women
+    first), a 0/1 log and a score log that select the same 2 of each pool (a woman and a man in one pool of three,
+    else both men)."""
     folder = tmp_path_factory.mktemp("quota_free")
     rows = []
     for pool in range(30):
@@ -66,8 +67,13 @@ def test_verdict_and_check_say_where_they_judged(store, tmp_path):
         assert said.startswith("Quota: the decision") and said.endswith(why), said
     chosen = audit("verdict", "--db", store, "--models", "picked", "--k", "2", "--format", "md").stdout
     assert "(no quota); the quota k = 2 asked for changes none of them." in chosen
+    # the task's design was stored with the last log imported (a score log): a rank log reads at its own quota
     ranked_text = audit("verdict", "--db", store, "--models", "ranked", "--format", "md").stdout
-    assert ranked_text.startswith("# Verdict at k = 1\n")
+    assert ranked_text.startswith("# Verdict at k = 1\n\nQuota: the decision the log records: the first place of "
+                                  "each recorded pool.\n")
+    every = audit("verdict", "--db", store, "--format", "md").stdout
+    assert every.startswith("# Verdict at k = 1\n") and "the 0/1 and score logs beside it are judged on their " \
+        "recorded decisions, whatever k." in every.split("\n")[2]
     policy = tmp_path / "policy.yaml"
     policy.write_text("systems: [picked]\n")
     checked = audit("check", "--db", store, "--policy", policy)

@@ -68,9 +68,10 @@ def run_ll144(args: argparse.Namespace) -> int:
     frames = []
     for task in tasks:
         chosen = selection_from(args, tables, task=task)
-        k, why = tables.design(task).audited_quota(chosen.ks[0] if chosen.ks else None)
+        audit = Audit(tables, replace(chosen, ks=()))
+        k, why = audit.audited_quota(chosen.ks[0] if chosen.ks else None)
         selection = replace(chosen, ks=(k,))
-        table = Audit(tables, selection).ll144(k, args.exclude_small)
+        table = audit.ll144(k, args.exclude_small)
         kinds = outcomes[outcomes["task"] == task].set_index(["model", "subtask"])["outcome"]
         for (model, subtask), part in table.groupby(["model", "subtask"], sort=True):
             kind = str(kinds.get((model, subtask), "rank"))

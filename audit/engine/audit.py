@@ -35,7 +35,7 @@ from audit.metrics.schema import is_pairwise, text_categories
 from audit.metrics.shape import score_shape
 from audit.engine.verdict import decide, measure
 from audit.engine.selection import Selection
-from audit.tasks.recorded import LOG_QUOTAS, MIXED_DECISIONS, ll144_groupings
+from audit.tasks.recorded import LOG_QUOTAS, MIXED_DECISIONS, OTHER_LOGS, ll144_groupings
 from audit.engine.diagnostics import Diagnostics, answer_shares
 from audit.engine.metric_pass import MetricRows, metric_rows, pool_of, regroup
 from audit.engine.monitor import MonitorSettings
@@ -131,17 +131,30 @@ class Audit:
             return False
         return all(data.decided is not None for data in self.keys(Mode.POINTWISE, self.grouping))
 
-    def audited_quota(self, chosen: int | None = None) -> tuple[int, str]:
-        """(k, why) the verdict is read at: :meth:`audit.design.AuditDesign.audited_quota`, except that a
-        :attr:`quota_free` audit keeps its reason (the recorded decisions) and says a chosen k changes none of them."""
-        k, why = self.design.audited_quota(chosen)
-        if not self.quota_free:
-            return k, why
+    @cached_property
+    def kinds(self) -> frozenset[str]:
+        """The recorded outcome kinds (``rank``, ``selected``, ``score``) of the selection's pointwise systems; empty
+        for scored models."""
+        if self.selection.mode != Mode.POINTWISE:
+            return frozenset()
         judged = {tuple(data.key[:3]) for data in self.keys(Mode.POINTWISE, self.grouping)}
         outcomes = self.tables.outcomes[["model", "task", "subtask", "outcome"]].astype(str)
-        kinds = {o for m, t, s, o in outcomes.itertuples(index=False) if (m, t, s) in judged}
-        reason = LOG_QUOTAS[kinds.pop()][1] if len(kinds) == 1 else MIXED_DECISIONS
-        return k, reason if chosen is None else f"{reason}; the quota k = {chosen} asked for changes none of them"
+        return frozenset(o for m, t, s, o in outcomes.itertuples(index=False) if (m, t, s) in judged)
+
+    def audited_quota(self, chosen: int | None = None) -> tuple[int, str]:
+        """(k, why) the verdict is read at: :meth:`audit.design.AuditDesign.audited_quota` of the task's design,
+        except where the judged logs are of another kind than the one the design was stored with (a task holding
+        logs of several kinds): a :attr:`quota_free` audit keeps its logs' reason (the recorded decisions) and says
+        that a chosen k changes none of them; rank logs beside others read at their own quota."""
+        design, kinds = self.design, self.kinds
+        if self.quota_free:
+            reason = LOG_QUOTAS[next(iter(kinds))][1] if len(kinds) == 1 else MIXED_DECISIONS
+            return (chosen or 1), (reason if chosen is None else
+                                   f"{reason}; the quota k = {chosen} asked for changes none of them")
+        if kinds and kinds != {design.labels[0]}:  # several kinds in one task: the rank logs' own quota
+            quota, reason = LOG_QUOTAS["rank"]
+            design = replace(design, quota=quota, quota_reason=reason + (OTHER_LOGS if len(kinds) > 1 else ""))
+        return design.audited_quota(chosen)
 
     @memoised
     def scores(self, mode: str, grouping: str | None = None, every_model: bool = False) -> pd.DataFrame:

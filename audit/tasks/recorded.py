@@ -34,6 +34,8 @@ RANKING_RUN_QUOTA_REASON = "the quota of the study's published result (the first
 LOG_QUOTAS = {"rank": (1, "the decision the log records: the first place of each recorded pool"),
               "selected": (None, "the decision itself: the selection the log records (no quota)"),
               "score": (None, "the decision itself: scoring above the sample's median score (no quota)")}
+#: what a rank log's quota adds where 0/1 or score logs are judged beside it
+OTHER_LOGS = "; the 0/1 and score logs beside it are judged on their recorded decisions, whatever k"
 #: why there is no quota where 0/1 and score logs are judged together
 MIXED_DECISIONS = ("the decisions themselves: each 0/1 log's recorded selections, each score log's scores above its "
                    "sample's median (no quota)")
