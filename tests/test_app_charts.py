@@ -62,6 +62,19 @@ def test_gap_curves_draw_a_band_and_a_line_per_group(table):
     assert [len(t.x) for t in lines] == [8] * groups
 
 
+def test_a_correlation_over_too_few_systems_gets_no_bar(table):
+    """As the tables say "too few systems (n < 5)", the bars do not draw those r: the demo's pilot gives r over
+    enough systems, so one group is given n = 3 here; its bars are empty and the panels say why."""
+    by_group = validity(table[table["k"] == 2]).query("scope != 'overall'").reset_index(drop=True)
+    few = by_group["scope"] == by_group["scope"].iloc[0]
+    fig = charts.group_correlation_bars(by_group.assign(n=by_group["n"].where(~few, 3)), k=2)
+    drawn = {trace.name: [y for y in trace.y if y == y] for trace in fig.data}  # NaN != NaN: no bar
+    assert drawn[str(by_group["scope"].iloc[0])] == [] and all(drawn[g] for g in drawn if g != by_group["scope"][0])
+    assert [a.text.count("too few systems (n < 5)") for a in fig.layout.annotations[:2]] == [1, 1]
+    plain = charts.group_correlation_bars(by_group, k=2)
+    assert not any("too few" in a.text for a in plain.layout.annotations)
+
+
 def test_rankings_correlations_and_distributions_build(table):
     at_k = table[table["k"] == 2]
     by_group = validity(at_k).query("scope != 'overall'")

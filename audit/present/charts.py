@@ -15,7 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from audit.formatting import at_quota, subtask_name
+from audit.formatting import MIN_SYSTEMS, at_quota, subtask_name
 from audit.metrics.validity import PAIRINGS
 from audit.tasks import GROUP_COLOURS, GROUP_NAME_COLOURS
 
@@ -78,8 +78,6 @@ def _layout(fig: go.Figure, title: str, height: int, legend: str = "group") -> g
     return fig
 
 
-#: correlations over fewer points (systems × subtasks × groups) than this are not printed as findings
-MIN_SYSTEMS = 5
 
 
 def _r_text(correlations: pd.DataFrame | None, gap: str, metric: str) -> str:
@@ -235,11 +233,15 @@ def group_correlation_bars(correlations: pd.DataFrame, *, k: int, names: Mapping
     """Per-group Pearson r of each metric with ΔDP (top) and ΔEO (bottom) across models and subtasks (Figure 6).
 
     ``correlations``: :func:`audit.metrics.validity` rows whose ``scope`` is a group; ``r_lo``/``r_hi`` (from
-    :func:`audit.metrics.bands.validity_bands`) become error bars; ``names``: group code → display name.
+    :func:`audit.metrics.bands.validity_bands`) become error bars; ``names``: group code → display name. An r over
+    fewer than :data:`MIN_SYSTEMS` points gets no bar (the tables say "too few systems"), and its panel says so.
     """
     correlations, colours = _groups(correlations, "scope", names)
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12,
-                        subplot_titles=[f"correlation with {GAP_NAMES[g]}" for g in PAIRINGS])
+    few = correlations["n"].fillna(0) < MIN_SYSTEMS
+    correlations = correlations.assign(r=correlations["r"].mask(few))
+    titles = [f"correlation with {GAP_NAMES[g]}" + (f"<br><sup>no bar where too few systems (n < {MIN_SYSTEMS})</sup>"
+                                                   if few[correlations["gap"] == g].any() else "") for g in PAIRINGS]
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12, subplot_titles=titles)
     order = [METRIC_NAMES[m] for m in METRICS]
     for row, gap in enumerate(PAIRINGS, start=1):
         rows = correlations[correlations["gap"] == gap]
