@@ -425,3 +425,32 @@ def test_every_quota_at_once_equals_the_oracle_at_each_quota(stack):
             shown = rates[(rates["model"] == name) & (rates["k"] == k)].set_index("category")["selection_rate"]
             for category, rate in shown.items():
                 assert math.isclose(rate, chance[group == int(category[1:])].mean(), rel_tol=1e-12, abs_tol=1e-12)
+
+
+@settings(max_examples=30, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(stacks())
+def test_compare_gaps_equal_the_oracle_on_every_kind_of_log(stack):
+    """``compare`` of two recorded systems (rank, 0/1 or score logs, in recorded pools): each system's ΔDP against
+    g0 at every k is the oracle's gap in selection chances (a 0/1 log's recorded decisions, a score log's scoring
+    above its median, a rank log's top-k chances with its ties' lottery)."""
+    from audit.metrics.compare import compare_gaps
+
+    table, outcomes, size = stack
+    assume(len(outcomes) >= 2)
+    a, b = "s0", "s1"
+    recorded = pd.DataFrame([(name, "t", "j", outcome) for name, outcome in outcomes.items()],
+                            columns=["model", "task", "subtask", "outcome"])
+    quotas = list(range(1, size))
+    gaps = compare_gaps(table[table["model"].isin([a, b])], a=a, b=b, reference="g0", ks=quotas, pool="observed",
+                        n_boot=2, outcomes=recorded)
+    for name, side in ((a, "dp_a"), (b, "dp_b")):
+        rows = table[table["model"] == name]
+        pool, score = rows["pool"].to_numpy(), rows["score"].to_numpy()
+        group = rows["group"].str[1:].astype(int).to_numpy()
+        for k in quotas:
+            chance = (oracle_chances(pool, score, k) if outcomes[name] == "rank" else
+                      np.array(oracle.recorded_selection(outcomes[name], score), dtype=float))
+            for found in gaps[gaps["k"] == k].itertuples(index=False):
+                expected = chance[group == int(found.group[1:])].mean() - chance[group == 0].mean()
+                assert math.isclose(getattr(found, side), expected, abs_tol=1e-12), (name, k, found.group)
