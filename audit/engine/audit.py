@@ -151,7 +151,8 @@ class Audit:
             reason = LOG_QUOTAS[next(iter(kinds))][1] if len(kinds) == 1 else MIXED_DECISIONS
             return (chosen or 1), (reason if chosen is None else
                                    f"{reason}; the quota k = {chosen} asked for changes none of them")
-        if kinds and kinds != {design.labels[0]}:  # several kinds in one task: the rank logs' own quota
+        stored = design.labels[0] if design.labels else None
+        if stored in LOG_QUOTAS and kinds and kinds != {stored}:  # logs of several kinds: the rank logs' own quota
             quota, reason = LOG_QUOTAS["rank"]
             design = replace(design, quota=quota, quota_reason=reason + (OTHER_LOGS if len(kinds) > 1 else ""))
         return design.audited_quota(chosen)
